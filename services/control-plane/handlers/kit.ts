@@ -1,0 +1,213 @@
+import type { HandlerContext } from '@connectrpc/connect';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import {
+  DomainError, alreadyExists, duplicateId, missingReference, notFound,
+} from '../../common/errors.js';
+import { newId } from '../../common/ids.js';
+import type { Database } from '../../store/db.js';
+import { KINDS, rowToMessage, type KindDef, type KindName, type MessageOf, type Row } from '../../store/kinds.js';
+import { getById, loadByIds, listPage, type Page } from '../../store/read.js';
+import { runWrite, type WriteTx } from '../../store/write.js';
+import { assertTenantReach, principalOf, type Principal } from '../auth/principal.js';
+import { batchItems, clientId } from '../validate.js';
+
+/** What every handler needs; passed down explicitly from start-up. */
+export interface Deps {
+  db: Database;
+}
+
+/** Sets the tenant's new revision on the response: header (REST, Connect) and trailer (gRPC). */
+export function setRevision(ctx: HandlerContext, revision: number | undefined) {
+  if (revision === undefined) return;
+  ctx.responseHeader.set('x-revision', String(revision));
+  ctx.responseTrailer.set('x-revision', String(revision));
+}
+
+/**
+ * The state of one create request (single or batch) while its items are turned into rows.
+ * References resolve against rows created earlier in the same batch first, then the store.
+ */
+export class Batch {
+  readonly now = new Date();
+  private readonly local = new Map<string, Map<string, Row>>();
+  private readonly loaded = new Map<string, Map<string, Row>>();
+  private readonly ids = new Map<string, string>(); // id -> field path of its first use
+  readonly before: { kind: KindName; row: Row }[] = [];
+  readonly after: { kind: KindName; row: Row }[] = [];
+
+  constructor(readonly tx: WriteTx, readonly principal: Principal) {}
+
+  get em(): EntityManager {
+    return this.tx.em;
+  }
+
+  /** Loads referenced rows of a kind in one query (call before the per-item loop). */
+  async preload(kind: KindName, ids: Iterable<string | undefined>) {
+    const want = [...ids].filter((x): x is string => !!x && !this.cached(kind, x));
+    if (want.length === 0) return;
+    const rows = await loadByIds(this.em, kind, want);
+    const m = this.loaded.get(kind) ?? new Map<string, Row>();
+    for (const [id, r] of rows) m.set(id, r);
+    this.loaded.set(kind, m);
+  }
+
+  private cached(kind: KindName, id: string): Row | undefined {
+    return this.local.get(kind)?.get(id) ?? this.loaded.get(kind)?.get(id);
+  }
+
+  /** A referenced row; `failed_precondition` naming the field when it does not exist. */
+  async ref(kind: KindName, id: string, field: string): Promise<Row> {
+    const hit = this.cached(kind, id) ?? (await this.preload(kind, [id]), this.cached(kind, id));
+    if (!hit) throw missingReference(field, (KINDS[kind] as KindDef).label, id);
+    return hit;
+  }
+
+  /** Rows of a kind created so far in this batch (for rules that look at siblings). */
+  created(kind: KindName): Iterable<Row> {
+    return this.local.get(kind)?.values() ?? [];
+  }
+
+  /** The caller must reach the tenant; the transaction then writes it (revision bump). */
+  async tenant(tenantId: string, field: string) {
+    assertTenantReach(this.principal, tenantId);
+    await this.tx.useTenant(tenantId, field);
+  }
+
+  /** The item's id: its validated client id (unique within the batch) or a new one. */
+  id(kind: KindName, supplied: string | undefined, field: string): string {
+    const ns = (KINDS[kind] as KindDef).namespace;
+    const id = clientId(ns, supplied, field) ?? newId(ns);
+    if (this.ids.has(id)) throw duplicateId(field, id);
+    this.ids.set(id, field);
+    return id;
+  }
+
+  /** Registers a row (main or extra) so later items can reference it. */
+  remember(kind: KindName, row: Row) {
+    const m = this.local.get(kind) ?? new Map<string, Row>();
+    m.set(row.id as string, row);
+    this.local.set(kind, m);
+  }
+
+  /** Common columns of a new row. */
+  base(id: string, tenantId?: string): Row {
+    return { id, ...(tenantId !== undefined ? { tenantId } : {}), createdAt: this.now, createdBy: this.principal.subjectId };
+  }
+
+  /** Checks that none of the given ids already exists in the store. */
+  async assertNew(kind: KindName, ids: string[]) {
+    const existing = await loadByIds(this.em, kind, ids);
+    for (const id of ids) {
+      if (existing.has(id)) throw alreadyExists((KINDS[kind] as KindDef).label, id, this.ids.get(id));
+    }
+  }
+}
+
+export interface CreateSpec<I, K extends KindName> {
+  kind: K;
+  /** Bulk-loads what the items reference, before the per-item loop. */
+  preload?: (b: Batch, items: I[]) => Promise<void>;
+  /** Validates one item and returns its row; `path` prefixes field names (`items[3].`). */
+  build: (b: Batch, item: I, path: string) => Promise<Row>;
+}
+
+/**
+ * Creates one or many entities of a kind in one transaction (all or nothing) and answers
+ * the created messages in request order.
+ */
+export async function createMany<I, K extends KindName>(
+  deps: Deps, ctx: HandlerContext, spec: CreateSpec<I, K>, items: I[], batch: boolean,
+): Promise<MessageOf<K>[]> {
+  if (batch) batchItems(items);
+  const principal = principalOf(ctx);
+  const { result, revision } = await guardWrite(() => runWrite(deps.db, async (tx) => {
+    const b = new Batch(tx, principal);
+    await spec.preload?.(b, items);
+    const rows: Row[] = [];
+    for (let i = 0; i < items.length; i++) {
+      const row = await spec.build(b, items[i], batch ? `items[${i}].` : '');
+      b.remember(spec.kind, row);
+      rows.push(row);
+    }
+    await b.assertNew(spec.kind, rows.map((r) => r.id as string));
+    for (const e of b.before) await tx.insert(e.kind, [e.row]);
+    await tx.insert(spec.kind, rows);
+    for (const e of b.after) await tx.insert(e.kind, [e.row]);
+    return rows;
+  }));
+  setRevision(ctx, revision);
+  return result.map((r) => rowToMessage(spec.kind, r));
+}
+
+/** Runs a write and maps database constraint violations that slipped past validation. */
+export async function guardWrite<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof DomainError) throw err;
+    const name = (err as { name?: string })?.name ?? '';
+    const code = (err as { code?: string })?.code;
+    if (name === 'UniqueConstraintViolationException' || code === '23505') {
+      throw new DomainError('already_exists', `an entity with the same unique fields already exists (${constraintOf(err)})`);
+    }
+    if (name === 'ForeignKeyConstraintViolationException' || code === '23503') {
+      throw new DomainError('constraint', `the write would leave a dangling reference (${constraintOf(err)})`);
+    }
+    throw err;
+  }
+}
+
+function constraintOf(err: unknown): string {
+  return String((err as { constraint?: string })?.constraint ?? 'constraint');
+}
+
+/** Reads one entity by id for a get endpoint: `not_found` when absent or out of reach. */
+export async function getOne<K extends KindName>(deps: Deps, ctx: HandlerContext, kind: K, id: string): Promise<MessageOf<K>> {
+  const row = await getById(deps.db.orm.em.fork(), kind, id);
+  if (!row) throw notFound((KINDS[kind] as KindDef).label, id, 'id');
+  reach(ctx, row);
+  return rowToMessage(kind, row);
+}
+
+/** A tenant-owned row must be in the caller's reach. */
+export function reach(ctx: HandlerContext, row: Row) {
+  if (row.tenantId) assertTenantReach(principalOf(ctx), row.tenantId as string);
+}
+
+/** A page of a list endpoint, filtered by `where` (already reach-checked by the caller). */
+export async function listMany<K extends KindName>(
+  deps: Deps, kind: K, where: Record<string, unknown>, page: Page,
+): Promise<{ items: MessageOf<K>[]; nextCursor: string }> {
+  const { rows, nextCursor } = await listPage(deps.db.orm.em.fork(), kind, where, page);
+  return { items: rows.map((r) => rowToMessage(kind, r)), nextCursor };
+}
+
+/**
+ * The tenant a list filter addresses, checked for reach: the tenant of the row `id` of
+ * `kind` (e.g. the scope of `?scopeId=`). Unknown ids are `not_found`.
+ */
+export async function tenantOfRef(deps: Deps, ctx: HandlerContext, kind: KindName, id: string, field: string): Promise<Row> {
+  const row = await getById(deps.db.orm.em.fork(), kind, id);
+  if (!row) throw notFound((KINDS[kind] as KindDef).label, id, field);
+  reach(ctx, row);
+  return row;
+}
+
+/** Runs a delete (or update) transaction and sets the revision header. */
+export async function writeOne<T>(deps: Deps, ctx: HandlerContext, fn: (tx: WriteTx, principal: Principal) => Promise<T>): Promise<T> {
+  const principal = principalOf(ctx);
+  const { result, revision } = await guardWrite(() => runWrite(deps.db, (tx) => fn(tx, principal)));
+  setRevision(ctx, revision);
+  return result;
+}
+
+/** Loads a row inside a write, `not_found` when absent, and enters its tenant. */
+export async function loadForWrite(tx: WriteTx, principal: Principal, kind: KindName, id: string, field = 'id'): Promise<Row> {
+  const row = await getById(tx.em, kind, id);
+  if (!row) throw notFound((KINDS[kind] as KindDef).label, id, field);
+  if (row.tenantId) {
+    assertTenantReach(principal, row.tenantId as string);
+    await tx.useTenant(row.tenantId as string, field);
+  }
+  return row;
+}

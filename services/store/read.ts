@@ -1,0 +1,57 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { invalid } from '../common/errors.js';
+import { KINDS, type KindDef, type KindName, type Row } from './kinds.js';
+
+export const DEFAULT_PAGE = 100;
+export const MAX_PAGE = 1000;
+
+export interface Page {
+  limit?: number;
+  cursor?: string;
+}
+
+export interface PageResult {
+  rows: Row[];
+  /** Opaque; empty on the last page. */
+  nextCursor: string;
+}
+
+/** Loads rows of one kind by id, as a map; missing ids are simply absent. */
+export async function loadByIds(em: EntityManager, kind: KindName, ids: Iterable<string>): Promise<Map<string, Row>> {
+  const unique = [...new Set(ids)].filter((x) => x);
+  const out = new Map<string, Row>();
+  if (unique.length === 0) return out;
+  const d = KINDS[kind] as KindDef;
+  const rows = await em.find(d.entity, { id: { $in: unique } } as never, { disableIdentityMap: true });
+  for (const r of rows as Row[]) out.set(r.id as string, r);
+  return out;
+}
+
+export async function getById(em: EntityManager, kind: KindName, id: string): Promise<Row | null> {
+  return (await loadByIds(em, kind, [id])).get(id) ?? null;
+}
+
+/** Keyset paging in id order: the cursor is the last id of the previous page. */
+export async function listPage(em: EntityManager, kind: KindName, where: Record<string, unknown>, page: Page): Promise<PageResult> {
+  const limit = page.limit === undefined || page.limit === 0 ? DEFAULT_PAGE : page.limit;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw invalid('limit', `must be between 1 and ${MAX_PAGE}`);
+  const filter: Record<string, unknown> = { ...where };
+  if (page.cursor) filter.id = { $gt: decodeCursor(page.cursor) };
+  const d = KINDS[kind] as KindDef;
+  const rows = (await em.find(d.entity, filter as never, {
+    orderBy: { id: 'asc' } as never, limit: limit + 1, disableIdentityMap: true,
+  })) as Row[];
+  const more = rows.length > limit;
+  if (more) rows.length = limit;
+  return { rows, nextCursor: more ? encodeCursor(rows[rows.length - 1].id as string) : '' };
+}
+
+export function encodeCursor(lastId: string): string {
+  return Buffer.from(lastId, 'utf8').toString('base64url');
+}
+
+export function decodeCursor(cursor: string): string {
+  const id = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (!id || encodeCursor(id) !== cursor) throw invalid('cursor', 'is not a cursor this service issued');
+  return id;
+}
