@@ -5,6 +5,7 @@ import type { DescService } from '@bufbuild/protobuf';
 import { openDatabase, type Database } from '../services/store/db.js';
 import { principalKey, type Principal } from '../services/control-plane/auth/principal.js';
 import type { Deps } from '../services/control-plane/handlers/kit.js';
+import { runWrite } from '../services/store/write.js';
 import { registerServices } from '../services/control-plane/services.js';
 import { errorInterceptor } from '../services/control-plane/errors.js';
 
@@ -70,4 +71,19 @@ export async function createTestApp(backend: Backend): Promise<TestApp> {
     },
     close: () => db.close(),
   };
+}
+
+/**
+ * Writes a tenant and its root scope (`scope_<tenantId>`) straight to the store, so a suite
+ * can start without going through TenancyService.
+ */
+export async function seedTenant(db: Database, id: string): Promise<{ tenantId: string; rootScopeId: string }> {
+  const rootScopeId = `scope_${id}`;
+  await runWrite(db, async (tx) => {
+    const now = new Date();
+    await tx.insert('tenant', [{ id, name: id, scopeId: rootScopeId, revision: 0, createdAt: now, createdBy: 'test' }]);
+    await tx.useTenant(id);
+    await tx.insert('scope', [{ id: rootScopeId, tenantId: id, name: 'root', typeId: 'scope_type_tenant', createdAt: now, createdBy: 'test' }]);
+  });
+  return { tenantId: id, rootScopeId };
 }

@@ -1,24 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConnectError, Code } from '@connectrpc/connect';
 import { ScopeService } from '../../../gen/authz/v1/scope_service_pb.js';
-import { BACKENDS, createTestApp, type TestApp } from '../../../test/harness.js';
-import { runWrite } from '../../store/write.js';
-
-async function seedTenant(app: TestApp, id: string) {
-  // Until TenancyService lands here, a tenant and its root scope are written directly.
-  await runWrite(app.db, async (tx) => {
-    const now = new Date();
-    await tx.insert('tenant', [{ id, name: id, scopeId: `scope_${id}`, revision: 0, createdAt: now, createdBy: 'test' }]);
-    await tx.useTenant(id);
-    await tx.insert('scope', [{ id: `scope_${id}`, tenantId: id, name: 'root', typeId: 'scope_type_tenant', createdAt: now, createdBy: 'test' }]);
-  });
-}
+import { BACKENDS, createTestApp, seedTenant, type TestApp } from '../../../test/harness.js';
 
 describe.each(BACKENDS)('ScopeService on %s', (backend) => {
   let app: TestApp;
   beforeAll(async () => {
     app = await createTestApp(backend);
-    await seedTenant(app, 'tenant_a');
+    await seedTenant(app.db, 'tenant_a');
   });
   afterAll(() => app?.close());
 
