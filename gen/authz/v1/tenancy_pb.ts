@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file authz/v1/tenancy.proto.
  */
 export const file_authz_v1_tenancy: GenFile = /*@__PURE__*/
-  fileDesc("ChZhdXRoei92MS90ZW5hbmN5LnByb3RvEghhdXRoei52MSKOAQoGVGVuYW50EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEAoIc2NvcGVfaWQYAyABKAkSFAoIcmV2aXNpb24YBCABKANCAjACEi4KCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmNyZWF0ZWRfYnkYBiABKAkijAEKB1Byb2plY3QSCgoCaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJEgwKBG5hbWUYAyABKAkSEAoIc2NvcGVfaWQYBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKY3JlYXRlZF9ieRgGIAEoCSKkAQoLRW52aXJvbm1lbnQSCgoCaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJEhIKCnByb2plY3RfaWQYAyABKAkSEAoIc2NvcGVfaWQYBCABKAkSDAoEbmFtZRgFIAEoCRIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpjcmVhdGVkX2J5GAcgASgJIo4BCglXb3Jrc3BhY2USCgoCaWQYASABKAkSEQoJdGVuYW50X2lkGAIgASgJEhAKCHNjb3BlX2lkGAMgASgJEgwKBG5hbWUYBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKY3JlYXRlZF9ieRgGIAEoCWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("ChZhdXRoei92MS90ZW5hbmN5LnByb3RvEghhdXRoei52MSKKAQoGVGVuYW50EgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEAoIc2NvcGVfaWQYAyABKAkSEAoIcmV2aXNpb24YBCABKAMSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKY3JlYXRlZF9ieRgGIAEoCSKMAQoHUHJvamVjdBIKCgJpZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIQCghzY29wZV9pZBgEIAEoCRIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpjcmVhdGVkX2J5GAYgASgJIqQBCgtFbnZpcm9ubWVudBIKCgJpZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkSEgoKcHJvamVjdF9pZBgDIAEoCRIQCghzY29wZV9pZBgEIAEoCRIMCgRuYW1lGAUgASgJEi4KCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhIKCmNyZWF0ZWRfYnkYByABKAkijgEKCVdvcmtzcGFjZRIKCgJpZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkSEAoIc2NvcGVfaWQYAyABKAkSDAoEbmFtZRgEIAEoCRIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBISCgpjcmVhdGVkX2J5GAYgASgJYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * A tenant: an isolated customer. Created with a root scope of scope type `tenant`.
@@ -40,7 +40,7 @@ export type Tenant = Message<"authz.v1.Tenant"> & {
   /**
    * Incremented by every write transaction of the tenant; the consistency token.
    *
-   * @generated from field: int64 revision = 4 [jstype = JS_NUMBER];
+   * @generated from field: int64 revision = 4;
    */
   revision: bigint;
 
@@ -81,7 +81,7 @@ export type TenantJson = {
   /**
    * Incremented by every write transaction of the tenant; the consistency token.
    *
-   * @generated from field: int64 revision = 4 [jstype = JS_NUMBER];
+   * @generated from field: int64 revision = 4;
    */
   revision?: string;
 

@@ -10,17 +10,18 @@ import { getById, loadByIds, listPage, type Page } from '../../store/read.js';
 import { runWrite, type WriteTx } from '../../store/write.js';
 import { assertTenantReach, principalOf, type Principal } from '../auth/principal.js';
 import { batchItems, clientId } from '../validate.js';
+import { setRevision as setRevisionHeader } from '../server/revision.js';
+import type { DecisionDeps } from './decision.js';
 
 /** What every handler needs; passed down explicitly from start-up. */
 export interface Deps {
   db: Database;
+  decision: DecisionDeps;
 }
 
-/** Sets the tenant's new revision on the response: header (REST, Connect) and trailer (gRPC). */
+/** Sets x-revision (header and trailer) when the write touched a tenant. */
 export function setRevision(ctx: HandlerContext, revision: number | undefined) {
-  if (revision === undefined) return;
-  ctx.responseHeader.set('x-revision', String(revision));
-  ctx.responseTrailer.set('x-revision', String(revision));
+  if (revision !== undefined) setRevisionHeader(ctx, revision);
 }
 
 /**

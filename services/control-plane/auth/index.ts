@@ -1,0 +1,2 @@
+export * from './principal.js';
+export * from './interceptor.js';

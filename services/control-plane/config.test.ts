@@ -1,0 +1,104 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, redactConfig } from './config.js';
+
+describe('loadConfig', () => {
+  it('applies the defaults of contract §2', () => {
+    const c = loadConfig({}, []);
+    expect(c).toEqual({
+      dataDir: './data',
+      port: 8080,
+      host: '127.0.0.1',
+      resourceScopeGate: 'off',
+      watchHeartbeatMs: 1000,
+      minRevisionWaitMs: 1000,
+      logLevel: 'info',
+    });
+    expect(Object.isFrozen(c)).toBe(true);
+    expect(c.databaseUrl).toBeUndefined();
+  });
+
+  it('reads environment variables', () => {
+    const c = loadConfig(
+      {
+        DATABASE_URL: 'postgres://u:p@db:5432/authz',
+        SERVICE_DATA_DIR: '/var/lib/authz',
+        SERVICE_PORT: '9090',
+        SERVICE_HOST: '0.0.0.0',
+        SERVICE_BOOTSTRAP_API_KEY: 'sk_bootstrap_secret',
+        SERVICE_RESOURCE_SCOPE_GATE: 'links-fallback',
+        SERVICE_WATCH_HEARTBEAT_MS: '250',
+        SERVICE_MIN_REVISION_WAIT_MS: '0',
+        SERVICE_LOG_LEVEL: 'debug',
+      },
+      [],
+    );
+    expect(c).toMatchObject({
+      databaseUrl: 'postgres://u:p@db:5432/authz',
+      dataDir: '/var/lib/authz',
+      port: 9090,
+      host: '0.0.0.0',
+      bootstrapApiKey: 'sk_bootstrap_secret',
+      resourceScopeGate: 'links-fallback',
+      watchHeartbeatMs: 250,
+      minRevisionWaitMs: 0,
+      logLevel: 'debug',
+    });
+  });
+
+  it('has a flag twin for every variable, in both forms; flags win', () => {
+    const c = loadConfig({ SERVICE_PORT: '9090', SERVICE_RESOURCE_SCOPE_GATE: 'off' }, [
+      '--service-port',
+      '7070',
+      '--service-resource-scope-gate=strict',
+      '--database-url=postgresql://localhost/authz',
+    ]);
+    expect(c.port).toBe(7070);
+    expect(c.resourceScopeGate).toBe('strict');
+    expect(c.databaseUrl).toBe('postgresql://localhost/authz');
+  });
+
+  it('treats empty variables as unset', () => {
+    expect(loadConfig({ DATABASE_URL: '', SERVICE_PORT: '' }, []).port).toBe(8080);
+  });
+
+  it('rejects bad values, naming the variable', () => {
+    const bad: Array<[Record<string, string>, string[], string]> = [
+      [{ SERVICE_RESOURCE_SCOPE_GATE: 'sometimes' }, [], 'SERVICE_RESOURCE_SCOPE_GATE'],
+      [{}, ['--service-resource-scope-gate', 'maybe'], 'SERVICE_RESOURCE_SCOPE_GATE'],
+      [{ SERVICE_PORT: 'eighty' }, [], 'SERVICE_PORT'],
+      [{ SERVICE_PORT: '70000' }, [], 'SERVICE_PORT'],
+      [{ SERVICE_WATCH_HEARTBEAT_MS: '0' }, [], 'SERVICE_WATCH_HEARTBEAT_MS'],
+      [{ SERVICE_MIN_REVISION_WAIT_MS: '-1' }, [], 'SERVICE_MIN_REVISION_WAIT_MS'],
+      [{ DATABASE_URL: 'mysql://x' }, [], 'DATABASE_URL'],
+      [{ SERVICE_LOG_LEVEL: 'loud' }, [], 'SERVICE_LOG_LEVEL'],
+      [{ SERVICE_BOOTSTRAP_API_KEY: 'has space' }, [], 'SERVICE_BOOTSTRAP_API_KEY'],
+      [{}, ['--service-port'], 'SERVICE_PORT'],
+    ];
+    for (const [env, argv, variable] of bad) {
+      let err: unknown;
+      try {
+        loadConfig(env, argv);
+      } catch (e) {
+        err = e;
+      }
+      expect(err, JSON.stringify([env, argv])).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).variable).toBe(variable);
+      expect((err as Error).message).toContain(variable);
+    }
+    expect(() => loadConfig({}, ['--no-such-flag=1'])).toThrow(/unknown flag --no-such-flag/);
+    expect(() => loadConfig({}, ['stray'])).toThrow(ConfigError);
+  });
+});
+
+describe('redactConfig', () => {
+  it('redacts the bootstrap key and the database password', () => {
+    const c = loadConfig({ DATABASE_URL: 'postgres://authz:s3cret@db:5432/authz', SERVICE_BOOTSTRAP_API_KEY: 'sk_topsecret' }, []);
+    const r = redactConfig(c);
+    expect(JSON.stringify(r)).not.toContain('s3cret');
+    expect(JSON.stringify(r)).not.toContain('sk_topsecret');
+    expect(r.bootstrapApiKey).toBe('[redacted]');
+    expect(r.databaseUrl).toContain('authz:');
+    expect(r.databaseUrl).toContain('@db:5432/authz');
+    expect(r.port).toBe(8080);
+  });
+});

@@ -1,0 +1,321 @@
+/**
+ * The REST gateway: one generic transcoder driven by the `google.api.http` options of the
+ * service descriptors. A REST request becomes a Connect unary JSON request to the same
+ * router's handler, in process, so authentication, error mapping, metrics and handlers are
+ * exactly those of the Connect and gRPC surfaces; the Connect response is then transcoded back
+ * (response_body, 64-bit integers as numbers, `x-next-cursor` and `x-revision` headers, errors
+ * as `{code, message, details}` with Connect's HTTP status).
+ */
+import { fromBinary, type DescMethod, type DescService, type JsonObject, type JsonValue } from '@bufbuild/protobuf';
+import { base64Decode } from '@bufbuild/protobuf/wire';
+import { Code, ConnectError, createContextKey, createContextValues } from '@connectrpc/connect';
+import type { UniversalHandler, UniversalServerRequest } from '@connectrpc/connect/protocol';
+import { codeFromString, codeToHttpStatus, codeToString } from '@connectrpc/connect/protocol-connect';
+import type { universalRequestFromNodeRequest, universalResponseToNodeResponse } from '@connectrpc/connect-node';
+
+/** A request of node:http or node:http2 (compatibility API). */
+export type NodeServerRequest = Parameters<typeof universalRequestFromNodeRequest>[0];
+/** A response of node:http or node:http2 (compatibility API). */
+export type NodeServerResponse = Parameters<typeof universalResponseToNodeResponse>[1];
+import type { Logger } from 'pino';
+import { ErrorInfoSchema, ErrorReason, ErrorReasonSchema } from '../../../gen/authz/v1/error_reason_pb.js';
+import { connectErrorWithInfo, INTERNAL_MESSAGE } from '../errors.js';
+import { checkMessage, int64ToNumbers, invalidField, setAtPath, valueFromString } from './json.js';
+import { resolveFieldPath, RouteTable, type Route } from './routes.js';
+
+/** The request body limit of every surface (contract §6). */
+export const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+/** Set to "rest" in the handler context of calls that arrive through the gateway. */
+export const surfaceKey = createContextKey<'rpc' | 'rest'>('rpc', { description: 'authz.surface' });
+
+export interface GatewayOptions {
+  /** Services whose `google.api.http` bindings are served. */
+  services: readonly DescService[];
+  /** The Connect router's handlers (`router.handlers`); each binding calls its method's handler. */
+  handlers: readonly UniversalHandler[];
+  /** Request body limit in bytes; default 4 MiB. */
+  maxBodyBytes?: number;
+  logger?: Logger;
+}
+
+export interface Gateway {
+  readonly routes: RouteTable;
+  /** Serves one REST request; always answers (404 for paths no binding declares). */
+  handle(req: NodeServerRequest, res: NodeServerResponse): Promise<void>;
+}
+
+/** Request headers that describe the HTTP exchange rather than the call; never forwarded. */
+const DROP_HEADERS = new Set([
+  'host', 'connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'upgrade', 'expect',
+  'http2-settings', 'content-type', 'content-length', 'content-encoding', 'accept-encoding', 'accept',
+]);
+
+const JSON_TYPE = 'application/json';
+
+class BodyTooLarge extends Error {}
+
+export function createGateway(opts: GatewayOptions): Gateway {
+  const routes = new RouteTable(opts.services);
+  const maxBodyBytes = opts.maxBodyBytes ?? MAX_BODY_BYTES;
+  const handlerOf = new Map<DescMethod, UniversalHandler>();
+  const handlerByName = new Map<string, UniversalHandler>();
+  for (const h of opts.handlers) {
+    handlerOf.set(h.method, h);
+    handlerByName.set(`${h.service.typeName}.${h.method.name}`, h);
+  }
+  const findHandler = (m: DescMethod) => handlerOf.get(m) ?? handlerByName.get(`${m.parent.typeName}.${m.name}`);
+
+  async function handle(req: NodeServerRequest, res: NodeServerResponse): Promise<void> {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const rawPath = q === -1 ? url : url.slice(0, q);
+    const query = new URLSearchParams(q === -1 ? '' : url.slice(q + 1));
+    const verb = (req.method ?? 'GET').toUpperCase();
+
+    let match;
+    try {
+      match = routes.match(verb, rawPath);
+    } catch {
+      return sendError(res, connectErrorWithInfo('the request path is not valid percent-encoding', Code.InvalidArgument, ErrorReason.INVALID_FIELD));
+    }
+    if (match.kind === 'not_found') {
+      return sendError(res, connectErrorWithInfo(`no endpoint ${verb} ${rawPath}`, Code.NotFound, ErrorReason.NOT_FOUND));
+    }
+    if (match.kind === 'method_not_allowed') {
+      const err = connectErrorWithInfo(
+        `${verb} is not allowed on ${rawPath}; allowed: ${match.allowed.join(', ')}`,
+        Code.Unimplemented,
+        ErrorReason.UNSPECIFIED,
+      );
+      return sendError(res, err, 405, { allow: match.allowed.join(', ') });
+    }
+    const { route, params } = match;
+    const handler = findHandler(route.method);
+    if (!handler) {
+      return sendError(res, new ConnectError(`${route.method.parent.typeName}.${route.method.name} is not implemented`, Code.Unimplemented));
+    }
+
+    let message: JsonObject;
+    try {
+      const body = route.body.kind === 'none' ? undefined : await readJsonBody(req, maxBodyBytes);
+      message = buildRequest(route, params, query, body);
+    } catch (err) {
+      if (err instanceof BodyTooLarge) {
+        return sendError(
+          res,
+          connectErrorWithInfo(`request body exceeds ${maxBodyBytes} bytes`, Code.ResourceExhausted, ErrorReason.LIMIT),
+          undefined,
+          req.httpVersionMajor === 1 ? { connection: 'close' } : {},
+        );
+      }
+      if (err instanceof ConnectError) return sendError(res, err);
+      throw err;
+    }
+
+    const abort = new AbortController();
+    res.once('close', () => abort.abort());
+    const header = new Headers();
+    for (const [k, v] of Object.entries(req.headers)) {
+      if (v === undefined || k.startsWith(':') || DROP_HEADERS.has(k) || k.startsWith('connect-') || k.startsWith('grpc-')) continue;
+      for (const value of Array.isArray(v) ? v : [v]) header.append(k, value);
+    }
+    header.set('content-type', JSON_TYPE);
+    header.set('connect-protocol-version', '1');
+    const contextValues = createContextValues().set(surfaceKey, 'rest');
+    const uReq: UniversalServerRequest = {
+      httpVersion: req.httpVersion,
+      url: `http://gateway${handler.requestPath}`,
+      method: 'POST',
+      header,
+      body: message,
+      signal: abort.signal,
+      contextValues,
+    };
+    const uRes = await handler(uReq);
+    const chunks: Uint8Array[] = [];
+    if (uRes.body) for await (const c of uRes.body) chunks.push(c);
+    const text = Buffer.concat(chunks).toString('utf8');
+    const resHeader = uRes.header ?? new Headers();
+    const out: Record<string, string> = {};
+    const revision = resHeader.get('x-revision') ?? resHeader.get('trailer-x-revision') ?? uRes.trailer?.get('x-revision');
+    if (revision) out['x-revision'] = revision;
+
+    if (uRes.status !== 200) {
+      const challenge = resHeader.get('www-authenticate');
+      if (challenge) out['www-authenticate'] = challenge;
+      return sendError(res, errorFromConnectBody(uRes.status, text, opts.logger), undefined, out);
+    }
+
+    let json: JsonValue;
+    try {
+      json = JSON.parse(text) as JsonValue;
+    } catch (err) {
+      opts.logger?.error({ err, method: route.method.name }, 'gateway could not parse a handler response');
+      return sendError(res, new ConnectError(INTERNAL_MESSAGE, Code.Internal));
+    }
+    json = int64ToNumbers(route.method.output, json);
+    const obj = json as JsonObject;
+    const cursorField = route.method.output.fields.find((f) => f.name === 'next_cursor');
+    if (cursorField) {
+      const cursor = obj[cursorField.jsonName];
+      if (typeof cursor === 'string' && cursor !== '') out['x-next-cursor'] = cursor;
+      delete obj[cursorField.jsonName];
+    }
+    let payload: JsonValue = obj;
+    if (route.responseBody) {
+      const f = route.responseBody;
+      payload = obj[f.jsonName] ?? (f.fieldKind === 'list' ? [] : {});
+    }
+    send(res, 200, out, JSON.stringify(payload));
+  }
+
+  return { routes, handle };
+}
+
+/** Builds the proto-JSON request message of a route from path, query and body. */
+function buildRequest(route: Route, params: Map<string, string>, query: URLSearchParams, body: JsonValue | undefined): JsonObject {
+  const input = route.method.input;
+  let message: JsonObject = {};
+  if (route.body.kind === 'all') {
+    if (body !== undefined) {
+      checkMessage(input, body);
+      message = body as JsonObject;
+    }
+  } else if (route.body.kind === 'field') {
+    const f = route.body.field;
+    if (body !== undefined && body !== null) {
+      if (f.fieldKind === 'list' && !Array.isArray(body)) {
+        throw invalidField('', `request body must be a JSON array (of ${f.listKind === 'message' ? f.message.typeName : 'values'}), got ${body === null ? 'null' : typeof body}`);
+      }
+      message = { [f.jsonName]: body };
+      checkMessage(input, message);
+    }
+  }
+
+  for (const seg of route.segments) {
+    if (seg.kind !== 'variable') continue;
+    const raw = params.get(seg.name) ?? '';
+    const last = seg.fields[seg.fields.length - 1];
+    setAtPath(message, seg.fields, valueFromString(last, raw, seg.name), seg.name);
+  }
+
+  const keys = [...new Set(query.keys())];
+  if (keys.length > 0 && route.body.kind === 'all') {
+    throw invalidField(keys[0], `unknown query parameter "${keys[0]}": this endpoint takes its fields in the JSON body`);
+  }
+  for (const key of keys) {
+    const fields = resolveFieldPath(input, key);
+    if (!fields) throw invalidField(key, `unknown query parameter "${key}"`);
+    const dotted = fields.map((f) => f.name).join('.');
+    if (route.pathFieldNames.has(dotted)) throw invalidField(key, `"${key}" is already given in the path`);
+    if (route.body.kind === 'field' && fields[0] === route.body.field) throw invalidField(key, `"${key}" belongs in the request body`);
+    for (const f of fields.slice(0, -1)) {
+      if (f.fieldKind !== 'message') throw invalidField(key, `unknown query parameter "${key}"`);
+    }
+    const last = fields[fields.length - 1];
+    const values = query.getAll(key);
+    let value: JsonValue;
+    if (last.fieldKind === 'list') {
+      value = values.map((v) => valueFromString(last, v, key));
+    } else {
+      if (values.length > 1) throw invalidField(key, `query parameter "${key}" is given more than once`);
+      value = valueFromString(last, values[0], key);
+    }
+    setAtPath(message, fields, value, key);
+  }
+  return message;
+}
+
+/** Reads the body as JSON; undefined when empty. Throws BodyTooLarge or invalid_argument. */
+async function readJsonBody(req: NodeServerRequest, max: number): Promise<JsonValue | undefined> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > max) throw new BodyTooLarge();
+  const encoding = req.headers['content-encoding'];
+  if (encoding && encoding !== 'identity') {
+    throw invalidField('', `content-encoding ${encoding} is not supported; send plain JSON`);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer | string>) {
+    const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    size += buf.length;
+    if (size > max) throw new BodyTooLarge();
+    chunks.push(buf);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (text.trim() === '') return undefined;
+  try {
+    return JSON.parse(text) as JsonValue;
+  } catch (err) {
+    throw invalidField('', `request body is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+/** Turns a Connect unary error response body into a ConnectError. */
+function errorFromConnectBody(status: number, text: string, logger?: Logger): ConnectError {
+  try {
+    const j = JSON.parse(text) as { code?: string; message?: string; details?: Array<{ type: string; value: string; debug?: JsonValue }> };
+    const code = j.code ? codeFromString(j.code) : undefined;
+    if (code !== undefined) {
+      const err = new ConnectError(j.message ?? '', code);
+      for (const d of j.details ?? []) err.details.push({ type: d.type, value: base64Decode(d.value), debug: d.debug });
+      return err;
+    }
+  } catch {
+    // fall through
+  }
+  logger?.error({ status, body: text.slice(0, 200) }, 'gateway received a non-Connect error response');
+  return new ConnectError(INTERNAL_MESSAGE, Code.Internal);
+}
+
+/** The REST rendering of an error detail: ErrorInfo decoded, others as Connect sends them. */
+function renderDetail(d: ConnectError['details'][number], message: string): JsonValue {
+  if ('desc' in d) {
+    if (d.desc.typeName === ErrorInfoSchema.typeName) {
+      return errorInfoJson(d.value as { reason?: ErrorReason; field?: string }, message);
+    }
+    return { type: d.desc.typeName };
+  }
+  if (d.type === ErrorInfoSchema.typeName) {
+    try {
+      const info = fromBinary(ErrorInfoSchema, d.value);
+      return errorInfoJson(info, message);
+    } catch {
+      // fall through
+    }
+  }
+  return { type: d.type, value: Buffer.from(d.value).toString('base64'), ...(d.debug !== undefined ? { debug: d.debug as JsonValue } : {}) };
+}
+
+function errorInfoJson(info: { reason?: ErrorReason; field?: string }, message: string): JsonObject {
+  const reason = ErrorReasonSchema.value[info.reason ?? ErrorReason.UNSPECIFIED]?.name ?? 'ERROR_REASON_UNSPECIFIED';
+  const out: JsonObject = { type: ErrorInfoSchema.typeName, reason };
+  if (info.field) out.field = info.field;
+  out.message = message;
+  return out;
+}
+
+/** Writes an error as `{code, message, details}` with Connect's HTTP status for the code. */
+export function sendError(res: NodeServerResponse, err: ConnectError, status?: number, headers: Record<string, string> = {}): void {
+  const body = {
+    code: codeToString(err.code),
+    message: err.rawMessage,
+    details: err.details.map((d) => renderDetail(d, err.rawMessage)),
+  };
+  const out: Record<string, string> = { ...headers };
+  err.metadata.forEach((v, k) => {
+    if (k === 'www-authenticate') out[k] = v;
+  });
+  send(res, status ?? codeToHttpStatus(err.code), out, JSON.stringify(body));
+}
+
+function send(res: NodeServerResponse, status: number, headers: Record<string, string>, body: string): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  const buf = Buffer.from(body, 'utf8');
+  res.writeHead(status, { ...headers, 'content-type': JSON_TYPE, 'content-length': String(buf.length) });
+  res.end(buf);
+}

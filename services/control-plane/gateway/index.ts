@@ -1,0 +1,3 @@
+export * from './gateway.js';
+export * from './routes.js';
+export { int64ToNumbers, checkMessage, valueFromString } from './json.js';
