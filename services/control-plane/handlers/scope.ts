@@ -6,6 +6,7 @@ import { rowToMessage, type Row } from '../../store/kinds.js';
 import { getById } from '../../store/read.js';
 import { principalOf } from '../auth/principal.js';
 import { optionalString, requireString } from '../validate.js';
+import { requireTenant } from './tenancy.js';
 import { Batch, createMany, listMany, loadForWrite, tenantOfRef, writeOne, type CreateSpec, type Deps } from './kit.js';
 
 /** Contract §6: scope and resource hierarchies are at most 64 levels deep. */
@@ -20,7 +21,7 @@ const scopeTypes: CreateSpec<CreateScopeTypeRequest, 'scopeType'> = {
     if (clash.length > 0 || [...b.created('scopeType')].some((r) => r.name === name)) {
       throw constraint(`a scope type named "${name}" already exists`, `${p}name`);
     }
-    return { ...b.base(id), name, description: optionalString(item.description, `${p}description`, 1024) ?? '' };
+    return { ...b.base(id), name, description: optionalString(item.description, `${p}description`) ?? '' };
   },
 };
 
@@ -52,12 +53,24 @@ async function ancestorsOf(b: Batch, scopeId: string): Promise<Row[]> {
 
 /** Once a scope type has edges as parent, only its listed child types go under its scopes. */
 export async function assertTypeAllowed(b: Batch, parentTypeId: string, childTypeId: string, field: string) {
-  const edges = (await b.em.execute(
-    'select child_type_id from scope_type_edges where parent_type_id = ?', [parentTypeId],
-  )) as { child_type_id: string }[];
-  if (edges.length > 0 && !edges.some((e) => e.child_type_id === childTypeId)) {
+  const allowed = await allowedChildTypes(b, parentTypeId);
+  if (allowed.size > 0 && !allowed.has(childTypeId)) {
     throw constraint(`scope type ${childTypeId} may not be placed under scope type ${parentTypeId}`, field);
   }
+}
+
+/** Child types allowed under a scope type (empty: any), read once per request. */
+const childTypesCache = new WeakMap<Batch, Map<string, Set<string>>>();
+async function allowedChildTypes(b: Batch, parentTypeId: string): Promise<Set<string>> {
+  const cache = childTypesCache.get(b) ?? new Map<string, Set<string>>();
+  childTypesCache.set(b, cache);
+  let hit = cache.get(parentTypeId);
+  if (!hit) {
+    const rows = (await b.em.execute('select child_type_id from scope_type_edges where parent_type_id = ?', [parentTypeId])) as { child_type_id: string }[];
+    hit = new Set(rows.map((r) => r.child_type_id));
+    cache.set(parentTypeId, hit);
+  }
+  return hit;
 }
 
 /** Builds a scope row under `parentId` (validated: same tenant, type hierarchy, depth). */
@@ -132,7 +145,7 @@ export function scopeService(deps: Deps): ServiceImpl<typeof ScopeService> {
     },
     async listScopes(req, ctx) {
       const tenantId = requireString(req.tenantId, 'tenantId');
-      await tenantOfRef(deps, ctx, 'tenant', tenantId, 'tenantId');
+      await requireTenant(deps, ctx, tenantId, 'tenantId');
       const { items, nextCursor } = await listMany(deps, 'scope', { tenantId }, req);
       return { scopes: items, nextCursor };
     },

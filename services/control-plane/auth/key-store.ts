@@ -1,0 +1,157 @@
+/**
+ * API-key secrets and their verification against the store.
+ *
+ * A secret is `azk_` + base64url(32 random bytes). It is stored only as its SHA-256 (hex),
+ * looked up by its first 12 characters (`prefix`, indexed) and compared in constant time.
+ * A fast, unsalted hash is sound here because the secrets carry 256 bits of randomness:
+ * guessing a preimage is infeasible however fast the hash is, so slow password KDFs (bcrypt,
+ * argon2) would only add latency to every request. Operator-chosen bootstrap secrets must
+ * be at least 32 characters; operators should make them random too.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { newId } from '../../common/ids.js';
+import type { Database } from '../../store/db.js';
+import { KINDS, type Row } from '../../store/kinds.js';
+import { runWrite } from '../../store/write.js';
+import { ConfigError } from '../config.js';
+import type { KeyKind, KeyVerifier, Principal } from './principal.js';
+
+export const SECRET_PREFIX = 'azk_';
+/** Characters of the secret stored in clear to find its row. */
+export const PREFIX_LENGTH = 12;
+export const HASH_ALGO = 'sha256';
+/** The shortest secret accepted from configuration (SERVICE_BOOTSTRAP_API_KEY). */
+export const MIN_CONFIGURED_SECRET = 32;
+/** Longer credentials are rejected without hashing them. */
+const MAX_SECRET = 1024;
+
+export type KeyStatus = 'active' | 'revoked' | 'expired';
+
+/** A new secret: `azk_` + base64url of 32 random bytes (47 characters). */
+export function generateSecret(): string {
+  return SECRET_PREFIX + randomBytes(32).toString('base64url');
+}
+
+/** SHA-256 of the secret, hex. */
+export function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest('hex');
+}
+
+export function prefixOf(secret: string): string {
+  return secret.slice(0, PREFIX_LENGTH);
+}
+
+export function lastFourOf(secret: string): string {
+  return secret.slice(-4);
+}
+
+/** The columns of an API-key row that derive from its secret. */
+export function secretColumns(secret: string): Row {
+  return { prefix: prefixOf(secret), lastFour: lastFourOf(secret), secretHash: hashSecret(secret), hashAlgo: HASH_ALGO };
+}
+
+/** The status a key reports: a stored `active` key past its `expiresAt` is `expired`. */
+export function statusOf(row: Row, now = new Date()): KeyStatus {
+  if (row.status === 'revoked') return 'revoked';
+  const expiresAt = row.expiresAt ? new Date(row.expiresAt as string | Date) : undefined;
+  if (expiresAt && expiresAt.getTime() <= now.getTime()) return 'expired';
+  return row.status as KeyStatus;
+}
+
+function hashMatches(storedHex: unknown, secretHash: Buffer): boolean {
+  if (typeof storedHex !== 'string' || !/^[0-9a-f]{64}$/.test(storedHex)) return false;
+  return timingSafeEqual(Buffer.from(storedHex, 'hex'), secretHash);
+}
+
+/** Verifies secrets against the `api_keys` table. */
+export class StoreKeyVerifier implements KeyVerifier {
+  constructor(private readonly db: Database) {}
+
+  /** The key's principal; null for an unknown, revoked or expired secret. */
+  async verify(secret: string): Promise<Principal | null> {
+    if (secret.length < PREFIX_LENGTH || secret.length > MAX_SECRET) return null;
+    const em = this.db.orm.em.fork();
+    const rows = (await em.find(KINDS.apiKey.entity, { prefix: prefixOf(secret) } as never, {
+      disableIdentityMap: true,
+    })) as Row[];
+    if (rows.length === 0) return null;
+    const hash = Buffer.from(hashSecret(secret), 'hex');
+    const now = new Date();
+    // Every candidate is compared (a revoked key may share the secret of a newer one).
+    let match: Row | undefined;
+    for (const r of rows) {
+      if (r.hashAlgo === HASH_ALGO && hashMatches(r.secretHash, hash) && statusOf(r, now) === 'active') match ??= r;
+    }
+    if (!match) return null;
+    return {
+      keyId: match.id as string,
+      kind: match.kind as KeyKind,
+      ...(match.tenantId ? { tenantId: match.tenantId as string } : {}),
+      subjectId: match.subjectId as string,
+    };
+  }
+}
+
+/** Where ensureBootstrapKey reports; a pino logger fits. */
+export interface BootstrapLog {
+  info(obj: object, msg?: string): void;
+}
+
+/** An arbitrary constant: serialises bootstrap across replicas starting at once. */
+const BOOTSTRAP_LOCK = 727_431_002;
+
+/**
+ * Makes sure an active `platform` key exists. When none does, creates one: with exactly the
+ * configured secret (SERVICE_BOOTSTRAP_API_KEY, at least 32 characters, else a ConfigError)
+ * or, without one, a generated secret, which is returned so start-up can print it once
+ * (it cannot be recovered later). Returns undefined when no secret was generated.
+ * Idempotent across restarts and replicas: an active platform key, from an earlier start or
+ * created through the API, means nothing is done.
+ */
+export async function ensureBootstrapKey(
+  db: Database, opts: { bootstrapApiKey?: string; log: BootstrapLog },
+): Promise<string | undefined> {
+  const configured = opts.bootstrapApiKey;
+  if (configured !== undefined && configured.length < MIN_CONFIGURED_SECRET) {
+    throw new ConfigError(
+      'SERVICE_BOOTSTRAP_API_KEY',
+      `must be at least ${MIN_CONFIGURED_SECRET} characters long (got ${configured.length}); use a random secret, e.g. \`openssl rand -base64 32\``,
+    );
+  }
+  const { result } = await runWrite(db, async (tx) => {
+    await tx.em.execute(`select pg_advisory_xact_lock(${BOOTSTRAP_LOCK})`);
+    if (await hasActivePlatformKey(tx.em)) return undefined;
+    const secret = configured ?? generateSecret();
+    const now = new Date();
+    const keyId = newId('apk');
+    const subjectId = newId('subject');
+    await tx.insert('subject', [{
+      id: subjectId, tenantId: null, type: 'service', externalId: keyId, metadata: null, createdAt: now, createdBy: 'system',
+    }]);
+    await tx.insert('apiKey', [{
+      id: keyId, subjectId, tenantId: null, environmentId: null, name: 'bootstrap', description: 'created at first start',
+      ...secretColumns(secret), createdBySubjectId: 'system', createdAt: now, expiresAt: null, status: 'active',
+      intendedUse: 'bootstrap', kind: 'platform', metadata: null,
+    }]);
+    return { keyId, secret };
+  });
+  if (!result) {
+    opts.log.info({}, 'an active platform API key exists; no bootstrap key created');
+    return undefined;
+  }
+  opts.log.info(
+    { keyId: result.keyId, prefix: prefixOf(result.secret) },
+    configured !== undefined
+      ? 'created the bootstrap platform API key from SERVICE_BOOTSTRAP_API_KEY'
+      : 'created a bootstrap platform API key with a generated secret',
+  );
+  return configured === undefined ? result.secret : undefined;
+}
+
+async function hasActivePlatformKey(em: EntityManager): Promise<boolean> {
+  const rows = await em.execute(
+    `select 1 from api_keys where kind = 'platform' and status = 'active' and (expires_at is null or expires_at > now()) limit 1`,
+  );
+  return rows.length > 0;
+}

@@ -1,0 +1,160 @@
+import type { ServiceImpl } from '@connectrpc/connect';
+import { MembershipService } from '../../../gen/authz/v1/membership_service_pb.js';
+import type { CreateMembershipRequest, CreateRoleAssignmentRequest } from '../../../gen/authz/v1/membership_service_pb.js';
+import { DomainError, constraint, invalid } from '../../common/errors.js';
+import type { WriteTx } from '../../store/write.js';
+import { requireString } from '../validate.js';
+import {
+  createMany, listMany, loadForWrite, tenantOfRef, writeOne, type CreateSpec, type Deps,
+} from './kit.js';
+import { isAtOrBelow, pair, preloadChains, rowsWhere } from './role.js';
+
+/** Deletes memberships with their role assignments, each row through the change log. */
+export async function deleteMembershipsCascade(tx: WriteTx, membershipIds: string[]): Promise<void> {
+  if (membershipIds.length === 0) return;
+  const assignments = await rowsWhere(tx.em, 'roleAssignment', { membershipId: { $in: membershipIds } });
+  await tx.delete('roleAssignment', assignments.map((r) => r.id as string));
+  await tx.delete('membership', membershipIds);
+}
+
+function memberships(): CreateSpec<CreateMembershipRequest, 'membership'> {
+  const existing = new Map<string, string>(); // pair(subjectId, scopeId) -> id
+  const seen = new Set<string>();
+  return {
+    kind: 'membership',
+    async preload(b, items) {
+      await b.preload('subject', items.map((i) => i.subjectId));
+      await b.preload('scope', items.map((i) => i.scopeId));
+      const subjectIds = items.map((i) => i.subjectId).filter((x) => x);
+      const scopeIds = items.map((i) => i.scopeId).filter((x) => x);
+      if (subjectIds.length === 0 || scopeIds.length === 0) return;
+      const found = await rowsWhere(b.em, 'membership', { subjectId: { $in: subjectIds }, scopeId: { $in: scopeIds } });
+      for (const r of found) existing.set(pair(r.subjectId, r.scopeId), r.id as string);
+    },
+    async build(b, item, p) {
+      const id = b.id('membership', item.id, `${p}id`);
+      const subjectId = requireString(item.subjectId, `${p}subjectId`);
+      const scopeId = requireString(item.scopeId, `${p}scopeId`);
+      const subject = await b.ref('subject', subjectId, `${p}subjectId`);
+      const scope = await b.ref('scope', scopeId, `${p}scopeId`);
+      const tenantId = scope.tenantId as string;
+      await b.tenant(tenantId, `${p}scopeId`);
+      if (subject.tenantId !== tenantId) {
+        throw invalid(`${p}subjectId`, `subject ${subjectId} belongs to ${subject.tenantId ? `tenant ${subject.tenantId as string}` : 'no tenant'}, scope ${scopeId} to tenant ${tenantId}`);
+      }
+      if (seen.has(pair(subjectId, scopeId))) {
+        throw invalid(`${p}scopeId`, `subject ${subjectId} is added to scope ${scopeId} more than once in the batch`);
+      }
+      seen.add(pair(subjectId, scopeId));
+      const clash = existing.get(pair(subjectId, scopeId));
+      if (clash) {
+        throw new DomainError('already_exists', `${p}scopeId: subject ${subjectId} is already a member of scope ${scopeId} (${clash})`, `${p}scopeId`);
+      }
+      return { ...b.base(id, tenantId), subjectId, scopeId };
+    },
+  };
+}
+
+/**
+ * A role is assignable on a membership when it is defined at the membership's scope or at an
+ * ancestor of it (a role defined at a scope is usable in its descendants).
+ */
+function roleAssignments(): CreateSpec<CreateRoleAssignmentRequest, 'roleAssignment'> {
+  const chains = new Map<string, string[]>();
+  const existing = new Map<string, string>(); // pair(membershipId, roleId) -> id
+  const seen = new Set<string>();
+  return {
+    kind: 'roleAssignment',
+    async preload(b, items) {
+      await b.preload('membership', items.map((i) => i.membershipId));
+      await b.preload('role', items.map((i) => i.roleId));
+      await preloadChains(b, chains, 'membership', items.map((i) => i.membershipId));
+      const membershipIds = items.map((i) => i.membershipId).filter((x) => x);
+      const roleIds = items.map((i) => i.roleId).filter((x) => x);
+      if (membershipIds.length === 0 || roleIds.length === 0) return;
+      const found = await rowsWhere(b.em, 'roleAssignment', { membershipId: { $in: membershipIds }, roleId: { $in: roleIds } });
+      for (const r of found) existing.set(pair(r.membershipId, r.roleId), r.id as string);
+    },
+    async build(b, item, p) {
+      const id = b.id('roleAssignment', item.id, `${p}id`);
+      const membershipId = requireString(item.membershipId, `${p}membershipId`);
+      const roleId = requireString(item.roleId, `${p}roleId`);
+      const membership = await b.ref('membership', membershipId, `${p}membershipId`);
+      const role = await b.ref('role', roleId, `${p}roleId`);
+      const tenantId = membership.tenantId as string;
+      await b.tenant(tenantId, `${p}membershipId`);
+      if (role.tenantId !== tenantId) {
+        throw invalid(`${p}roleId`, `role ${roleId} belongs to tenant ${role.tenantId as string}, membership ${membershipId} to tenant ${tenantId}`);
+      }
+      if (!(await isAtOrBelow(b, membership.scopeId as string, role.scopeId as string, chains))) {
+        throw constraint(
+          `role ${roleId} is defined at scope ${role.scopeId as string}, which is neither the membership's scope ${membership.scopeId as string} nor an ancestor of it`,
+          `${p}roleId`,
+        );
+      }
+      if (seen.has(pair(membershipId, roleId))) {
+        throw invalid(`${p}roleId`, `role ${roleId} is assigned to membership ${membershipId} more than once in the batch`);
+      }
+      seen.add(pair(membershipId, roleId));
+      const clash = existing.get(pair(membershipId, roleId));
+      if (clash) {
+        throw new DomainError('already_exists', `${p}roleId: membership ${membershipId} already has role ${roleId} (${clash})`, `${p}roleId`);
+      }
+      return { ...b.base(id, tenantId), membershipId, roleId };
+    },
+  };
+}
+
+export function membershipService(deps: Deps): ServiceImpl<typeof MembershipService> {
+  return {
+    async createMembership(req, ctx) {
+      return { membership: (await createMany(deps, ctx, memberships(), [req], false))[0] };
+    },
+    async batchCreateMemberships(req, ctx) {
+      return { memberships: await createMany(deps, ctx, memberships(), req.items, true) };
+    },
+    /** `?scopeId=` or `?subjectId=` (one is required; both narrow each other). */
+    async listMemberships(req, ctx) {
+      const where: Record<string, unknown> = {};
+      if (req.scopeId) {
+        await tenantOfRef(deps, ctx, 'scope', requireString(req.scopeId, 'scopeId'), 'scopeId');
+        where.scopeId = req.scopeId;
+      }
+      if (req.subjectId) {
+        await tenantOfRef(deps, ctx, 'subject', requireString(req.subjectId, 'subjectId'), 'subjectId');
+        where.subjectId = req.subjectId;
+      }
+      if (Object.keys(where).length === 0) throw invalid('scopeId', 'scopeId or subjectId is required');
+      const { items, nextCursor } = await listMany(deps, 'membership', where, req);
+      return { memberships: items, nextCursor };
+    },
+    async deleteMembership(req, ctx) {
+      const id = requireString(req.id, 'id');
+      await writeOne(deps, ctx, async (tx, principal) => {
+        await loadForWrite(tx, principal, 'membership', id);
+        await deleteMembershipsCascade(tx, [id]);
+      });
+      return {};
+    },
+    async createRoleAssignment(req, ctx) {
+      return { roleAssignment: (await createMany(deps, ctx, roleAssignments(), [req], false))[0] };
+    },
+    async batchCreateRoleAssignments(req, ctx) {
+      return { roleAssignments: await createMany(deps, ctx, roleAssignments(), req.items, true) };
+    },
+    async listRoleAssignments(req, ctx) {
+      const membershipId = requireString(req.membershipId, 'membershipId');
+      await tenantOfRef(deps, ctx, 'membership', membershipId, 'membershipId');
+      const { items, nextCursor } = await listMany(deps, 'roleAssignment', { membershipId }, req);
+      return { roleAssignments: items, nextCursor };
+    },
+    async deleteRoleAssignment(req, ctx) {
+      const id = requireString(req.id, 'id');
+      await writeOne(deps, ctx, async (tx, principal) => {
+        await loadForWrite(tx, principal, 'roleAssignment', id);
+        await tx.delete('roleAssignment', [id]);
+      });
+      return {};
+    },
+  };
+}

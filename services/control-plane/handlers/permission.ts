@@ -1,0 +1,112 @@
+import type { ServiceImpl } from '@connectrpc/connect';
+import { PermissionService } from '../../../gen/authz/v1/permission_service_pb.js';
+import type { CreatePermissionRequest } from '../../../gen/authz/v1/permission_service_pb.js';
+import { invalid, limitExceeded } from '../../common/errors.js';
+import { loadByIds } from '../../store/read.js';
+import type { WriteTx } from '../../store/write.js';
+import { principalOf } from '../auth/principal.js';
+import { MAX_BATCH, optionalString, requireString } from '../validate.js';
+import {
+  createMany, getOne, listMany, loadForWrite, tenantOfRef, writeOne, type CreateSpec, type Deps,
+} from './kit.js';
+import { rowsWhere } from './role.js';
+import { requireTenant } from './tenancy.js';
+
+/** `<resourceType>:<action>:<resourcePattern>` (spec, Permission). */
+export const permissionKey = (resourceType: string, action: string, resourcePattern: string) =>
+  `${resourceType}:${action}:${resourcePattern}`;
+
+/**
+ * `resourceType` is a resource type key or `*`. It is not checked against the resource types
+ * that exist: permissions match resources by type key at evaluation, and a type may be
+ * created after the permissions that name it.
+ */
+const permissions: CreateSpec<CreatePermissionRequest, 'permission'> = {
+  kind: 'permission',
+  async preload(b, items) {
+    await b.preload('scope', items.map((i) => i.scopeId));
+  },
+  async build(b, item, p) {
+    const id = b.id('permission', item.id, `${p}id`);
+    const scopeId = requireString(item.scopeId, `${p}scopeId`);
+    const action = requireString(item.action, `${p}action`);
+    const resourceType = requireString(item.resourceType, `${p}resourceType`);
+    const resourcePattern = requireString(item.resourcePattern, `${p}resourcePattern`);
+    const scope = await b.ref('scope', scopeId, `${p}scopeId`);
+    await b.tenant(scope.tenantId as string, `${p}scopeId`);
+    return {
+      ...b.base(id, scope.tenantId as string), scopeId, action, resourceType, resourcePattern,
+      key: permissionKey(resourceType, action, resourcePattern),
+      name: optionalString(item.name, `${p}name`) ?? '',
+      description: optionalString(item.description, `${p}description`) ?? '',
+    };
+  },
+};
+
+/** Deletes a permission, its role permissions, and strips it from scope overrides. */
+export async function deletePermissionCascade(tx: WriteTx, permissionId: string): Promise<void> {
+  const grants = await rowsWhere(tx.em, 'rolePermission', { permissionId });
+  await tx.delete('rolePermission', grants.map((r) => r.id as string));
+  const hits = (await tx.em.execute(
+    'select id from scope_overrides where tenant_id = ? and permission_ids @> cast(? as jsonb)',
+    [tx.tenantId, JSON.stringify([permissionId])],
+  )) as { id: string }[];
+  const overrides = await loadByIds(tx.em, 'scopeOverride', hits.map((h) => h.id));
+  for (const o of overrides.values()) {
+    const ids = ((o.permissionIds as string[] | null) ?? []).filter((x) => x !== permissionId);
+    await tx.update('scopeOverride', o, { permissionIds: ids });
+  }
+  await tx.delete('permission', [permissionId]);
+}
+
+/** `?ids=` as a list: comma-separated, blanks ignored, at most 1,000. */
+function parseIds(raw: string): string[] {
+  const ids = [...new Set(raw.split(',').map((s) => s.trim()).filter((s) => s))];
+  if (ids.length > MAX_BATCH) throw limitExceeded('ids', `names ${ids.length} ids; at most ${MAX_BATCH} are allowed`);
+  for (const id of ids) requireString(id, 'ids');
+  return ids;
+}
+
+export function permissionService(deps: Deps): ServiceImpl<typeof PermissionService> {
+  return {
+    async createPermission(req, ctx) {
+      return { permission: (await createMany(deps, ctx, permissions, [req], false))[0] };
+    },
+    async batchCreatePermissions(req, ctx) {
+      return { permissions: await createMany(deps, ctx, permissions, req.items, true) };
+    },
+    async getPermission(req, ctx) {
+      return { permission: await getOne(deps, ctx, 'permission', requireString(req.id, 'id')) };
+    },
+    /**
+     * One of `ids`, `scopeId` or `tenantId` is required; given together they narrow each
+     * other. Unknown ids in `ids` are left out of the answer.
+     */
+    async listPermissions(req, ctx) {
+      const where: Record<string, unknown> = {};
+      if (req.ids) where.id = { $in: parseIds(req.ids) };
+      if (req.scopeId) {
+        await tenantOfRef(deps, ctx, 'scope', requireString(req.scopeId, 'scopeId'), 'scopeId');
+        where.scopeId = req.scopeId;
+      }
+      if (req.tenantId) {
+        await requireTenant(deps, ctx, requireString(req.tenantId, 'tenantId'), 'tenantId');
+        where.tenantId = req.tenantId;
+      }
+      if (Object.keys(where).length === 0) throw invalid('ids', 'one of ids, scopeId or tenantId is required');
+      // Ids alone name no tenant: a key bound to a tenant sees only its own.
+      const principal = principalOf(ctx);
+      if (principal.kind !== 'platform') where.tenantId ??= principal.tenantId ?? '';
+      const { items, nextCursor } = await listMany(deps, 'permission', where, req);
+      return { permissions: items, nextCursor };
+    },
+    async deletePermission(req, ctx) {
+      const id = requireString(req.id, 'id');
+      await writeOne(deps, ctx, async (tx, principal) => {
+        await loadForWrite(tx, principal, 'permission', id);
+        await deletePermissionCascade(tx, id);
+      });
+      return {};
+    },
+  };
+}
