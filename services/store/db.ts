@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
+import pg from 'pg';
 import { MikroORM } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
 import { PGlite } from '@electric-sql/pglite';
@@ -63,7 +64,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     },
   });
   try {
-    await migrate(orm, !!embedded);
+    await migrate(orm, embedded ? undefined : clientUrl);
   } catch (err) {
     await orm.close(true);
     if (embedded) await stopEmbedded(embedded);
@@ -87,16 +88,20 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
   };
 }
 
-async function migrate(orm: MikroORM, embedded: boolean) {
-  const conn = orm.em.getConnection();
-  // One connection only on PGlite: nothing to race with, and a held session lock would
-  // pin the single pooled connection.
-  if (embedded) return void (await orm.getMigrator().up());
-  await conn.execute(`select pg_advisory_lock(${MIGRATION_LOCK})`);
+/**
+ * Applies pending migrations. On PostgreSQL the session advisory lock is held on a
+ * dedicated connection, so lock and unlock cannot land on different pooled connections.
+ * PGlite has one connection and no one to race with.
+ */
+async function migrate(orm: MikroORM, lockUrl: string | undefined) {
+  if (!lockUrl) return void (await orm.getMigrator().up());
+  const lock = new pg.Client({ connectionString: lockUrl });
+  await lock.connect();
   try {
+    await lock.query('select pg_advisory_lock($1)', [MIGRATION_LOCK]);
     await orm.getMigrator().up();
   } finally {
-    await conn.execute(`select pg_advisory_unlock(${MIGRATION_LOCK})`);
+    await lock.end(); // ending the session releases the lock
   }
 }
 
