@@ -35,8 +35,8 @@ export async function getById(em: EntityManager, kind: KindName, id: string): Pr
 export async function listPage(em: EntityManager, kind: KindName, where: Record<string, unknown>, page: Page): Promise<PageResult> {
   const limit = page.limit === undefined || page.limit === 0 ? DEFAULT_PAGE : page.limit;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw invalid('limit', `must be between 1 and ${MAX_PAGE}`);
-  const filter: Record<string, unknown> = { ...where };
-  if (page.cursor) filter.id = { $gt: decodeCursor(page.cursor) };
+  // The cursor's condition is added to `where`, never in place of an `id` condition it has.
+  const filter: Record<string, unknown> = page.cursor ? { $and: [where, { id: { $gt: decodeCursor(page.cursor) } }] } : where;
   const d = KINDS[kind] as KindDef;
   const rows = (await em.find(d.entity, filter as never, {
     orderBy: { id: 'asc' } as never, limit: limit + 1, disableIdentityMap: true,
@@ -52,6 +52,10 @@ export function encodeCursor(lastId: string): string {
 
 export function decodeCursor(cursor: string): string {
   const id = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!id || encodeCursor(id) !== cursor) throw invalid('cursor', 'is not a cursor this service issued');
+  // Control characters never occur in ids, and a NUL would reach PostgreSQL as a parameter
+  // it rejects (an internal error instead of invalid_argument).
+  if (!id || /[\u0000-\u001f\u007f]/.test(id) || encodeCursor(id) !== cursor) {
+    throw invalid('cursor', 'is not a cursor this service issued');
+  }
   return id;
 }

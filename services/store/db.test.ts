@@ -1,0 +1,164 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { openDatabase, type Database } from './db.js';
+import { runWrite } from './write.js';
+import { seedTenant } from '../../test/harness.js';
+
+const BUILT_IN = ['environment', 'project', 'tenant', 'workspace'];
+/** db.ts's migration lock (a bigint key: classid 0, objid the value). */
+const MIGRATION_LOCK = 727_431_001;
+
+async function one<T>(db: Database, sql: string, params: unknown[] = []): Promise<T> {
+  return ((await db.orm.em.fork().execute(sql, params)) as T[])[0];
+}
+
+/** What migrating left behind: applied migrations, built-in scope types, held migration locks. */
+async function schemaState(db: Database) {
+  const migrations = (await db.orm.em.fork().execute('select name, executed_at from mikro_orm_migrations order by id')) as
+    { name: string; executed_at: Date }[];
+  const scopeTypes = (await db.orm.em.fork().execute(`select id, name from scope_types where created_by = 'system' order by name`)) as
+    { id: string; name: string }[];
+  return { migrations, scopeTypes };
+}
+
+function expectMigratedOnce(state: Awaited<ReturnType<typeof schemaState>>) {
+  expect(state.migrations.map((m) => m.name)).toEqual(['0001-initial']);
+  expect(state.scopeTypes).toEqual(BUILT_IN.map((n) => ({ id: `scope_type_${n}`, name: n })));
+}
+
+/** Fails instead of hanging when `p` takes longer than `ms` (e.g. a migration lock never released). */
+function within<T>(ms: number, p: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    p.finally(() => clearTimeout(timer)),
+    new Promise<T>((_, reject) => { timer = setTimeout(() => reject(new Error(`${what} took over ${ms} ms`)), ms); }),
+  ]);
+}
+
+describe.skipIf(!process.env.DATABASE_URL)('migrations on postgres', () => {
+  const admin = process.env.DATABASE_URL!;
+
+  async function adminQuery(sql: string) {
+    const c = new pg.Client({ connectionString: admin });
+    await c.connect();
+    try {
+      return await c.query(sql);
+    } finally {
+      await c.end();
+    }
+  }
+
+  /** A new, empty database (no schema at all); `drop` removes it. */
+  async function freshDatabase() {
+    const name = `authz_test_mig_${randomBytes(6).toString('hex')}`;
+    await adminQuery(`create database ${name}`);
+    const url = new URL(admin);
+    url.pathname = `/${name}`;
+    return { url: url.toString(), drop: () => adminQuery(`drop database if exists ${name} with (force)`) };
+  }
+
+  const open = (databaseUrl: string) => openDatabase({ databaseUrl, dataDir: 'memory://' });
+
+  async function heldMigrationLocks(db: Database) {
+    const r = await one<{ n: number }>(db, `select count(*)::int as n from pg_locks where locktype = 'advisory' and objid = ${MIGRATION_LOCK}
+      and database = (select oid from pg_database where datname = current_database())`);
+    return r.n;
+  }
+
+  it('opening the same database twice in turn applies the schema once and keeps the data', async () => {
+    const fresh = await freshDatabase();
+    const opened: Database[] = [];
+    try {
+      const a = await open(fresh.url);
+      opened.push(a);
+      await seedTenant(a, 'tenant_keep');
+      const first = await schemaState(a);
+      expectMigratedOnce(first);
+      // The first replica released the migration lock: a second one, opened while the first
+      // is still up, neither waits on it nor re-applies anything.
+      expect(await heldMigrationLocks(a)).toBe(0);
+      const b = await within(10_000, open(fresh.url), 'the second openDatabase');
+      opened.push(b);
+      expect(await schemaState(b)).toEqual(first);
+      expect(await one(b, `select revision::int as revision from tenants where id = 'tenant_keep'`)).toEqual({ revision: 1 });
+      await a.close();
+      await b.close();
+      opened.length = 0;
+
+      const c = await within(10_000, open(fresh.url), 'the third openDatabase');
+      opened.push(c);
+      expect(await schemaState(c)).toEqual(first);
+      expect(await one(c, `select count(*)::int as n from change_log where tenant_id = 'tenant_keep'`)).toEqual({ n: 1 });
+    } finally {
+      for (const d of opened) await d.close();
+      await fresh.drop();
+    }
+  });
+
+  it('concurrent openDatabase calls on a fresh database all succeed and migrate once (advisory lock)', async () => {
+    const fresh = await freshDatabase();
+    const opened: Database[] = [];
+    try {
+      const results = await within(20_000, Promise.allSettled(Array.from({ length: 4 }, () => open(fresh.url))), 'the concurrent opens');
+      for (const r of results) if (r.status === 'fulfilled') opened.push(r.value);
+      expect(results.map((r) => (r.status === 'rejected' ? String(r.reason) : 'ok'))).toEqual(results.map(() => 'ok'));
+      const first = await schemaState(opened[0]);
+      expectMigratedOnce(first);
+      for (const d of opened) expect(await schemaState(d)).toEqual(first);
+      expect(await heldMigrationLocks(opened[0])).toBe(0);
+      // And the schema works: a write through one replica is seen by another.
+      await seedTenant(opened[1], 'tenant_conc_open');
+      expect(await one(opened[3], `select revision::int as revision from tenants where id = 'tenant_conc_open'`)).toEqual({ revision: 1 });
+    } finally {
+      for (const d of opened) await d.close();
+      await fresh.drop();
+    }
+  });
+});
+
+describe('embedded database on disk', () => {
+  it('keeps data, change log and revision across close and reopen; migrations do not re-run', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'authz-store-'));
+    let db: Database | undefined;
+    try {
+      db = await openDatabase({ dataDir });
+      expect(db.backend).toBe('embedded');
+      await seedTenant(db, 'tenant_disk'); // revision 1: tenant and root scope
+      const w = await runWrite(db, async (tx) => {
+        await tx.useTenant('tenant_disk');
+        await tx.insert('subject', [{
+          id: 'subject_disk', tenantId: 'tenant_disk', type: 'user', externalId: 'disk', metadata: { k: 'v' },
+          createdAt: new Date('2024-03-04T05:06:07.089Z'), createdBy: 'test',
+        }]);
+      });
+      expect(w.revision).toBe(2);
+      const state = await schemaState(db);
+      expectMigratedOnce(state);
+      const log = await db.orm.em.fork().execute(`select * from change_log where tenant_id = 'tenant_disk' order by revision, seq`);
+      expect(log).toHaveLength(2); // the root scope (revision 1), the subject (revision 2)
+      await db.close();
+      db = undefined;
+      expect(existsSync(join(dataDir, 'pglite'))).toBe(true);
+
+      db = await openDatabase({ dataDir });
+      // Same applied migrations (same executed_at: nothing re-ran), same rows.
+      expect(await schemaState(db)).toEqual(state);
+      expect(await db.orm.em.fork().execute(`select * from change_log where tenant_id = 'tenant_disk' order by revision, seq`)).toEqual(log);
+      expect(await one(db, `select revision::int as revision, scope_id from tenants where id = 'tenant_disk'`))
+        .toEqual({ revision: 2, scope_id: 'scope_tenant_disk' });
+      expect(await one(db, `select external_id, metadata, created_at = timestamptz '2024-03-04T05:06:07.089Z' as same_time
+        from subjects where id = 'subject_disk'`)).toEqual({ external_id: 'disk', metadata: { k: 'v' }, same_time: true });
+      // The revision goes on from where it was.
+      const next = await runWrite(db, async (tx) => { await tx.useTenant('tenant_disk'); await tx.delete('subject', ['subject_disk']); });
+      expect(next.revision).toBe(3);
+    } finally {
+      await db?.close();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});
