@@ -1,0 +1,167 @@
+/**
+ * Deterministic tenant generator shared by bench/engine.ts and bench/engine-profile.ts.
+ */
+import type { EvaluateRequest } from '../services/engine/evaluate.js';
+import type { Permission, Policy, Resource, ResourceEdge, TenantSnapshot } from '../services/engine/model.js';
+
+// --- deterministic generation -------------------------------------------------------------------
+
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export interface Shape {
+  name: string;
+  resources: number;
+  subjects: number;
+  roles: number;
+  policies: number;
+}
+
+const ACTIONS = ['read', 'write', 'delete', 'share'];
+const T0 = '2025-01-01T00:00:00.000Z';
+
+/**
+ * Scopes: root → 10 workspaces → 10 projects each → 10 environments each (1,111 scopes, the
+ * same for both sizes). Resources: 10% folders, the rest documents and images, each inside a
+ * folder (80% `inherit`, 20% `none`), owned by an environment. Roles (defined at the root)
+ * hold 8 permissions: 2 typed with pattern `*`, 3 on specific resources, 2 on folders (for
+ * inheritance), 1 by external id. Subjects have a membership at an environment and one at a
+ * project, 1–2 roles each. Policies target random resources directly.
+ */
+export function generateTenant(shape: Shape, seed: number) {
+  const r = rng(seed);
+  const int = (n: number) => Math.floor(r() * n);
+  const scopes: NonNullable<TenantSnapshot['rows']['scope']> = [{ id: 'scope_root', tenantId: 'tenant_b', parentId: null, typeId: 'tenant', name: 'root' }];
+  const projects: string[] = [];
+  const envs: string[] = [];
+  const envsOfProject = new Map<string, string[]>();
+  for (let w = 0; w < 10; w++) {
+    const ws = `scope_w${w}`;
+    scopes.push({ id: ws, tenantId: 'tenant_b', parentId: 'scope_root', typeId: 'workspace', name: ws });
+    for (let p = 0; p < 10; p++) {
+      const pr = `scope_w${w}p${p}`;
+      projects.push(pr);
+      envsOfProject.set(pr, []);
+      scopes.push({ id: pr, tenantId: 'tenant_b', parentId: ws, typeId: 'project', name: pr });
+      for (let e = 0; e < 10; e++) {
+        const en = `scope_w${w}p${p}e${e}`;
+        envs.push(en);
+        envsOfProject.get(pr)!.push(en);
+        scopes.push({ id: en, tenantId: 'tenant_b', parentId: pr, typeId: 'environment', name: en });
+      }
+    }
+  }
+  const types = [
+    { id: 'resource_type_folder', key: 'folder', scopeId: 'scope_root', name: 'Folder' },
+    { id: 'resource_type_doc', key: 'doc', scopeId: 'scope_root', name: 'Document' },
+    { id: 'resource_type_image', key: 'image', scopeId: 'scope_root', name: 'Image' },
+  ];
+  const nFolders = Math.max(1, Math.floor(shape.resources / 10));
+  const resources: Resource[] = new Array(shape.resources);
+  const edges: ResourceEdge[] = [];
+  for (let i = 0; i < shape.resources; i++) {
+    const isFolder = i < nFolders;
+    const typeKey = isFolder ? 'folder' : r() < 0.7 ? 'doc' : 'image';
+    resources[i] = {
+      id: `resource_${i}`,
+      resourceTypeId: `resource_type_${typeKey}`,
+      ownerScopeId: envs[int(envs.length)],
+      externalResourceId: `ext-${i}`,
+      displayName: `r${i}`,
+      createdAt: T0,
+      createdBy: 'subject_0',
+    };
+    if (!isFolder) {
+      edges.push({ id: `resource_edge_${i}`, parentResourceId: `resource_${int(nFolders)}`, childResourceId: `resource_${i}`, cascade: r() < 0.8 ? 'inherit' : 'none' });
+    }
+  }
+  const permissions: Permission[] = [];
+  const rolePermissions: NonNullable<TenantSnapshot['rows']['role_permission']> = [];
+  const roles: NonNullable<TenantSnapshot['rows']['role']> = [];
+  for (let k = 0; k < shape.roles; k++) {
+    roles.push({ id: `role_${k}`, scopeId: 'scope_root', key: `role${k}`, name: `Role ${k}` });
+    const perms: [string, string, string][] = [
+      [['doc', 'image', '*'][int(3)], ACTIONS[int(4)], '*'],
+      ['folder', ACTIONS[int(4)], '*'],
+      ['doc', ACTIONS[int(4)], `resource_${int(shape.resources)}`],
+      ['image', ACTIONS[int(4)], `resource_${int(shape.resources)}`],
+      ['*', ACTIONS[int(4)], `resource_${int(shape.resources)}`],
+      ['doc', 'read', `resource_${int(nFolders)}`],
+      ['*', ACTIONS[int(4)], `resource_${int(nFolders)}`],
+      ['doc', ACTIONS[int(4)], `ext-${int(shape.resources)}`],
+    ];
+    perms.forEach(([t, a, p], j) => {
+      const id = `permission_${k}_${j}`;
+      permissions.push({ id, scopeId: 'scope_root', action: a, resourceType: t, resourcePattern: p, key: `${t}:${a}:${p}` });
+      rolePermissions.push({ id: `role_permission_${k}_${j}`, roleId: `role_${k}`, permissionId: id });
+    });
+  }
+  const subjects: NonNullable<TenantSnapshot['rows']['subject']> = [];
+  const memberships: NonNullable<TenantSnapshot['rows']['membership']> = [];
+  const assignments: NonNullable<TenantSnapshot['rows']['role_assignment']> = [];
+  const memberScopes: string[][] = [];
+  for (let s = 0; s < shape.subjects; s++) {
+    subjects.push({ id: `subject_${s}`, type: 'user', externalId: `user${s}`, metadata: { n: s } });
+    const env = envs[int(envs.length)];
+    const project = projects[int(projects.length)];
+    memberScopes.push([env, project]);
+    [env, project].forEach((scopeId, m) => {
+      const mId = `membership_${s}_${m}`;
+      memberships.push({ id: mId, subjectId: `subject_${s}`, scopeId });
+      const n = 1 + int(2);
+      for (let a = 0; a < n; a++) assignments.push({ id: `role_assignment_${s}_${m}_${a}`, membershipId: mId, roleId: `role_${int(shape.roles)}` });
+    });
+  }
+  const policies: Policy[] = [];
+  const policyTargets = new Set<string>();
+  for (let i = 0; i < shape.policies; i++) {
+    const target = `resource_${nFolders + int(shape.resources - nFolders)}`;
+    policyTargets.add(target);
+    policies.push({ id: `policy_${i}`, scopeId: 'scope_root', target: { kind: 'resource', resourceId: target }, actions: [ACTIONS[int(4)]], effect: r() < 0.5 ? 'allow' : 'deny', priority: int(3) });
+  }
+  const snapshot: TenantSnapshot = {
+    revision: 1,
+    rows: {
+      scope: scopes, subject: subjects, role: roles, permission: permissions, role_permission: rolePermissions,
+      membership: memberships, role_assignment: assignments, resource_type: types, resource: resources,
+      resource_edge: edges, policy: policies,
+    },
+  };
+
+  /**
+   * Role-based requests on resources without policies; a quarter at the subject's environment,
+   * most of the rest in its project. With `working`, requests draw from a fixed random subset
+   * of that many resources and subjects (a hot working set) instead of the whole tenant.
+   */
+  const requests = (n: number, seed2: number, working?: { resources: number; subjects: number }): EvaluateRequest[] => {
+    const q = rng(seed2);
+    const pickFrom = (size: number, k: number | undefined): (() => number) => {
+      if (k === undefined || k >= size) return () => Math.floor(q() * size);
+      const subset = Array.from({ length: k }, () => Math.floor(q() * size));
+      return () => subset[Math.floor(q() * k)];
+    };
+    const nextSubject = pickFrom(shape.subjects, working?.subjects);
+    const nextResource = pickFrom(shape.resources, working?.resources);
+    const out: EvaluateRequest[] = [];
+    while (out.length < n) {
+      const s = nextSubject();
+      const res = `resource_${nextResource()}`;
+      if (policyTargets.has(res)) continue;
+      const [env, project] = memberScopes[s];
+      const pe = envsOfProject.get(project)!;
+      const scopeId = q() < 0.25 ? env : q() < 0.66 ? pe[Math.floor(q() * pe.length)] : envs[Math.floor(q() * envs.length)];
+      out.push({ actor: { subjectId: `subject_${s}` }, scopeId, action: ACTIONS[Math.floor(q() * 4)], resource: { resourceId: res } });
+    }
+    return out;
+  };
+  return { snapshot, requests, envsOfProject, scopes };
+}
+

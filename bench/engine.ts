@@ -1,0 +1,405 @@
+/**
+ * Decision engine benchmark: role-based checks on a 10k-resource and a 1M-resource tenant of
+ * the same shape, and node-casbin side by side on an equivalent RBAC-with-domains model.
+ *
+ *   node --expose-gc --import tsx bench/engine.ts [--quick]
+ *
+ * Writes bench/results/engine.json. Targets: median ≤ 5 µs and p99 ≤ 50 µs per check,
+ * median(1M) / median(10k) ≤ 1.5, our throughput ≥ 20× casbin's on the same model and requests.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { newEnforcer, newModelFromString, type Enforcer } from 'casbin';
+import { evaluate, type EvaluateRequest } from '../services/engine/evaluate.js';
+import { TenantIndex } from '../services/engine/index.js';
+import type { Change, TenantSnapshot } from '../services/engine/model.js';
+import { generateTenant as generate, rng, type Shape } from './engine-tenant.js';
+
+const QUICK = process.argv.includes('--quick');
+
+// --- measurement helpers --------------------------------------------------------------------------
+
+function gc(): void {
+  (globalThis as { gc?: () => void }).gc?.();
+}
+
+function heapMiB(): number {
+  gc();
+  return Math.round(process.memoryUsage().heapUsed / 2 ** 20);
+}
+
+function quantile(sorted: Float64Array, q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+}
+
+interface Timing {
+  medianUs: number;
+  p99Us: number;
+  meanUs: number;
+  opsPerSec: number;
+  allowedShare: number;
+}
+
+/** Times every check individually (hrtime.bigint around each call), after a warm-up pass. */
+function timeChecks(index: TenantIndex, requests: EvaluateRequest[], rounds: number): Timing {
+  const options = { now: new Date('2025-06-01T10:00:00Z'), gate: 'off' as const };
+  let allowed = 0;
+  for (const req of requests) if (evaluate(index, req, options).allowed) allowed++;
+  const samples = new Float64Array(requests.length * rounds);
+  let k = 0;
+  const start = process.hrtime.bigint();
+  for (let round = 0; round < rounds; round++) {
+    for (const req of requests) {
+      const t0 = process.hrtime.bigint();
+      evaluate(index, req, options);
+      samples[k++] = Number(process.hrtime.bigint() - t0) / 1000;
+    }
+  }
+  const totalUs = Number(process.hrtime.bigint() - start) / 1000;
+  samples.sort();
+  return {
+    medianUs: round3(quantile(samples, 0.5)),
+    p99Us: round3(quantile(samples, 0.99)),
+    meanUs: round3(totalUs / samples.length),
+    opsPerSec: Math.round(samples.length / (totalUs / 1e6)),
+    allowedShare: round3(allowed / requests.length),
+  };
+}
+
+/**
+ * Average number of hash lookups (Map/Set get and has) per check: the measure of work that
+ * must not grow with the tenant. Counted by wrapping the built-ins for a short pass.
+ */
+function lookupsPerCheck(index: TenantIndex, requests: EvaluateRequest[]): number {
+  const options = { now: new Date('2025-06-01T10:00:00Z'), gate: 'off' as const };
+  let count = 0;
+  const originals = [Map.prototype.get, Map.prototype.has, Set.prototype.has] as const;
+  Map.prototype.get = function (this: Map<unknown, unknown>, k: unknown) {
+    count++;
+    return originals[0].call(this, k);
+  };
+  Map.prototype.has = function (this: Map<unknown, unknown>, k: unknown) {
+    count++;
+    return originals[1].call(this, k);
+  };
+  Set.prototype.has = function (this: Set<unknown>, k: unknown) {
+    count++;
+    return originals[2].call(this, k);
+  };
+  try {
+    for (const q of requests) evaluate(index, q, options);
+  } finally {
+    [Map.prototype.get, Map.prototype.has, Set.prototype.has] = originals as unknown as [typeof Map.prototype.get, typeof Map.prototype.has, typeof Set.prototype.has];
+  }
+  return round3(count / requests.length);
+}
+
+/**
+ * The memory-latency floor: nanoseconds for one Map.get plus one field read, with fresh key
+ * strings, in a map of n entries shaped like the resource map. Not engine code: it shows how
+ * much of the difference between tenant sizes is the cache and TLB, not the work done.
+ */
+function mapGetNs(n: number): number {
+  const m = new Map<string, { a: number }>();
+  for (let i = 0; i < n; i++) m.set(`resource_${i}`, { a: i });
+  const q = rng(7);
+  const keys = Array.from({ length: 200_000 }, () => `resource_${Math.floor(q() * n)}`);
+  let sum = 0;
+  for (const k of keys) sum += m.get(k)!.a;
+  const t0 = process.hrtime.bigint();
+  for (let r = 0; r < 3; r++) for (const k of keys) sum += m.get(k)!.a;
+  const ns = Number(process.hrtime.bigint() - t0) / (3 * keys.length);
+  return sum === -1 ? 0 : round3(ns);
+}
+
+/** Batch throughput without per-call timers (same loop for both engines). */
+function throughput(fn: () => void, n: number, minMs = 1500): number {
+  let iterations = 0;
+  const start = process.hrtime.bigint();
+  let elapsedMs = 0;
+  do {
+    fn();
+    iterations++;
+    elapsedMs = Number(process.hrtime.bigint() - start) / 1e6;
+  } while (elapsedMs < minMs);
+  return Math.round((iterations * n) / (elapsedMs / 1000));
+}
+
+const round3 = (x: number) => Math.round(x * 1000) / 1000;
+
+// --- casbin ---------------------------------------------------------------------------------------
+
+const CASBIN_MODEL = `
+[request_definition]
+r = sub, dom, obj, typ, ext, act
+
+[policy_definition]
+p = sub, typ, obj, act
+
+[role_definition]
+g = _, _, _
+g2 = _, _
+
+[policy_effect]
+e = some(where (p.eft == allow))
+
+[matchers]
+m = g(r.sub, p.sub, r.dom) && (p.act == r.act || p.act == "*") && (p.typ == r.typ || p.typ == "*") && (p.obj == "*" || p.obj == r.ext || g2(r.obj, p.obj))
+`;
+
+/**
+ * The same authorization model in casbin's RBAC with domains: domains are scopes, and a
+ * membership at scope M with role R becomes g(subject, R, D) for M and every descendant D (our
+ * roles flow down the scope tree); p rows are the roles' permissions; g2 links a resource to
+ * its parent through `inherit` edges, and g2 is reflexive, so `g2(r.obj, p.obj)` covers both a
+ * pattern equal to the resource id and one equal to an ancestor's id. Policies are not
+ * modelled: the compared requests target resources without policies.
+ */
+async function buildCasbin(snapshot: TenantSnapshot): Promise<{ enforcer: Enforcer; pLines: number; gLines: number; g2Lines: number }> {
+  const e = await newEnforcer(newModelFromString(CASBIN_MODEL));
+  e.enableAutoSave(false); // no adapter: policies live in memory only
+  const rows = snapshot.rows;
+  const permById = new Map((rows.permission ?? []).map((p) => [p.id, p]));
+  const p = (rows.role_permission ?? []).map((rp) => {
+    const perm = permById.get(rp.permissionId)!;
+    return [rp.roleId, perm.resourceType, perm.resourcePattern, perm.action];
+  });
+  await e.addPolicies(p);
+  const children = new Map<string, string[]>();
+  for (const s of rows.scope ?? []) if (s.parentId) (children.get(s.parentId) ?? children.set(s.parentId, []).get(s.parentId)!).push(s.id);
+  const subtree = (id: string): string[] => [id, ...(children.get(id) ?? []).flatMap(subtree)];
+  const subtrees = new Map<string, string[]>();
+  const membershipById = new Map((rows.membership ?? []).map((m) => [m.id, m]));
+  const g: string[][] = [];
+  for (const a of rows.role_assignment ?? []) {
+    const m = membershipById.get(a.membershipId)!;
+    let domains = subtrees.get(m.scopeId);
+    if (!domains) subtrees.set(m.scopeId, (domains = subtree(m.scopeId)));
+    for (const d of domains) g.push([m.subjectId, a.roleId, d]);
+  }
+  await e.addNamedGroupingPolicies('g', g);
+  const g2 = (rows.resource_edge ?? []).filter((x) => x.cascade === 'inherit').map((x) => [x.childResourceId, x.parentResourceId]);
+  await e.addNamedGroupingPolicies('g2', g2);
+  return { enforcer: e, pLines: p.length, gLines: g.length, g2Lines: g2.length };
+}
+
+// --- run ------------------------------------------------------------------------------------------
+
+interface SizeResult {
+  shape: Shape;
+  rows: number;
+  buildMs: number;
+  heapMiB: number;
+  timing: Timing;
+  lookupsPerCheck: number;
+  applyUsPerChange: number;
+  /** One Map.get in a map with as many entries as the tenant has resources (see mapGetNs). */
+  mapGetFloorNs: number;
+}
+
+const OPTIONS = { now: new Date('2025-06-01T10:00:00Z'), gate: 'off' as const };
+
+function build(shape: Shape, seed: number) {
+  gc();
+  const before = heapMiB();
+  const gen = generate(shape, seed);
+  const rows = Object.values(gen.snapshot.rows).reduce((n, xs) => n + (xs?.length ?? 0), 0);
+  const t0 = process.hrtime.bigint();
+  const index = TenantIndex.fromSnapshot(gen.snapshot);
+  const buildMs = Math.round(Number(process.hrtime.bigint() - t0) / 1e6);
+  // Rows stay referenced by the index, so this is the tenant's whole footprint.
+  const heap = heapMiB() - before;
+  return { gen, index, rows, buildMs, heap };
+}
+
+/** Incremental writes: one change per revision (membership upserts and deletes). */
+function timeApply(index: TenantIndex, subjects: number): number {
+  const n = 4000;
+  const t1 = process.hrtime.bigint();
+  for (let i = 0; i < n; i++) {
+    const id = `membership_bench_${i % 500}`;
+    const change: Change =
+      i % 2 === 0
+        ? { op: 'upsert', kind: 'membership', id, row: { id, subjectId: `subject_${i % subjects}`, scopeId: 'scope_w0p0e0' } }
+        : { op: 'delete', kind: 'membership', id };
+    index.apply(index.revision + 1, [change]);
+  }
+  return round3(Number(process.hrtime.bigint() - t1) / 1000 / n);
+}
+
+async function casbinComparison(label: string, index: TenantIndex, snapshot: TenantSnapshot, requests: EvaluateRequest[]) {
+  const tc = process.hrtime.bigint();
+  const { enforcer, pLines, gLines, g2Lines } = await buildCasbin(snapshot);
+  const loadMs = Math.round(Number(process.hrtime.bigint() - tc) / 1e6);
+  const typeKey = (resourceId: string) => index.resourceType(index.resource(resourceId)!.resourceTypeId)!.key;
+  const args = requests.map((q) => {
+    const rid = (q.resource as { resourceId: string }).resourceId;
+    return [q.actor.subjectId, q.scopeId, rid, typeKey(rid), index.resource(rid)!.externalResourceId, q.action] as const;
+  });
+  let mismatches = 0;
+  let allowed = 0;
+  requests.forEach((q, i) => {
+    const ours = evaluate(index, q, OPTIONS).allowed;
+    if (ours !== enforcer.enforceSync(...args[i])) mismatches++;
+    if (ours) allowed++;
+  });
+  const oursOpsPerSec = throughput(() => {
+    for (const q of requests) evaluate(index, q, OPTIONS);
+  }, requests.length);
+  const casbinOpsPerSec = throughput(() => {
+    for (const a of args) enforcer.enforceSync(...a);
+  }, args.length, 3000);
+  return {
+    tenant: label,
+    loadMs,
+    pLines,
+    gLines,
+    g2Lines,
+    compared: requests.length,
+    mismatches,
+    allowed,
+    oursOpsPerSec,
+    casbinOpsPerSec,
+    ratio: round3(oursOpsPerSec / casbinOpsPerSec),
+  };
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const hardware = {
+    cpu: os.cpus()[0]?.model ?? 'unknown',
+    cores: os.cpus().length,
+    node: process.version,
+    platform: `${os.platform()} ${os.release()}`,
+    memGiB: Math.round(os.totalmem() / 2 ** 30),
+    loadAverageAtStart: os.loadavg().map(round3),
+  };
+  console.log(`hardware: ${hardware.cpu}, ${hardware.cores} cores, node ${hardware.node}, load ${hardware.loadAverageAtStart.join(' ')}`);
+  if (!(globalThis as { gc?: unknown }).gc) console.log('note: run with --expose-gc for heap figures');
+
+  const shapes: Shape[] = [
+    { name: '10k', resources: 10_000, subjects: 1_000, roles: 10, policies: 100 },
+    { name: '100k', resources: 100_000, subjects: 10_000, roles: 100, policies: 1_000 },
+    ...(QUICK ? [] : [{ name: '1M', resources: 1_000_000, subjects: 100_000, roles: 1_000, policies: 10_000 }]),
+  ];
+  const nRequests = QUICK ? 20_000 : 100_000;
+  const rounds = QUICK ? 2 : 5;
+  const sizes: Record<string, SizeResult> = {};
+  const casbin: Awaited<ReturnType<typeof casbinComparison>>[] = [];
+  let hotSet: (Timing & { workingSet: { resources: number; subjects: number } }) | undefined;
+  /** Per size: checks whose data stays in cache (100 resources, 10 subjects): the work alone. */
+  const cacheResident: Record<string, Timing> = {};
+
+  for (const [i, shape] of shapes.entries()) {
+    console.log(`building the ${shape.name} tenant…`);
+    let t: ReturnType<typeof build> | undefined = build(shape, 11 + i);
+    const requests = t.gen.requests(nRequests, 100 + i);
+    const timing = timeChecks(t.index, requests, rounds);
+    cacheResident[shape.name] = timeChecks(t.index, t.gen.requests(nRequests, 300 + i, { resources: 100, subjects: 10 }), rounds);
+    if (i === shapes.length - 1 && shapes.length > 1) {
+      // Same tenant, but requests confined to a working set the size of the smallest tenant:
+      // separates per-check work from memory latency.
+      const small = shapes[0];
+      const workingSet = { resources: small.resources, subjects: small.subjects };
+      hotSet = { ...timeChecks(t.index, t.gen.requests(nRequests, 200, workingSet), rounds), workingSet };
+    }
+    if (shape.resources <= 100_000) {
+      console.log(`  casbin on the ${shape.name} tenant…`);
+      casbin.push(await casbinComparison(shape.name, t.index, t.gen.snapshot, requests.slice(0, shape.resources <= 10_000 ? 5_000 : 1_000)));
+      console.log(`  ${JSON.stringify(casbin[casbin.length - 1])}`);
+    }
+    const lookups = lookupsPerCheck(t.index, requests.slice(0, 5_000));
+    sizes[shape.name] = {
+      shape,
+      rows: t.rows,
+      buildMs: t.buildMs,
+      heapMiB: t.heap,
+      timing,
+      lookupsPerCheck: lookups,
+      applyUsPerChange: timeApply(t.index, shape.subjects),
+      mapGetFloorNs: 0,
+    };
+    console.log(`  ${JSON.stringify(sizes[shape.name])}`);
+    t = undefined; // release before the next size
+    gc();
+    sizes[shape.name].mapGetFloorNs = mapGetNs(shape.resources);
+    gc();
+  }
+
+  const names = shapes.map((x) => x.name);
+  const first = sizes[names[0]];
+  const last = sizes[names[names.length - 1]];
+  const ratio = round3(last.timing.medianUs / first.timing.medianUs);
+  const casbinHeadline = casbin[0];
+  const all = Object.values(sizes);
+  const targets = {
+    medianUsMax: 5,
+    p99UsMax: 50,
+    scaleRatioMax: 1.5,
+    casbinRatioMin: 20,
+    met: {
+      median: all.every((x) => x.timing.medianUs <= 5),
+      p99: all.every((x) => x.timing.p99Us <= 50),
+      scale: ratio <= 1.5,
+      casbin: casbinHeadline.ratio >= 20 && casbin.every((c) => c.mismatches === 0),
+    },
+  };
+
+  const table: string[][] = [
+    ['figure', ...names],
+    ['rows', ...names.map((n) => String(sizes[n].rows))],
+    ['index build (ms)', ...names.map((n) => String(sizes[n].buildMs))],
+    ['index heap (MiB)', ...names.map((n) => String(sizes[n].heapMiB))],
+    ['check median (µs)', ...names.map((n) => String(sizes[n].timing.medianUs))],
+    ['check p99 (µs)', ...names.map((n) => String(sizes[n].timing.p99Us))],
+    ['check mean (µs)', ...names.map((n) => String(sizes[n].timing.meanUs))],
+    ['checks/s (timed loop)', ...names.map((n) => String(sizes[n].timing.opsPerSec))],
+    ['allowed share', ...names.map((n) => String(sizes[n].timing.allowedShare))],
+    ['hash lookups per check', ...names.map((n) => String(sizes[n].lookupsPerCheck))],
+    ['floor: one Map.get (ns)', ...names.map((n) => String(sizes[n].mapGetFloorNs))],
+    ['apply, µs per change', ...names.map((n) => String(sizes[n].applyUsPerChange))],
+  ];
+  const widths = table[0].map((_, c) => Math.max(...table.map((row) => row[c].length)));
+  console.log('');
+  for (const row of table) console.log(row.map((cell, c) => cell.padEnd(widths[c])).join('  '));
+  console.log(`median ${last.shape.name} / median ${first.shape.name}: ${ratio}`);
+  const residentRatio = round3(cacheResident[last.shape.name].medianUs / cacheResident[first.shape.name].medianUs);
+  console.log(
+    `cache-resident working set (100 resources, 10 subjects): median ${names.map((n) => `${n} ${cacheResident[n].medianUs} µs`).join(', ')}; ratio ${residentRatio}`,
+  );
+  if (hotSet) {
+    console.log(`${last.shape.name} tenant, requests within a ${hotSet.workingSet.resources}-resource / ${hotSet.workingSet.subjects}-subject working set: median ${hotSet.medianUs} µs, p99 ${hotSet.p99Us} µs (ratio to ${first.shape.name}: ${round3(hotSet.medianUs / first.timing.medianUs)})`);
+  }
+  for (const c of casbin) {
+    console.log(`casbin (${c.tenant} tenant): ours ${c.oursOpsPerSec}/s vs casbin ${c.casbinOpsPerSec}/s = ${c.ratio}×, ${c.mismatches} mismatches in ${c.compared} (${c.allowed} allowed)`);
+  }
+  console.log(`targets met: ${JSON.stringify(targets.met)}`);
+
+  const out = {
+    generatedAt: new Date().toISOString(),
+    command: `node --expose-gc --import tsx bench/engine.ts${QUICK ? ' --quick' : ''}`,
+    hardware,
+    method: `role-based checks on resources without policies, uniformly random over the whole tenant; ${nRequests} requests × ${rounds} rounds after one warm-up pass, each timed with process.hrtime.bigint() (timer overhead included)`,
+    sizes,
+    medianRatioLargestOverSmallest: ratio,
+    hotWorkingSetOnLargest: hotSet ?? null,
+    cacheResident: { note: 'requests confined to 100 resources and 10 subjects of each tenant: the per-check work without cache misses', sizes: cacheResident, medianRatioLargestOverSmallest: residentRatio },
+    casbin: {
+      note: 'node-casbin RBAC with domains, equivalent model (memberships expanded to every descendant domain, g2 for inherit edges), same requests, identical answers checked; measured on the 10k and 100k tenants only: the 1M tenant would expand to millions of g rows',
+      runs: casbin,
+    },
+    targets,
+    scaleNote:
+      'Uniform random checks over the whole tenant are bound by memory latency, not work: hash lookups per check stay constant across sizes, ' +
+      'a single Map.get costs mapGetFloorNs more at 1M than at 10k, and with a cache-resident working set the ratio is cacheResident.medianRatioLargestOverSmallest.',
+    elapsedSec: Math.round((Date.now() - started) / 1000),
+  };
+  mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
+  writeFileSync(new URL('./results/engine.json', import.meta.url), JSON.stringify(out, null, 2) + '\n');
+  console.log(`wrote bench/results/engine.json in ${out.elapsedSec}s`);
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exitCode = 1;
+});

@@ -1,0 +1,630 @@
+/**
+ * The decision path (service spec "Evaluation behaviour", contract §5) as a pure function of a
+ * tenant index, a request and the caller's clock and gate mode.
+ *
+ * Order: scope → resource resolution → reachability gate → subject → resource policies →
+ * role-based permissions → ownership grants → hierarchy inheritance → no match.
+ * Interpretations fixed here (the spec leaves them open):
+ * - Gate: the resource is reachable from S when its owner scope or one of its linked scopes is
+ *   S or an ancestor of S (a project's resources are reachable from its environments, as the
+ *   project's roles are). Under `links-fallback` a resource without links is reachable from
+ *   everywhere. An unknown `externalResourceId` has no links: reachable under
+ *   `links-fallback`, unreachable under `strict`.
+ * - An unknown subject, or one whose stored type differs from `actor.subjectType` when that is
+ *   given (non-empty), is denied with reason `no_match` (policies are not consulted).
+ * - `externalResourceId` + type key naming several resources (bad data) resolves to the one
+ *   owned nearest to S along its ancestors, else the smallest id.
+ * - A null/absent condition is no condition. A condition that is invalid or fails to evaluate
+ *   does not pass (so its policy does not match, whatever its effect). An unparsable
+ *   `validFrom`/`validUntil` makes the window inactive. A non-numeric priority counts as 0.
+ * - Ownership: `owns(subject, R, role)` gives the subject, independently of any membership,
+ *   the role's permissions at S (add/remove overrides applied, block overrides not, as a block
+ *   stops flow from a membership) bound to R: each permission whose pattern covers R (`*`,
+ *   R's id or external id) acts as the same permission with pattern R's id. So the grant
+ *   covers R when the permission's action and type cover the request, and it is inherited by
+ *   R's descendants exactly like a role permission patterned to R (reason `inherited`).
+ * - Inheritance: ancestors are reached through `inherit` edges only (the walk stops at the
+ *   first `none` edge), at most 64 deep, cycle-safe. The permission's pattern must equal the
+ *   ancestor's resource `id` (not its external id: external ids are not unique across types).
+ *   Policies are never inherited.
+ * - Any internal error is a deny with reason `error`; an unknown scope throws
+ *   ScopeNotFoundError.
+ */
+import { ScopeNotFoundError } from './errors.js';
+import { MAX_HIERARCHY_DEPTH, bagRows, type ParentLink, type ResourceNode, type ScopePath, type SubjectNode, type TenantIndex } from './index.js';
+import { conditionPasses, missingVariables } from './jsonlogic.js';
+import { matchesDefinition, type ResourceTags } from './match.js';
+import type { Collection, OwnershipGrant, Policy, Resource, ResourceScopeLink, Subject } from './model.js';
+import {
+  heldRoles,
+  overrideDecisions,
+  pathHasOverrides,
+  roleCovers,
+  type CoverQuery,
+  type HeldRole,
+  type OverrideDecisions,
+  type SkippedRole,
+} from './roles.js';
+
+export type GateMode = 'off' | 'links-fallback' | 'strict';
+
+export interface EvaluateOptions {
+  /** The clock: policy windows and the `time` context variables read it. */
+  now: Date;
+  /** `SERVICE_RESOURCE_SCOPE_GATE`. */
+  gate: GateMode;
+  /** Receives the original error when a decision fails with reason `error` (for logging). */
+  onError?: (error: unknown) => void;
+}
+
+export type ResourceRef = { resourceId: string } | { externalResourceId: string; resourceType: string };
+
+export interface EvaluateRequest {
+  actor: { subjectId: string; subjectType?: string };
+  scopeId: string;
+  action: string;
+  resource?: ResourceRef;
+  context?: Record<string, unknown>;
+  explain?: boolean;
+}
+
+export type DecisionReason =
+  | 'policy_allow'
+  | 'policy_deny'
+  | 'role'
+  | 'ownership'
+  | 'inherited'
+  | 'no_match'
+  | 'gate_unreachable'
+  | 'resource_not_found'
+  | 'error';
+
+export type TraceLeg =
+  | 'scope'
+  | 'resource'
+  | 'gate'
+  | 'subject'
+  | 'policy'
+  | 'role'
+  | 'ownership'
+  | 'hierarchy'
+  | 'decision'
+  | 'error';
+
+/** One step of an explanation, in the order the engine took it. */
+export interface TraceStep {
+  leg: TraceLeg;
+  outcome: 'info' | 'pass' | 'fail' | 'skip' | 'allow' | 'deny';
+  message: string;
+  detail?: Record<string, unknown>;
+}
+
+export interface Decision {
+  allowed: boolean;
+  reason: DecisionReason;
+  /** True when a resource policy decided. */
+  decidedByPolicy: boolean;
+  /** The deciding policy: the deny of the top group, else its first allow by id. */
+  evaluatedPolicy?: Policy;
+  /** Tenant revision of the index the decision was computed from. */
+  revision: number;
+  /** Present when the request asked for `explain`. */
+  trace?: TraceStep[];
+}
+
+/** How the request's resource resolved. */
+type Target =
+  | { kind: 'none' }
+  | { kind: 'known'; resource: Resource; node: ResourceNode; typeKey: string | undefined }
+  | { kind: 'external'; externalResourceId: string; typeKey: string };
+
+class MalformedRequestError extends Error {}
+
+/** Evaluates one request. Never throws except ScopeNotFoundError; fails closed on anything else. */
+export function evaluate(index: TenantIndex, request: EvaluateRequest, options: EvaluateOptions): Decision {
+  let trace: TraceStep[] | undefined;
+  try {
+    trace = request?.explain === true ? [] : undefined;
+    return decide(index, request, options, trace);
+  } catch (e) {
+    if (e instanceof ScopeNotFoundError) throw e;
+    try {
+      options?.onError?.(e);
+    } catch {
+      // a failing logger must not turn a deny into anything else
+    }
+    let revision = -1;
+    try {
+      revision = index.revision;
+    } catch {
+      // index unusable: the revision stays unknown
+    }
+    const d: Decision = { allowed: false, reason: 'error', decidedByPolicy: false, revision };
+    if (trace) {
+      // Internal details go to onError only, never to the caller.
+      trace.push({ leg: 'error', outcome: 'deny', message: 'internal error during evaluation; denied' });
+      d.trace = trace;
+    }
+    return d;
+  }
+}
+
+function nonEmptyString(v: unknown): boolean {
+  return typeof v === 'string' && v.length > 0;
+}
+
+function checkRequest(request: EvaluateRequest): void {
+  if (!request || typeof request !== 'object') throw new MalformedRequestError('request');
+  if (!request.actor || !nonEmptyString(request.actor.subjectId)) throw new MalformedRequestError('actor.subjectId');
+  const st = request.actor.subjectType;
+  if (st !== undefined && st !== null && typeof st !== 'string') throw new MalformedRequestError('actor.subjectType');
+  if (!nonEmptyString(request.scopeId)) throw new MalformedRequestError('scopeId');
+  if (!nonEmptyString(request.action)) throw new MalformedRequestError('action');
+  const r = request.resource as Record<string, unknown> | undefined | null;
+  if (r !== undefined && r !== null) {
+    const byId = nonEmptyString(r.resourceId);
+    const byExt = nonEmptyString(r.externalResourceId) && nonEmptyString(r.resourceType);
+    if (byId === byExt) throw new MalformedRequestError('resource');
+  }
+  const c = request.context as unknown;
+  if (c !== undefined && c !== null && (typeof c !== 'object' || Array.isArray(c))) throw new MalformedRequestError('context');
+}
+
+/** Per-request state shared by the legs (module-level helpers instead of closures: cheaper per call). */
+interface Ctx {
+  index: TenantIndex;
+  trace: TraceStep[] | undefined;
+  path: ScopePath;
+  hasOverrides: boolean;
+  decisions: Map<string, OverrideDecisions | null> | undefined;
+}
+
+function decisionsOf(ctx: Ctx, roleId: string): OverrideDecisions | null {
+  if (!ctx.hasOverrides) return null;
+  ctx.decisions ??= new Map();
+  let d = ctx.decisions.get(roleId);
+  if (d === undefined) {
+    d = overrideDecisions(ctx.index, roleId, ctx.path);
+    ctx.decisions.set(roleId, d);
+  }
+  return d;
+}
+
+function done(ctx: { index: TenantIndex; trace: TraceStep[] | undefined }, allowed: boolean, reason: DecisionReason, policy?: Policy): Decision {
+  const d: Decision = { allowed, reason, decidedByPolicy: policy !== undefined, revision: ctx.index.revision };
+  if (policy) d.evaluatedPolicy = policy;
+  if (ctx.trace) {
+    ctx.trace.push({ leg: 'decision', outcome: allowed ? 'allow' : 'deny', message: `${allowed ? 'allowed' : 'denied'} (${reason})` });
+    d.trace = ctx.trace;
+  }
+  return d;
+}
+
+function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateOptions, trace: TraceStep[] | undefined): Decision {
+  checkRequest(request);
+  const now = options.now.getTime();
+  if (Number.isNaN(now)) throw new Error('invalid clock');
+  const gate = options.gate;
+  if (gate !== 'off' && gate !== 'links-fallback' && gate !== 'strict') throw new Error('invalid gate mode');
+  const action = request.action;
+  const subjectId = request.actor.subjectId;
+
+  // Scope.
+  const path = index.scopePath(request.scopeId);
+  if (path.ids.length === 0) throw new ScopeNotFoundError(request.scopeId);
+  const ctx: Ctx = { index, trace, path, hasOverrides: false, decisions: undefined };
+  trace?.push({
+    leg: 'scope',
+    outcome: 'info',
+    message: `scope ${request.scopeId}; ancestors nearest first: ${path.ids.slice(1).join(' → ') || '(none)'}`,
+    detail: { scopePath: [...path.ids] },
+  });
+
+  // Resource.
+  const target = resolveTarget(index, request, path);
+  if (target === null) {
+    trace?.push({ leg: 'resource', outcome: 'fail', message: `resource ${(request.resource as { resourceId: string }).resourceId} not found` });
+    return done(ctx, false, 'resource_not_found');
+  }
+  if (trace) traceTarget(trace, target);
+
+  // Reachability gate.
+  if (target.kind !== 'none' && gate !== 'off') {
+    const g = gateCheck(index, target, path, gate);
+    trace?.push({ leg: 'gate', outcome: g.reachable ? 'pass' : 'fail', message: g.message });
+    if (!g.reachable) return done(ctx, false, 'gate_unreachable');
+  } else if (target.kind !== 'none') trace?.push({ leg: 'gate', outcome: 'pass', message: 'gate off' });
+
+  // Subject.
+  const subjectNode = index.subjectNode(subjectId);
+  const subject = subjectNode?.row;
+  // An empty subjectType is how proto3 spells "not given".
+  const wantType = request.actor.subjectType || undefined;
+  if (!subject || (wantType !== undefined && wantType !== subject.type)) {
+    trace?.push({
+      leg: 'subject',
+      outcome: 'fail',
+      message: subject ? `subject ${subjectId} is a ${subject.type}, not a ${String(wantType)}` : `subject ${subjectId} not found`,
+    });
+    return done(ctx, false, 'no_match');
+  }
+  trace?.push({ leg: 'subject', outcome: 'info', message: `subject ${subject.id} (${subject.type})` });
+
+  // Resource policies.
+  if (target.kind === 'known') {
+    const winner = evaluatePolicies(index, request, target, path, now, subject, trace);
+    if (winner) return done(ctx, winner.effect === 'allow', winner.effect === 'allow' ? 'policy_allow' : 'policy_deny', winner);
+  } else if (target.kind === 'external') {
+    trace?.push({ leg: 'policy', outcome: 'skip', message: 'unknown resource: no policies' });
+  }
+
+  // Role-based permissions.
+  ctx.hasOverrides = pathHasOverrides(index, path);
+  const skipped: SkippedRole[] | undefined = trace ? [] : undefined;
+  const held = heldRoles(index, subjectNode, path, skipped);
+  const roleIds = distinctRoleIds(held);
+  const direct = directQuery(action, target);
+  if (trace) traceHeld(trace, held, skipped as SkippedRole[]);
+  for (const roleId of roleIds) {
+    const p = roleCovers(index, roleId, direct, decisionsOf(ctx, roleId));
+    if (p) {
+      trace?.push({ leg: 'role', outcome: 'allow', message: `role ${roleId} has permission ${p.id} (${p.key}) covering the request`, detail: { roleId, permissionId: p.id } });
+      return done(ctx, true, 'role');
+    }
+  }
+  trace?.push({ leg: 'role', outcome: 'fail', message: 'no held role has a permission covering the request' });
+
+  if (target.kind !== 'known') {
+    trace?.push({ leg: 'ownership', outcome: 'skip', message: 'no concrete resource' });
+    trace?.push({ leg: 'hierarchy', outcome: 'skip', message: 'no concrete resource' });
+    return done(ctx, false, 'no_match');
+  }
+  const resource = target.resource;
+
+  // Ownership grants on the resource.
+  const grants = subjectNode.grantsByResource?.get(resource.id);
+  let grantCount = 0;
+  for (const g of bagRows<OwnershipGrant>(grants)) {
+    if (!index.role(g.roleId)) continue;
+    grantCount++;
+    const p = roleCovers(index, g.roleId, direct, decisionsOf(ctx, g.roleId));
+    if (p) {
+      trace?.push({ leg: 'ownership', outcome: 'allow', message: `ownership grant ${g.id} (role ${g.roleId}) permission ${p.id} (${p.key}) covers the request`, detail: { grantId: g.id, roleId: g.roleId, permissionId: p.id } });
+      return done(ctx, true, 'ownership');
+    }
+  }
+  trace?.push({ leg: 'ownership', outcome: 'fail', message: grantCount ? `${grantCount} ownership grant(s) on the resource, none covers the request` : 'no ownership grant on the resource' });
+
+  // Hierarchy inheritance through `inherit` edges.
+  return inherit(ctx, action, target, roleIds, subjectNode);
+}
+
+/** Walks ancestors through `inherit` edges (at most 64, cycle-safe) looking for an inherited grant. */
+function inherit(ctx: Ctx, action: string, target: Extract<Target, { kind: 'known' }>, roleIds: readonly string[], subjectNode: SubjectNode): Decision {
+  const { index, trace } = ctx;
+  const childTypes = target.typeKey !== undefined ? [target.typeKey, '*'] : ['*'];
+  const walked: string[] = [];
+  let node: ResourceNode = target.node;
+  let stop = 'no parent';
+  for (let depth = 0; ; depth++) {
+    if (depth >= MAX_HIERARCHY_DEPTH) {
+      stop = `depth limit ${MAX_HIERARCHY_DEPTH}`;
+      break;
+    }
+    // Node fields only: edge and row objects are read just for the explanation.
+    const parentNode = node.up;
+    if (!parentNode) break;
+    if (!node.upInherit) {
+      if (trace) {
+        const link = index.parentOf(node) as ParentLink;
+        stop = `edge ${link.id} to ${link.edge.parentResourceId} has cascade none`;
+      }
+      break;
+    }
+    const parentId = parentNode.id;
+    if (parentNode.row === undefined) {
+      stop = `parent ${parentId} not found`;
+      break;
+    }
+    if (parentId === target.node.id || walked.includes(parentId)) {
+      stop = `cycle at ${parentId}`;
+      break;
+    }
+    walked.push(parentId);
+    const viaRole: CoverQuery = { action, types: childTypes, patterns: [parentId] };
+    for (const roleId of roleIds) {
+      const p = roleCovers(index, roleId, viaRole, decisionsOf(ctx, roleId));
+      if (p) {
+        trace?.push({ leg: 'hierarchy', outcome: 'allow', message: `ancestor ${parentId} via ${walked.join(' → ')}: role ${roleId} has permission ${p.id} (${p.key})`, detail: { hierarchyPath: [...walked], roleId, permissionId: p.id } });
+        return done(ctx, true, 'inherited');
+      }
+    }
+    // An ownership grant on the ancestor binds its role's covering permissions to it.
+    const grants = subjectNode.grantsByResource?.get(parentId);
+    if (grants !== undefined) {
+      const viaGrant: CoverQuery = { action, types: childTypes, patterns: ['*', parentId, parentNode.ext as string] };
+      for (const g of bagRows<OwnershipGrant>(grants)) {
+        if (!index.role(g.roleId)) continue;
+        const p = roleCovers(index, g.roleId, viaGrant, decisionsOf(ctx, g.roleId));
+        if (p) {
+          trace?.push({ leg: 'hierarchy', outcome: 'allow', message: `ancestor ${parentId} via ${walked.join(' → ')}: ownership grant ${g.id} (role ${g.roleId}) permission ${p.id} (${p.key})`, detail: { hierarchyPath: [...walked], grantId: g.id, roleId: g.roleId, permissionId: p.id } });
+          return done(ctx, true, 'inherited');
+        }
+      }
+    }
+    node = parentNode;
+  }
+  trace?.push({ leg: 'hierarchy', outcome: 'fail', message: `walked ${walked.length ? walked.join(' → ') : '(no inheriting ancestor)'}; stopped: ${stop}; nothing inherited`, detail: { hierarchyPath: walked } });
+  return done(ctx, false, 'no_match');
+}
+
+function traceTarget(trace: TraceStep[], target: Target): void {
+  if (target.kind === 'none') trace.push({ leg: 'resource', outcome: 'info', message: 'no resource: only permissions with pattern * apply' });
+  else if (target.kind === 'known') {
+    trace.push({
+      leg: 'resource',
+      outcome: 'info',
+      message: `resource ${target.resource.id} (type ${target.typeKey ?? '(unknown type)'}, external id ${target.resource.externalResourceId}, owner scope ${target.resource.ownerScopeId})`,
+    });
+  } else {
+    trace.push({
+      leg: 'resource',
+      outcome: 'info',
+      message: `unknown external id ${target.externalResourceId} of type ${target.typeKey}: evaluated by permission pattern alone (no policies, no hierarchy)`,
+    });
+  }
+}
+
+/**
+ * The resource a request's resource reference names: by id, or by external id and type key
+ * (several matches: the one owned nearest to the scope, else the smallest id). Undefined when
+ * unknown. Throws ScopeNotFoundError for an unknown scope.
+ */
+export function resolveResource(index: TenantIndex, scopeId: string, ref: ResourceRef): Resource | undefined {
+  if (!index.scope(scopeId)) throw new ScopeNotFoundError(scopeId);
+  const t = resolveTarget(index, { actor: { subjectId: '' }, scopeId, action: '', resource: ref }, index.scopePath(scopeId));
+  return t?.kind === 'known' ? t.resource : undefined;
+}
+
+function resolveTarget(index: TenantIndex, request: EvaluateRequest, path: ScopePath): Target | null {
+  const ref = request.resource;
+  if (!ref) return { kind: 'none' };
+  if ('resourceId' in ref && typeof ref.resourceId === 'string') {
+    const node = index.resourceNode(ref.resourceId);
+    const r = node?.row;
+    if (!node || !r) return null;
+    return { kind: 'known', resource: r, node, typeKey: node.type?.key };
+  }
+  const { externalResourceId, resourceType } = ref as { externalResourceId: string; resourceType: string };
+  const candidates = index.resourcesByExternalId(resourceType, externalResourceId);
+  if (candidates.length === 0) return { kind: 'external', externalResourceId, typeKey: resourceType };
+  const r = pickCandidate(candidates, path);
+  return { kind: 'known', resource: r, node: index.resourceNode(r.id) as ResourceNode, typeKey: resourceType };
+}
+
+/** Several resources under one external id and type key: nearest owner on the path, else smallest id. */
+function pickCandidate(candidates: Resource[], path: ScopePath): Resource {
+  if (candidates.length === 1) return candidates[0];
+  const byId = [...candidates].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  for (const s of path.ids) {
+    const owned = byId.find((r) => r.ownerScopeId === s);
+    if (owned) return owned;
+  }
+  return byId[0];
+}
+
+function gateCheck(index: TenantIndex, target: Target, path: ScopePath, gate: GateMode): { reachable: boolean; message: string } {
+  if (gate === 'off') return { reachable: true, message: 'gate off' };
+  if (target.kind === 'external') {
+    return gate === 'strict'
+      ? { reachable: false, message: 'strict gate: an unknown resource is never reachable' }
+      : { reachable: true, message: 'links-fallback gate: an unknown resource has no links, so it is reachable' };
+  }
+  if (target.kind !== 'known') return { reachable: true, message: 'no resource' };
+  const r = target.resource;
+  const links = target.node.links;
+  if (gate === 'links-fallback' && links === undefined) {
+    return { reachable: true, message: 'links-fallback gate: resource has no scope links, reachable from every scope' };
+  }
+  if (path.set.has(r.ownerScopeId)) {
+    return { reachable: true, message: `${gate} gate: owner scope ${r.ownerScopeId} is the evaluation scope or an ancestor` };
+  }
+  for (const l of bagRows<ResourceScopeLink>(links)) {
+    if (path.set.has(l.scopeId)) {
+      return { reachable: true, message: `${gate} gate: linked scope ${l.scopeId} (link ${l.id}) is the evaluation scope or an ancestor` };
+    }
+  }
+  return { reachable: false, message: `${gate} gate: neither owner scope ${r.ownerScopeId} nor any linked scope is the evaluation scope or an ancestor` };
+}
+
+/** The cover query of the direct role and ownership legs. */
+function directQuery(action: string, target: Target): CoverQuery {
+  switch (target.kind) {
+    case 'none':
+      return { action, types: null, patterns: ['*'] };
+    case 'external':
+      return { action, types: [target.typeKey, '*'], patterns: ['*', target.externalResourceId] };
+    case 'known':
+      return {
+        action,
+        types: target.typeKey !== undefined ? [target.typeKey, '*'] : ['*'],
+        patterns: ['*', target.node.ext as string, target.node.id],
+      };
+  }
+}
+
+function distinctRoleIds(held: HeldRole[]): string[] {
+  const out: string[] = [];
+  for (const h of held) if (!out.includes(h.roleId)) out.push(h.roleId);
+  return out;
+}
+
+function traceHeld(trace: TraceStep[], held: HeldRole[], skipped: SkippedRole[]): void {
+  for (const s of skipped) {
+    const why =
+      s.why === 'blocked' ? `blocked by an override at ${s.blockedAt}` : s.why === 'role_missing' ? 'role does not exist' : 'role is not defined at or above the source scope';
+    trace.push({ leg: 'role', outcome: 'skip', message: `role ${s.roleId} from ${s.source === 'role' ? 'membership' : 'tag binding'} ${s.viaId} at ${s.sourceScopeId}: ${why}` });
+  }
+  trace.push({
+    leg: 'role',
+    outcome: 'info',
+    message: held.length
+      ? `roles held: ${held.map((h) => `${h.roleId} (${h.source === 'role' ? 'membership' : 'tag binding'} ${h.viaId} at ${h.sourceScopeId})`).join(', ')}`
+      : 'no roles held at this scope',
+    detail: { roles: held.map((h) => ({ ...h })) },
+  });
+}
+
+function validTime(iso: string | null | undefined): number | null {
+  if (iso === undefined || iso === null) return null;
+  return typeof iso === 'string' ? Date.parse(iso) : NaN;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return false;
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+}
+
+/** Context as sent, with `time` filled from the clock when absent. */
+export function conditionContext(context: Record<string, unknown> | undefined | null, now: Date): Record<string, unknown> {
+  const base: Record<string, unknown> = isPlainObject(context) ? context : {};
+  if (Object.prototype.hasOwnProperty.call(base, 'time')) return base;
+  return {
+    ...base,
+    time: { hour: now.getUTCHours(), minute: now.getUTCMinutes(), dayOfWeek: now.getUTCDay(), iso: now.toISOString() },
+  };
+}
+
+interface Candidate {
+  policy: Policy;
+  via: string;
+}
+
+/** Policies of the matching collections defined at S or an ancestor for the resource's type. */
+function collectionCandidates(index: TenantIndex, resource: Resource, path: ScopePath, out: Candidate[], trace: TraceStep[] | undefined): void {
+  let tags: ResourceTags | undefined;
+  const subject = { resource, tags: (): ResourceTags => (tags ??= index.resourceTags(resource.id)) };
+  for (const s of path.ids) {
+    for (const c of bagRows<Collection>(index.collectionsAt(resource.resourceTypeId, s))) {
+      const policies = index.collectionPolicies(c.id);
+      if (policies === undefined && !trace) continue;
+      const matched = matchesDefinition(c.matchDefinition, subject);
+      trace?.push({ leg: 'policy', outcome: matched ? 'pass' : 'fail', message: `collection ${c.id} at ${s} ${matched ? 'matches' : 'does not match'} the resource`, detail: { collectionId: c.id } });
+      if (!matched) continue;
+      for (const p of bagRows<Policy>(policies)) out.push({ policy: p, via: `collection ${c.id}` });
+    }
+  }
+}
+
+/**
+ * Collects the applicable policies (direct ones, and those of matching collections defined at
+ * S or an ancestor for the resource's type), keeps the matching ones and returns the winner of
+ * the highest-priority group, or undefined when none matches.
+ */
+function evaluatePolicies(
+  index: TenantIndex,
+  request: EvaluateRequest,
+  target: Extract<Target, { kind: 'known' }>,
+  path: ScopePath,
+  now: number,
+  subject: Subject,
+  trace: TraceStep[] | undefined,
+): Policy | undefined {
+  const resource = target.resource;
+  const direct = target.node.policies;
+  const hasCollections = index.hasCollectionsOfType(resource.resourceTypeId);
+  if (direct === undefined && !hasCollections) {
+    trace?.push({ leg: 'policy', outcome: 'skip', message: 'no policy targets the resource or a matching collection' });
+    return undefined;
+  }
+  const candidates: Candidate[] = [];
+  for (const p of bagRows<Policy>(direct)) candidates.push({ policy: p, via: 'direct' });
+  if (hasCollections) collectionCandidates(index, resource, path, candidates, trace);
+  if (candidates.length === 0) {
+    trace?.push({ leg: 'policy', outcome: 'skip', message: 'no policy targets the resource or a matching collection' });
+    return undefined;
+  }
+
+  const action = request.action;
+  let subjectData: unknown;
+  let contextData: Record<string, unknown> | undefined;
+  const nowDate = new Date(now);
+  const matching: Policy[] = [];
+  for (const { policy: p, via } of candidates) {
+    const actionOk = p.actions.includes(action) || p.actions.includes('*');
+    const from = validTime(p.validFrom);
+    const until = validTime(p.validUntil);
+    const windowOk = (from === null || now >= from) && (until === null || now < until);
+    const hasSubjectCond = p.subjectCondition !== undefined && p.subjectCondition !== null;
+    const hasContextCond = p.contextCondition !== undefined && p.contextCondition !== null;
+    // Cheap checks first; conditions run only when they can still matter, except when explaining.
+    let subjectOk: boolean | undefined;
+    let contextOk: boolean | undefined;
+    let missing: string[] | undefined;
+    if ((actionOk && windowOk) || trace) {
+      if (hasSubjectCond) {
+        subjectData ??= { subject: { id: subject.id, type: subject.type, externalId: subject.externalId, meta: isPlainObject(subject.metadata) ? subject.metadata : {} } };
+        subjectOk = conditionPasses(p.subjectCondition, subjectData);
+      } else subjectOk = true;
+      if (subjectOk || trace) {
+        if (hasContextCond) {
+          contextData ??= conditionContext(request.context, nowDate);
+          contextOk = conditionPasses(p.contextCondition, contextData);
+          if (trace && !contextOk) missing = missingVariables(p.contextCondition, contextData);
+        } else contextOk = true;
+      }
+    }
+    const matched = actionOk && windowOk && subjectOk === true && contextOk === true;
+    if (matched) matching.push(p);
+    if (trace) {
+      const parts = [
+        `action ${actionOk ? 'matches' : 'does not match'}`,
+        `window ${windowOk ? 'active' : 'inactive'}`,
+        hasSubjectCond ? `subjectCondition ${subjectOk ? 'passed' : 'failed'}` : 'no subjectCondition',
+        hasContextCond ? `contextCondition ${contextOk ? 'passed' : 'failed'}${missing && missing.length ? ` (missing: ${missing.join(', ')})` : ''}` : 'no contextCondition',
+      ];
+      trace.push({
+        leg: 'policy',
+        outcome: matched ? 'pass' : 'fail',
+        message: `policy ${p.id} (${via}, priority ${priorityOf(p)}, ${p.effect}): ${parts.join(', ')}`,
+        detail: {
+          policyId: p.id,
+          via,
+          priority: priorityOf(p),
+          effect: p.effect,
+          action: actionOk,
+          window: windowOk,
+          ...(hasSubjectCond ? { subjectCondition: subjectOk } : {}),
+          ...(hasContextCond ? { contextCondition: contextOk } : {}),
+          ...(missing && missing.length ? { missingContext: missing } : {}),
+          matched,
+        },
+      });
+    }
+  }
+  if (matching.length === 0) {
+    trace?.push({ leg: 'policy', outcome: 'skip', message: 'no policy matches; role-based evaluation follows' });
+    return undefined;
+  }
+  const top = Math.max(...matching.map(priorityOf));
+  let deny: Policy | undefined;
+  let allow: Policy | undefined;
+  for (const p of matching) {
+    if (priorityOf(p) !== top) continue;
+    if (p.effect === 'deny') {
+      if (!deny || p.id < deny.id) deny = p;
+    } else if (!allow || p.id < allow.id) allow = p;
+  }
+  const winner = (deny ?? allow) as Policy;
+  trace?.push({
+    leg: 'policy',
+    outcome: winner.effect === 'deny' ? 'deny' : 'allow',
+    message: `highest matching priority ${top}: ${deny ? `deny wins (policy ${winner.id})` : `only allows; first by id is policy ${winner.id}`}`,
+  });
+  return winner;
+}
+
+function priorityOf(p: Policy): number {
+  return typeof p.priority === 'number' && Number.isFinite(p.priority) ? p.priority : 0;
+}

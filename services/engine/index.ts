@@ -1,0 +1,1118 @@
+/**
+ * The in-memory form of one tenant's state: the rows of every entity plus the derived maps a
+ * decision needs, so that a check is a handful of hash lookups whose cost does not depend on
+ * the size of the tenant.
+ *
+ * Built once from a snapshot, then kept current with {@link TenantIndex.apply}, which touches
+ * only the derived entries of the rows it changes. Rows are kept by reference and must not be
+ * mutated after they are handed in.
+ *
+ * Layout: everything a check needs about one subject (its role assignments by scope, its
+ * ownership grants, its tags) hangs off one {@link SubjectNode}, and everything about one
+ * resource (its parent edge, direct policies, scope links, tags) off one
+ * {@link ResourceNode}, so a check pays one lookup in each of the big maps. Derived entries
+ * hold the row objects themselves, not ids, saving a second lookup per hop.
+ *
+ * Bad data never loops: scope and resource walks stop at a missing row, at a revisit (cycle)
+ * and after {@link MAX_HIERARCHY_DEPTH} ancestors.
+ */
+import { InvalidChangeError } from './errors.js';
+import {
+  ENTITY_KINDS,
+  type Change,
+  type Collection,
+  type EntityKind,
+  type Membership,
+  type OwnershipGrant,
+  type Permission,
+  type Policy,
+  type Resource,
+  type ResourceEdge,
+  type ResourceScopeLink,
+  type ResourceType,
+  type Role,
+  type RoleAssignment,
+  type RolePermission,
+  type RowsByKind,
+  type Scope,
+  type ScopeOverride,
+  type Subject,
+  type Tag,
+  type TagAssignment,
+  type TagBinding,
+  type TagGroup,
+  type TenantSnapshot,
+} from './model.js';
+
+/** Most ancestors a scope or resource walk visits (contract §6: hierarchy depth 64). */
+export const MAX_HIERARCHY_DEPTH = 64;
+
+/** A scope and its ancestors, nearest first (the scope itself at index 0). */
+export interface ScopePath {
+  readonly ids: readonly string[];
+  readonly set: ReadonlySet<string>;
+}
+
+/** A cached path also remembers whether it crosses an override, as of an override version. */
+interface CachedPath extends ScopePath {
+  overridesVersion: number;
+  hasOverrides: boolean;
+}
+
+const EMPTY_PATH: CachedPath = { ids: [], set: new Set(), overridesVersion: -1, hasOverrides: false };
+const EMPTY_IDS: readonly string[] = [];
+
+// --- bags --------------------------------------------------------------------------------------
+// One value is stored bare and only a second one allocates a collection: most keys (a
+// resource's parent edge, a subject's assignments at one scope) hold one.
+
+type Identified = { id: string };
+/** Rows under one key: a bare row, or a map id → row when there are several. */
+export type RowBag<T extends Identified> = T | ReadonlyMap<string, T>;
+type MutableRowBag<T extends Identified> = T | Map<string, T>;
+
+function rbWith<T extends Identified>(b: MutableRowBag<T> | undefined, row: T): MutableRowBag<T> {
+  if (b === undefined) return row;
+  if (b instanceof Map) {
+    b.set(row.id, row);
+    return b;
+  }
+  if (b.id === row.id) return row;
+  return new Map([
+    [b.id, b],
+    [row.id, row],
+  ]);
+}
+
+function rbWithout<T extends Identified>(b: MutableRowBag<T> | undefined, id: string): MutableRowBag<T> | undefined {
+  if (b === undefined) return undefined;
+  if (b instanceof Map) {
+    b.delete(id);
+    if (b.size > 1) return b;
+    return b.size === 1 ? (b.values().next().value as T) : undefined;
+  }
+  return b.id === id ? undefined : b;
+}
+
+function rbAdd<T extends Identified>(m: Map<string, MutableRowBag<T>>, key: string, row: T): void {
+  m.set(key, rbWith(m.get(key), row));
+}
+
+function rbDelete<T extends Identified>(m: Map<string, MutableRowBag<T>>, key: string, id: string): void {
+  const b = rbWithout(m.get(key), id);
+  if (b === undefined) m.delete(key);
+  else m.set(key, b);
+}
+
+const NO_ROWS: readonly never[] = [];
+
+/** The rows of a bag (allocates a one-element array for a bare row). */
+export function bagRows<T extends Identified>(b: RowBag<T> | undefined): Iterable<T> {
+  if (b === undefined) return NO_ROWS;
+  if (b instanceof Map) return b.values();
+  return [b as T];
+}
+
+type Bag = string | Set<string>;
+type Multi = Map<string, Bag>;
+
+function bagAdd(m: Multi, key: string, v: string): void {
+  const b = m.get(key);
+  if (b === undefined) m.set(key, v);
+  else if (typeof b === 'string') {
+    if (b !== v) m.set(key, new Set([b, v]));
+  } else b.add(v);
+}
+
+function bagDelete(m: Multi, key: string, v: string): void {
+  const b = m.get(key);
+  if (b === undefined) return;
+  if (typeof b === 'string') {
+    if (b === v) m.delete(key);
+    return;
+  }
+  b.delete(v);
+  if (b.size === 1) m.set(key, b.values().next().value as string);
+  else if (b.size === 0) m.delete(key);
+}
+
+function bagIds(b: Bag | undefined): readonly string[] {
+  if (b === undefined) return EMPTY_IDS;
+  return typeof b === 'string' ? [b] : [...b];
+}
+
+function nested<V>(m: Map<string, Map<string, V>>, key: string): Map<string, V> {
+  let inner = m.get(key);
+  if (!inner) m.set(key, (inner = new Map()));
+  return inner;
+}
+
+function rbAdd2<T extends Identified>(m: Map<string, Map<string, MutableRowBag<T>>>, k1: string, k2: string, row: T): void {
+  rbAdd(nested(m, k1), k2, row);
+}
+
+function rbDelete2<T extends Identified>(m: Map<string, Map<string, MutableRowBag<T>>>, k1: string, k2: string, id: string): void {
+  const inner = m.get(k1);
+  if (!inner) return;
+  rbDelete(inner, k2, id);
+  if (inner.size === 0) m.delete(k1);
+}
+
+/** Offset of an assignment in a flat list, or -1. */
+function findAssignment(list: AssignmentList, id: string): number {
+  for (let i = 0; i < list.length; i += A_STRIDE) if (list[i + A_ID] === id) return i;
+  return -1;
+}
+
+/** The entries of a flat list, one array of four strings each (for derivedState). */
+function entriesOf(list: AssignmentList): string[][] {
+  const out: string[][] = [];
+  for (let i = 0; i < list.length; i += A_STRIDE) out.push(list.slice(i, i + A_STRIDE));
+  return out.sort((x, y) => (x[A_ID] < y[A_ID] ? -1 : 1));
+}
+
+/** Canonical text of a by-scope view (for derivedState). */
+function byScopeKey(m: ReadonlyMap<string, AssignmentList>): string {
+  return JSON.stringify([...m.entries()].map(([k, v]) => [k, entriesOf(v)]).sort((a, b) => (a[0] < b[0] ? -1 : 1)));
+}
+
+function groupByScope(list: AssignmentList): Map<string, string[]> {
+  const m = new Map<string, string[]>();
+  for (let i = 0; i < list.length; i += A_STRIDE) {
+    const entry = list.slice(i, i + A_STRIDE);
+    const existing = m.get(entry[A_SCOPE]);
+    if (existing) existing.push(...entry);
+    else m.set(entry[A_SCOPE], entry);
+  }
+  return m;
+}
+
+// --- nodes ---------------------------------------------------------------------------------------
+
+/**
+ * Role assignments joined with their memberships, flattened four strings per assignment:
+ * `[assignmentId, membershipId, scopeId, roleId, …]` (one array per subject instead of one
+ * object per assignment: fewer cache misses). Scope and role ids are the strings of the scope
+ * and role rows when those exist, so the few distinct values stay hot in cache.
+ */
+export type AssignmentList = readonly string[];
+/** Stride of an {@link AssignmentList} and the offsets of its fields. */
+export const A_STRIDE = 4;
+export const A_ID = 0;
+export const A_MEMBERSHIP = 1;
+export const A_SCOPE = 2;
+export const A_ROLE = 3;
+
+/** What a check reads about one subject. */
+export interface SubjectNode {
+  readonly row: Subject | undefined;
+  /** Role assignments of the subject's memberships (small: scanned; see `assignmentsByScope`). */
+  readonly assignments: AssignmentList;
+  /** The same entries by membership scope, kept only when there are many of them. */
+  readonly assignmentsByScope: ReadonlyMap<string, AssignmentList> | undefined;
+  /** Ownership grants of the subject, by resource; undefined when none. */
+  readonly grantsByResource: ReadonlyMap<string, RowBag<OwnershipGrant>> | undefined;
+  /** Tag assignments targeting the subject. */
+  readonly tags: RowBag<TagAssignment> | undefined;
+}
+
+/** Above this many assignments a subject node also keeps them by scope. */
+export const ASSIGNMENT_SCAN_LIMIT = 16;
+
+/** The current key of a resource type, shared by every resource of that type id. */
+export interface TypeSlot {
+  readonly key: string | undefined;
+}
+
+/** What a check reads about one resource. */
+export interface ResourceNode {
+  readonly id: string;
+  readonly row: Resource | undefined;
+  /** Slot of the row's resource type (its key is undefined while the type does not exist). */
+  readonly type: TypeSlot | undefined;
+  /** The row's external id, copied so the common path need not read the row. */
+  readonly ext: string | undefined;
+  /** Links to its parent (one, unless the data is bad). */
+  readonly parents: RowBag<ParentLink> | undefined;
+  /** The parent node of the chosen link (see TenantIndex.parentOf), copied for walks. */
+  readonly up: ResourceNode | undefined;
+  /** Whether the chosen link's edge cascades (`inherit`). */
+  readonly upInherit: boolean;
+  /** Policies targeting it directly. */
+  readonly policies: RowBag<Policy> | undefined;
+  readonly links: RowBag<ResourceScopeLink> | undefined;
+  /** Tag assignments targeting it. */
+  readonly tags: RowBag<TagAssignment> | undefined;
+}
+
+interface MutableSubjectNode {
+  row: Subject | undefined;
+  assignments: string[];
+  assignmentsByScope: Map<string, string[]> | undefined;
+  grantsByResource: Map<string, MutableRowBag<OwnershipGrant>> | undefined;
+  tags: MutableRowBag<TagAssignment> | undefined;
+}
+
+interface MutableTypeSlot {
+  key: string | undefined;
+}
+
+/**
+ * A parent edge with the parent's node resolved, so a hierarchy step costs no lookup in the
+ * big resource map. The parent node stays alive (see `refs`) as long as a link points at it.
+ */
+export interface ParentLink {
+  /** The edge id. */
+  readonly id: string;
+  readonly edge: ResourceEdge;
+  /** `edge.cascade === 'inherit'`, copied so a walk need not read the edge. */
+  readonly inherit: boolean;
+  readonly parent: ResourceNode;
+}
+
+interface MutableParentLink extends ParentLink {
+  readonly parent: MutableResourceNode;
+}
+
+interface MutableResourceNode {
+  readonly id: string;
+  row: Resource | undefined;
+  type: MutableTypeSlot | undefined;
+  ext: string | undefined;
+  parents: MutableRowBag<MutableParentLink> | undefined;
+  up: MutableResourceNode | undefined;
+  upInherit: boolean;
+  /** Number of parent links pointing at this node: it must not be dropped while any does. */
+  refs: number;
+  policies: MutableRowBag<Policy> | undefined;
+  links: MutableRowBag<ResourceScopeLink> | undefined;
+  tags: MutableRowBag<TagAssignment> | undefined;
+}
+
+/** An entry of a role's cover index: the role-permission id and its permission row. */
+export interface CoverEntry {
+  readonly id: string;
+  readonly permission: Permission;
+}
+
+// --- row validation -----------------------------------------------------------------------------
+
+const REQUIRED_STRINGS: { [K in EntityKind]: readonly string[] } = {
+  scope: ['id'],
+  subject: ['id', 'type'],
+  role: ['id', 'scopeId'],
+  permission: ['id', 'action', 'resourceType', 'resourcePattern'],
+  role_permission: ['id', 'roleId', 'permissionId'],
+  membership: ['id', 'subjectId', 'scopeId'],
+  role_assignment: ['id', 'membershipId', 'roleId'],
+  scope_override: ['id', 'scopeId', 'roleId', 'mode'],
+  ownership_grant: ['id', 'subjectId', 'resourceId', 'roleId'],
+  resource_type: ['id', 'key'],
+  resource: ['id', 'resourceTypeId', 'ownerScopeId', 'externalResourceId'],
+  resource_scope_link: ['id', 'resourceId', 'scopeId'],
+  resource_edge: ['id', 'parentResourceId', 'childResourceId', 'cascade'],
+  collection: ['id', 'scopeId', 'resourceTypeId'],
+  policy: ['id', 'effect'],
+  tag_group: ['id', 'key'],
+  tag: ['id', 'tagGroupId', 'identifier'],
+  tag_assignment: ['id', 'tagId', 'targetType', 'targetId'],
+  tag_binding: ['id', 'tagId', 'roleId', 'scopeId'],
+};
+
+const KIND_SET = new Set<string>(ENTITY_KINDS);
+
+function rowError(kind: EntityKind, row: unknown): string | null {
+  if (row === null || typeof row !== 'object') return 'row is not an object';
+  const r = row as Record<string, unknown>;
+  for (const f of REQUIRED_STRINGS[kind]) {
+    if (typeof r[f] !== 'string') return `${kind}.${f} must be a string`;
+  }
+  switch (kind) {
+    case 'scope':
+      if (r.parentId !== undefined && r.parentId !== null && typeof r.parentId !== 'string') return 'scope.parentId must be a string';
+      break;
+    case 'scope_override':
+      if (!['block', 'add', 'remove'].includes(r.mode as string)) return 'scope_override.mode is invalid';
+      if (!Array.isArray(r.permissionIds) || !r.permissionIds.every((p) => typeof p === 'string')) {
+        return 'scope_override.permissionIds must be an array of strings';
+      }
+      break;
+    case 'policy': {
+      const t = r.target as Record<string, unknown> | null | undefined;
+      const targetOk =
+        !!t &&
+        typeof t === 'object' &&
+        ((t.kind === 'resource' && typeof t.resourceId === 'string') ||
+          (t.kind === 'collection' && typeof t.collectionId === 'string'));
+      if (!targetOk) return 'policy.target is invalid';
+      if (!Array.isArray(r.actions) || !r.actions.every((a) => typeof a === 'string')) return 'policy.actions must be an array of strings';
+      if (r.effect !== 'allow' && r.effect !== 'deny') return 'policy.effect is invalid';
+      break;
+    }
+    case 'resource_edge':
+      if (r.cascade !== 'inherit' && r.cascade !== 'none') return 'resource_edge.cascade is invalid';
+      break;
+    case 'tag_assignment':
+      if (!['resource', 'subject', 'scope'].includes(r.targetType as string)) return 'tag_assignment.targetType is invalid';
+      break;
+  }
+  return null;
+}
+
+type Tables = { [K in EntityKind]: Map<string, RowsByKind[K]> };
+
+/** One tenant's rows and derived maps. See the module comment. */
+export class TenantIndex {
+  private _revision: number;
+  private readonly t: Tables;
+
+  private readonly subjects = new Map<string, MutableSubjectNode>();
+  /** typeId → slot holding the type's current key (never dropped: one per type id seen). */
+  private readonly typeSlots = new Map<string, MutableTypeSlot>();
+  private readonly resources = new Map<string, MutableResourceNode>();
+  // scopes
+  private readonly scopeChildren: Multi = new Map();
+  private readonly pathCache = new Map<string, CachedPath>();
+  /** Bumped on every override change; invalidates the paths' cached override flag. */
+  private overridesVersion = 0;
+  private readonly overridesByScopeRole = new Map<string, Map<string, MutableRowBag<ScopeOverride>>>();
+  // roles and permissions
+  private readonly rpByRole: Multi = new Map();
+  private readonly rpByPermission: Multi = new Map();
+  /**
+   * role → resourcePattern → action → entries. A check looks up the few patterns that can
+   * cover the resource (`*`, its external id, its id) and the action or `*`, then verifies the
+   * type on the row: no key building, no scan of the role's permissions.
+   */
+  private readonly coverByRole = new Map<string, Map<string, Map<string, MutableRowBag<CoverEntry>>>>();
+  // memberships (assignments are joined into subject nodes through their membership)
+  private readonly assignmentsByMembership: Multi = new Map();
+  // resources
+  private readonly typeIdsByKey: Multi = new Map();
+  private readonly resourcesByTypeExternal = new Map<string, Multi>();
+  private readonly collectionsByTypeScope = new Map<string, Map<string, MutableRowBag<Collection>>>();
+  private readonly policiesByCollection = new Map<string, MutableRowBag<Policy>>();
+  // tags
+  private readonly scopeTags = new Map<string, MutableRowBag<TagAssignment>>();
+  private readonly bindingsByTagScope = new Map<string, Map<string, MutableRowBag<TagBinding>>>();
+
+  private constructor(revision: number) {
+    this._revision = revision;
+    const t = {} as Record<EntityKind, Map<string, unknown>>;
+    for (const k of ENTITY_KINDS) t[k] = new Map();
+    this.t = t as unknown as Tables;
+  }
+
+  /** Builds an index from every row of a tenant at `snapshot.revision`. Throws InvalidChangeError on a malformed row. */
+  static fromSnapshot(snapshot: TenantSnapshot): TenantIndex {
+    if (!Number.isSafeInteger(snapshot.revision)) throw new InvalidChangeError('snapshot revision must be an integer');
+    for (const kind of ENTITY_KINDS) {
+      for (const row of (snapshot.rows[kind] ?? []) as unknown[]) {
+        const err = rowError(kind, row);
+        if (err) throw new InvalidChangeError(err);
+      }
+    }
+    const idx = new TenantIndex(snapshot.revision);
+    for (const kind of ENTITY_KINDS) {
+      for (const row of (snapshot.rows[kind] ?? []) as RowsByKind[EntityKind][]) idx.upsert(kind, row);
+    }
+    return idx;
+  }
+
+  /** The tenant revision this index reflects. */
+  get revision(): number {
+    return this._revision;
+  }
+
+  /**
+   * Applies the changes of one revision. A revision at or below the current one is a replay
+   * and is ignored (returns false). The batch is validated first and applied all-or-nothing:
+   * a malformed change throws InvalidChangeError and leaves the index untouched.
+   */
+  apply(revision: number, changes: readonly Change[]): boolean {
+    if (!Number.isSafeInteger(revision)) throw new InvalidChangeError('revision must be an integer');
+    if (revision <= this._revision) return false;
+    for (const c of changes) {
+      if (!c || !KIND_SET.has(c.kind)) throw new InvalidChangeError(`unknown change kind ${String(c?.kind)}`);
+      if (typeof c.id !== 'string') throw new InvalidChangeError('change id must be a string');
+      if (c.op === 'upsert') {
+        const err = rowError(c.kind, c.row);
+        if (err) throw new InvalidChangeError(err);
+        if ((c.row as { id: string }).id !== c.id) throw new InvalidChangeError(`change id ${c.id} does not match its row`);
+      } else if (c.op !== 'delete') {
+        throw new InvalidChangeError(`unknown change op ${String((c as { op: unknown }).op)}`);
+      }
+    }
+    for (const c of changes) {
+      if (c.op === 'upsert') this.upsert(c.kind, c.row as RowsByKind[EntityKind]);
+      else this.remove(c.kind, c.id);
+    }
+    this._revision = revision;
+    return true;
+  }
+
+  private upsert(kind: EntityKind, row: RowsByKind[EntityKind]): void {
+    const table = this.t[kind] as Map<string, RowsByKind[EntityKind]>;
+    const old = table.get(row.id);
+    if (old) this.unindex(kind, old);
+    table.set(row.id, row);
+    this.index(kind, row, old);
+  }
+
+  private remove(kind: EntityKind, id: string): void {
+    const table = this.t[kind] as Map<string, RowsByKind[EntityKind]>;
+    const old = table.get(id);
+    if (!old) return;
+    this.unindex(kind, old);
+    table.delete(id);
+    if (kind === 'scope') this.invalidatePaths(id);
+  }
+
+  private subjectNodeFor(id: string): MutableSubjectNode {
+    let n = this.subjects.get(id);
+    if (!n) this.subjects.set(id, (n = { row: undefined, assignments: [], assignmentsByScope: undefined, grantsByResource: undefined, tags: undefined }));
+    return n;
+  }
+
+  /** Drops a subject node that no longer carries anything. */
+  private pruneSubject(id: string): void {
+    const n = this.subjects.get(id);
+    if (n && !n.row && n.assignments.length === 0 && n.grantsByResource === undefined && n.tags === undefined) this.subjects.delete(id);
+  }
+
+  private resourceNodeFor(id: string): MutableResourceNode {
+    let n = this.resources.get(id);
+    if (!n) {
+      n = { id, row: undefined, type: undefined, ext: undefined, parents: undefined, up: undefined, upInherit: false, refs: 0, policies: undefined, links: undefined, tags: undefined };
+      this.resources.set(id, n);
+    }
+    return n;
+  }
+
+  private pruneResource(id: string): void {
+    const n = this.resources.get(id);
+    if (n && !n.row && !n.parents && !n.policies && !n.links && !n.tags && n.refs === 0) this.resources.delete(id);
+  }
+
+  /** Re-derives a node's `up`/`upInherit` from its chosen parent link. */
+  private refreshUp(n: MutableResourceNode): void {
+    const link = this.parentOf(n) as MutableParentLink | undefined;
+    n.up = link?.parent;
+    n.upInherit = link?.inherit ?? false;
+  }
+
+  private typeSlot(typeId: string): MutableTypeSlot {
+    let slot = this.typeSlots.get(typeId);
+    if (!slot) this.typeSlots.set(typeId, (slot = { key: this.t.resource_type.get(typeId)?.key }));
+    return slot;
+  }
+
+  /** Joins an assignment into its membership's subject node (when the membership is known). */
+  private linkAssignment(a: RoleAssignment, m: Membership | undefined): void {
+    if (!m) return;
+    const n = this.subjectNodeFor(m.subjectId);
+    const entry = [a.id, m.id, this.t.scope.get(m.scopeId)?.id ?? m.scopeId, this.t.role.get(a.roleId)?.id ?? a.roleId];
+    n.assignments.push(...entry);
+    if (n.assignmentsByScope) {
+      const list = n.assignmentsByScope.get(entry[A_SCOPE]);
+      if (list) list.push(...entry);
+      else n.assignmentsByScope.set(entry[A_SCOPE], entry);
+    } else if (n.assignments.length > ASSIGNMENT_SCAN_LIMIT * A_STRIDE) n.assignmentsByScope = groupByScope(n.assignments);
+  }
+
+  private unlinkAssignment(a: RoleAssignment, m: Membership | undefined): void {
+    if (!m) return;
+    const n = this.subjects.get(m.subjectId);
+    if (!n) return;
+    const i = findAssignment(n.assignments, a.id);
+    if (i < 0) return;
+    const scopeId = n.assignments[i + A_SCOPE];
+    n.assignments.splice(i, A_STRIDE);
+    if (n.assignmentsByScope) {
+      if (n.assignments.length <= (ASSIGNMENT_SCAN_LIMIT / 2) * A_STRIDE) n.assignmentsByScope = undefined;
+      else {
+        const list = n.assignmentsByScope.get(scopeId);
+        const j = list ? findAssignment(list, a.id) : -1;
+        if (list && j >= 0) {
+          list.splice(j, A_STRIDE);
+          if (list.length === 0) n.assignmentsByScope.delete(scopeId);
+        }
+      }
+    }
+    this.pruneSubject(m.subjectId);
+  }
+
+  /** Adds the derived entries of a row (just stored in its table). */
+  private index(kind: EntityKind, row: RowsByKind[EntityKind], old: RowsByKind[EntityKind] | undefined): void {
+    switch (kind) {
+      case 'scope': {
+        const r = row as Scope;
+        if (r.parentId) bagAdd(this.scopeChildren, r.parentId, r.id);
+        // A new scope may complete the paths of children that arrived first; a re-parent moves a subtree.
+        if (!old || (old as Scope).parentId !== r.parentId) this.invalidatePaths(r.id);
+        break;
+      }
+      case 'subject':
+        this.subjectNodeFor(row.id).row = row as Subject;
+        break;
+      case 'permission': {
+        const p = row as Permission;
+        for (const rpId of bagIds(this.rpByPermission.get(p.id))) {
+          const rp = this.t.role_permission.get(rpId);
+          if (rp) this.addCover(rp, p);
+        }
+        break;
+      }
+      case 'role_permission': {
+        const rp = row as RolePermission;
+        bagAdd(this.rpByRole, rp.roleId, rp.id);
+        bagAdd(this.rpByPermission, rp.permissionId, rp.id);
+        const p = this.t.permission.get(rp.permissionId);
+        if (p) this.addCover(rp, p);
+        break;
+      }
+      case 'membership': {
+        const m = row as Membership;
+        for (const aId of bagIds(this.assignmentsByMembership.get(m.id))) {
+          const a = this.t.role_assignment.get(aId);
+          if (a) this.linkAssignment(a, m);
+        }
+        break;
+      }
+      case 'role_assignment': {
+        const a = row as RoleAssignment;
+        bagAdd(this.assignmentsByMembership, a.membershipId, a.id);
+        this.linkAssignment(a, this.t.membership.get(a.membershipId));
+        break;
+      }
+      case 'scope_override': {
+        const o = row as ScopeOverride;
+        rbAdd2(this.overridesByScopeRole, o.scopeId, o.roleId, o);
+        this.overridesVersion++;
+        break;
+      }
+      case 'ownership_grant': {
+        const g = row as OwnershipGrant;
+        const n = this.subjectNodeFor(g.subjectId);
+        rbAdd((n.grantsByResource ??= new Map()), g.resourceId, g);
+        break;
+      }
+      case 'resource_type': {
+        const rt = row as ResourceType;
+        bagAdd(this.typeIdsByKey, rt.key, rt.id);
+        this.typeSlot(rt.id).key = rt.key;
+        break;
+      }
+      case 'resource': {
+        const r = row as Resource;
+        const n = this.resourceNodeFor(r.id);
+        n.row = r;
+        n.type = this.typeSlot(r.resourceTypeId);
+        n.ext = r.externalResourceId;
+        bagAdd(nested(this.resourcesByTypeExternal, r.resourceTypeId), r.externalResourceId, r.id);
+        break;
+      }
+      case 'resource_scope_link': {
+        const l = row as ResourceScopeLink;
+        const n = this.resourceNodeFor(l.resourceId);
+        n.links = rbWith(n.links, l);
+        break;
+      }
+      case 'resource_edge': {
+        const e = row as ResourceEdge;
+        const n = this.resourceNodeFor(e.childResourceId);
+        const parent = this.resourceNodeFor(e.parentResourceId);
+        parent.refs++;
+        n.parents = rbWith(n.parents, { id: e.id, edge: e, inherit: e.cascade === 'inherit', parent });
+        this.refreshUp(n);
+        break;
+      }
+      case 'collection': {
+        const c = row as Collection;
+        rbAdd2(this.collectionsByTypeScope, c.resourceTypeId, c.scopeId, c);
+        break;
+      }
+      case 'policy': {
+        const p = row as Policy;
+        if (p.target.kind === 'resource') {
+          const n = this.resourceNodeFor(p.target.resourceId);
+          n.policies = rbWith(n.policies, p);
+        } else rbAdd(this.policiesByCollection, p.target.collectionId, p);
+        break;
+      }
+      case 'tag_assignment': {
+        const a = row as TagAssignment;
+        if (a.targetType === 'subject') {
+          const n = this.subjectNodeFor(a.targetId);
+          n.tags = rbWith(n.tags, a);
+        } else if (a.targetType === 'resource') {
+          const n = this.resourceNodeFor(a.targetId);
+          n.tags = rbWith(n.tags, a);
+        } else rbAdd(this.scopeTags, a.targetId, a);
+        break;
+      }
+      case 'tag_binding': {
+        const b = row as TagBinding;
+        rbAdd2(this.bindingsByTagScope, b.tagId, b.scopeId, b);
+        break;
+      }
+      case 'role':
+      case 'tag_group':
+      case 'tag':
+        // Read directly from their tables at evaluation time.
+        break;
+    }
+  }
+
+  /** Removes every derived entry a row contributed (its table entry is still present). */
+  private unindex(kind: EntityKind, row: RowsByKind[EntityKind]): void {
+    switch (kind) {
+      case 'scope': {
+        const r = row as Scope;
+        if (r.parentId) bagDelete(this.scopeChildren, r.parentId, r.id);
+        break;
+      }
+      case 'subject': {
+        const n = this.subjects.get(row.id);
+        if (n) n.row = undefined;
+        this.pruneSubject(row.id);
+        break;
+      }
+      case 'permission': {
+        const p = row as Permission;
+        for (const rpId of bagIds(this.rpByPermission.get(p.id))) {
+          const rp = this.t.role_permission.get(rpId);
+          if (rp) this.deleteCover(rp, p);
+        }
+        break;
+      }
+      case 'role_permission': {
+        const rp = row as RolePermission;
+        bagDelete(this.rpByRole, rp.roleId, rp.id);
+        bagDelete(this.rpByPermission, rp.permissionId, rp.id);
+        const p = this.t.permission.get(rp.permissionId);
+        if (p) this.deleteCover(rp, p);
+        break;
+      }
+      case 'membership': {
+        const m = row as Membership;
+        for (const aId of bagIds(this.assignmentsByMembership.get(m.id))) {
+          const a = this.t.role_assignment.get(aId);
+          if (a) this.unlinkAssignment(a, m);
+        }
+        break;
+      }
+      case 'role_assignment': {
+        const a = row as RoleAssignment;
+        bagDelete(this.assignmentsByMembership, a.membershipId, a.id);
+        this.unlinkAssignment(a, this.t.membership.get(a.membershipId));
+        break;
+      }
+      case 'scope_override': {
+        const o = row as ScopeOverride;
+        rbDelete2(this.overridesByScopeRole, o.scopeId, o.roleId, o.id);
+        this.overridesVersion++;
+        break;
+      }
+      case 'ownership_grant': {
+        const g = row as OwnershipGrant;
+        const n = this.subjects.get(g.subjectId);
+        if (n?.grantsByResource) {
+          rbDelete(n.grantsByResource, g.resourceId, g.id);
+          if (n.grantsByResource.size === 0) n.grantsByResource = undefined;
+          this.pruneSubject(g.subjectId);
+        }
+        break;
+      }
+      case 'resource_type': {
+        const rt = row as ResourceType;
+        bagDelete(this.typeIdsByKey, rt.key, rt.id);
+        this.typeSlot(rt.id).key = undefined;
+        break;
+      }
+      case 'resource': {
+        const r = row as Resource;
+        const n = this.resources.get(r.id);
+        if (n) {
+          n.row = undefined;
+          n.type = undefined;
+          n.ext = undefined;
+        }
+        this.pruneResource(r.id);
+        const byExt = this.resourcesByTypeExternal.get(r.resourceTypeId);
+        if (byExt) {
+          bagDelete(byExt, r.externalResourceId, r.id);
+          if (byExt.size === 0) this.resourcesByTypeExternal.delete(r.resourceTypeId);
+        }
+        break;
+      }
+      case 'resource_scope_link': {
+        const l = row as ResourceScopeLink;
+        const n = this.resources.get(l.resourceId);
+        if (n) n.links = rbWithout(n.links, l.id);
+        this.pruneResource(l.resourceId);
+        break;
+      }
+      case 'resource_edge': {
+        const e = row as ResourceEdge;
+        const n = this.resources.get(e.childResourceId);
+        if (!n) break;
+        let link: MutableParentLink | undefined;
+        for (const l of bagRows(n.parents)) if (l.id === e.id) link = l;
+        if (!link) break;
+        n.parents = rbWithout(n.parents, e.id);
+        this.refreshUp(n);
+        link.parent.refs--;
+        this.pruneResource(link.parent.id);
+        this.pruneResource(e.childResourceId);
+        break;
+      }
+      case 'collection': {
+        const c = row as Collection;
+        rbDelete2(this.collectionsByTypeScope, c.resourceTypeId, c.scopeId, c.id);
+        break;
+      }
+      case 'policy': {
+        const p = row as Policy;
+        if (p.target.kind === 'resource') {
+          const n = this.resources.get(p.target.resourceId);
+          if (n) n.policies = rbWithout(n.policies, p.id);
+          this.pruneResource(p.target.resourceId);
+        } else rbDelete(this.policiesByCollection, p.target.collectionId, p.id);
+        break;
+      }
+      case 'tag_assignment': {
+        const a = row as TagAssignment;
+        if (a.targetType === 'subject') {
+          const n = this.subjects.get(a.targetId);
+          if (n) n.tags = rbWithout(n.tags, a.id);
+          this.pruneSubject(a.targetId);
+        } else if (a.targetType === 'resource') {
+          const n = this.resources.get(a.targetId);
+          if (n) n.tags = rbWithout(n.tags, a.id);
+          this.pruneResource(a.targetId);
+        } else rbDelete(this.scopeTags, a.targetId, a.id);
+        break;
+      }
+      case 'tag_binding': {
+        const b = row as TagBinding;
+        rbDelete2(this.bindingsByTagScope, b.tagId, b.scopeId, b.id);
+        break;
+      }
+      case 'role':
+      case 'tag_group':
+      case 'tag':
+        break;
+    }
+  }
+
+  private addCover(rp: RolePermission, p: Permission): void {
+    const byPattern = nested(this.coverByRole, rp.roleId);
+    rbAdd(nested(byPattern, p.resourcePattern), p.action, { id: rp.id, permission: p });
+  }
+
+  private deleteCover(rp: RolePermission, p: Permission): void {
+    const byPattern = this.coverByRole.get(rp.roleId);
+    if (!byPattern) return;
+    const byAction = byPattern.get(p.resourcePattern);
+    if (byAction) {
+      rbDelete(byAction, p.action, rp.id);
+      if (byAction.size === 0) byPattern.delete(p.resourcePattern);
+    }
+    if (byPattern.size === 0) this.coverByRole.delete(rp.roleId);
+  }
+
+  /** Drops the cached paths of a scope and of everything below it (cycle-safe). */
+  private invalidatePaths(scopeId: string): void {
+    const seen = new Set<string>();
+    const stack = [scopeId];
+    while (stack.length > 0) {
+      const id = stack.pop() as string;
+      if (seen.has(id)) continue;
+      seen.add(id);
+      this.pathCache.delete(id);
+      for (const child of bagIds(this.scopeChildren.get(id))) stack.push(child);
+    }
+  }
+
+  // --- reads: rows --------------------------------------------------------------------------------
+
+  scope(id: string): Scope | undefined {
+    return this.t.scope.get(id);
+  }
+  subject(id: string): Subject | undefined {
+    return this.t.subject.get(id);
+  }
+  role(id: string): Role | undefined {
+    return this.t.role.get(id);
+  }
+  permission(id: string): Permission | undefined {
+    return this.t.permission.get(id);
+  }
+  rolePermission(id: string): RolePermission | undefined {
+    return this.t.role_permission.get(id);
+  }
+  membership(id: string): Membership | undefined {
+    return this.t.membership.get(id);
+  }
+  roleAssignment(id: string): RoleAssignment | undefined {
+    return this.t.role_assignment.get(id);
+  }
+  scopeOverride(id: string): ScopeOverride | undefined {
+    return this.t.scope_override.get(id);
+  }
+  ownershipGrant(id: string): OwnershipGrant | undefined {
+    return this.t.ownership_grant.get(id);
+  }
+  resourceType(id: string): ResourceType | undefined {
+    return this.t.resource_type.get(id);
+  }
+  resource(id: string): Resource | undefined {
+    return this.t.resource.get(id);
+  }
+  resourceScopeLink(id: string): ResourceScopeLink | undefined {
+    return this.t.resource_scope_link.get(id);
+  }
+  resourceEdge(id: string): ResourceEdge | undefined {
+    return this.t.resource_edge.get(id);
+  }
+  collection(id: string): Collection | undefined {
+    return this.t.collection.get(id);
+  }
+  policy(id: string): Policy | undefined {
+    return this.t.policy.get(id);
+  }
+  tagGroup(id: string): TagGroup | undefined {
+    return this.t.tag_group.get(id);
+  }
+  tag(id: string): Tag | undefined {
+    return this.t.tag.get(id);
+  }
+  tagAssignment(id: string): TagAssignment | undefined {
+    return this.t.tag_assignment.get(id);
+  }
+  tagBinding(id: string): TagBinding | undefined {
+    return this.t.tag_binding.get(id);
+  }
+
+  /** Number of rows of a kind (for metrics and tests). */
+  count(kind: EntityKind): number {
+    return this.t[kind].size;
+  }
+
+  // --- reads: derived -----------------------------------------------------------------------------
+
+  /**
+   * The scope and its ancestors, nearest first; empty when the scope does not exist. The walk
+   * stops at a missing parent, at a revisit and after MAX_HIERARCHY_DEPTH ancestors. Cached
+   * until a scope in the path is re-parented, created or deleted.
+   */
+  scopePath(scopeId: string): ScopePath {
+    const cached = this.pathCache.get(scopeId);
+    if (cached) return cached;
+    if (!this.t.scope.has(scopeId)) return EMPTY_PATH;
+    const ids: string[] = [];
+    const set = new Set<string>();
+    let cur: string | null | undefined = scopeId;
+    while (cur && !set.has(cur) && ids.length <= MAX_HIERARCHY_DEPTH) {
+      const s = this.t.scope.get(cur);
+      if (!s) break;
+      ids.push(cur);
+      set.add(cur);
+      cur = s.parentId;
+    }
+    const path: CachedPath = { ids, set, overridesVersion: -1, hasOverrides: false };
+    this.pathCache.set(scopeId, path);
+    return path;
+  }
+
+  /** Everything a check reads about a subject (undefined when nothing refers to it). */
+  subjectNode(subjectId: string): SubjectNode | undefined {
+    return this.subjects.get(subjectId);
+  }
+
+  /** Everything a check reads about a resource (undefined when nothing refers to it). */
+  resourceNode(resourceId: string): ResourceNode | undefined {
+    return this.resources.get(resourceId);
+  }
+
+  /** Overrides defined at a scope, by role; undefined when the scope has none. */
+  overridesAt(scopeId: string): ReadonlyMap<string, RowBag<ScopeOverride>> | undefined {
+    return this.overridesByScopeRole.get(scopeId);
+  }
+
+  /** Tag bindings of a tag at exactly this scope. */
+  bindingsAt(tagId: string, scopeId: string): RowBag<TagBinding> | undefined {
+    return this.bindingsByTagScope.get(tagId)?.get(scopeId);
+  }
+
+  /** Ids of the existing tags a node's tag assignments name, without duplicates. */
+  existingTagIds(tags: RowBag<TagAssignment> | undefined): string[] {
+    const out: string[] = [];
+    for (const a of bagRows(tags)) if (this.t.tag.has(a.tagId) && !out.includes(a.tagId)) out.push(a.tagId);
+    return out;
+  }
+
+  /** Tags of a resource as tag group key → identifiers (tags whose group exists). */
+  resourceTags(resourceId: string): Map<string, Set<string>> {
+    const out = new Map<string, Set<string>>();
+    for (const tagId of this.existingTagIds(this.resources.get(resourceId)?.tags)) {
+      const tag = this.t.tag.get(tagId) as Tag;
+      const group = this.t.tag_group.get(tag.tagGroupId);
+      if (!group) continue;
+      let s = out.get(group.key);
+      if (!s) out.set(group.key, (s = new Set()));
+      s.add(tag.identifier);
+    }
+    return out;
+  }
+
+  /**
+   * A role's cover index: resourcePattern → action → entries (any type); undefined when the
+   * role has no permission.
+   */
+  coverIndexOf(roleId: string): ReadonlyMap<string, ReadonlyMap<string, RowBag<CoverEntry>>> | undefined {
+    return this.coverByRole.get(roleId);
+  }
+
+  /**
+   * True when any scope of the path defines an override. Cached on the path and recomputed
+   * only after an override changed anywhere (overrides are rare; most paths have none).
+   */
+  pathHasOverrides(path: ScopePath): boolean {
+    const p = path as CachedPath;
+    if (p.overridesVersion !== this.overridesVersion) {
+      p.hasOverrides = p.ids.some((s) => this.overridesByScopeRole.has(s));
+      p.overridesVersion = this.overridesVersion;
+    }
+    return p.hasOverrides;
+  }
+
+  /** Ids of the existing permissions attached to a role (no overrides applied). */
+  rolePermissionIds(roleId: string): string[] {
+    const out: string[] = [];
+    for (const rpId of bagIds(this.rpByRole.get(roleId))) {
+      const rp = this.t.role_permission.get(rpId);
+      if (rp && this.t.permission.has(rp.permissionId) && !out.includes(rp.permissionId)) out.push(rp.permissionId);
+    }
+    return out;
+  }
+
+  /** Resources with this external id among the resource types with this key. */
+  resourcesByExternalId(typeKey: string, externalResourceId: string): Resource[] {
+    const out: Resource[] = [];
+    for (const typeId of bagIds(this.typeIdsByKey.get(typeKey))) {
+      for (const id of bagIds(this.resourcesByTypeExternal.get(typeId)?.get(externalResourceId))) {
+        const r = this.t.resource.get(id);
+        if (r) out.push(r);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The link to a resource's parent. A child has at most one parent; should bad data hold
+   * several, the edge with the smallest id is used so every process picks the same one.
+   */
+  parentOf(node: ResourceNode | undefined): ParentLink | undefined {
+    const b = node?.parents;
+    if (b === undefined || !(b instanceof Map)) return b as ParentLink | undefined;
+    let best: ParentLink | undefined;
+    for (const l of b.values()) if (best === undefined || l.id < best.id) best = l;
+    return best;
+  }
+
+  /** Collections of a resource type defined at exactly this scope. */
+  collectionsAt(resourceTypeId: string, scopeId: string): RowBag<Collection> | undefined {
+    return this.collectionsByTypeScope.get(resourceTypeId)?.get(scopeId);
+  }
+
+  /** True when some collection exists for this resource type (lets a check skip the scope walk). */
+  hasCollectionsOfType(resourceTypeId: string): boolean {
+    return this.collectionsByTypeScope.has(resourceTypeId);
+  }
+
+  /** Policies targeting a collection. */
+  collectionPolicies(collectionId: string): RowBag<Policy> | undefined {
+    return this.policiesByCollection.get(collectionId);
+  }
+
+  /**
+   * A canonical dump of every derived map and node (not the lazy path cache), for tests that
+   * compare an incrementally updated index with a freshly built one.
+   */
+  derivedState(): Record<string, unknown> {
+    const sortKeys = <T>(xs: [string, T][]) => xs.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    // Id bags canonicalise to sorted ids; row bags to their rows (so a stale row is caught too).
+    const ids = (b: RowBag<Identified> | Bag | undefined): unknown[] =>
+      b === undefined
+        ? []
+        : typeof b === 'string'
+          ? [b]
+          : b instanceof Set
+            ? [...b].sort()
+            : [...bagRows(b as RowBag<Identified>)].sort((x, y) => (x.id < y.id ? -1 : 1));
+    type Deep = Map<string, unknown>;
+    const canon = (m: Deep, depth: number): unknown =>
+      sortKeys([...m.entries()].map(([k, v]) => [k, depth > 1 ? canon(v as Deep, depth - 1) : ids(v as Bag)]));
+    return {
+      subjects: sortKeys(
+        [...this.subjects.entries()].map(([k, n]) => [
+          k,
+          {
+            row: n.row?.id ?? null,
+            assignments: entriesOf(n.assignments),
+            // The by-scope view may outlive its threshold (hysteresis), so only its presence
+            // when required and its agreement with the list are canonical.
+            byScope: n.assignmentsByScope
+              ? byScopeKey(n.assignmentsByScope) === byScopeKey(groupByScope(n.assignments))
+                ? 'ok'
+                : 'out of sync'
+              : n.assignments.length > ASSIGNMENT_SCAN_LIMIT * A_STRIDE
+                ? 'missing'
+                : 'ok',
+            grants: n.grantsByResource ? canon(n.grantsByResource as Deep, 1) : [],
+            tags: ids(n.tags),
+          },
+        ]),
+      ),
+      resources: sortKeys(
+        [...this.resources.entries()].map(([k, n]) => [
+          k,
+          {
+            row: n.row?.id ?? null,
+            type: n.type ? { key: n.type.key ?? null, live: this.typeSlots.get(n.row?.resourceTypeId ?? '') === n.type } : null,
+            ext: n.ext === n.row?.externalResourceId ? 'ok' : 'stale',
+            up: n.up === this.parentOf(n)?.parent && n.upInherit === (this.parentOf(n)?.inherit ?? false) ? (n.up?.id ?? null) : 'stale',
+            refs: n.refs,
+            // Each link must point at the live node of its parent.
+            parents: [...bagRows(n.parents)]
+              .sort((x, y) => (x.id < y.id ? -1 : 1))
+              .map((l) => ({ edge: l.edge, parent: l.parent.id, live: this.resources.get(l.parent.id) === l.parent })),
+            policies: ids(n.policies),
+            links: ids(n.links),
+            tags: ids(n.tags),
+          },
+        ]),
+      ),
+      scopeChildren: canon(this.scopeChildren as Deep, 1),
+      overridesByScopeRole: canon(this.overridesByScopeRole as Deep, 2),
+      rpByRole: canon(this.rpByRole as Deep, 1),
+      rpByPermission: canon(this.rpByPermission as Deep, 1),
+      coverByRole: sortKeys(
+        [...this.coverByRole.entries()].map(([role, byPattern]) => [
+          role,
+          sortKeys([...byPattern.entries()].map(([pat, byAction]) => [pat, sortKeys([...byAction.entries()].map(([a, b]) => [a, ids(b)]))])),
+        ]),
+      ),
+      assignmentsByMembership: canon(this.assignmentsByMembership as Deep, 1),
+      typeIdsByKey: canon(this.typeIdsByKey as Deep, 1),
+      resourcesByTypeExternal: canon(this.resourcesByTypeExternal as Deep, 2),
+      collectionsByTypeScope: canon(this.collectionsByTypeScope as Deep, 2),
+      policiesByCollection: canon(this.policiesByCollection as Deep, 1),
+      scopeTags: canon(this.scopeTags as Deep, 1),
+      bindingsByTagScope: canon(this.bindingsByTagScope as Deep, 2),
+      rows: Object.fromEntries(ENTITY_KINDS.map((k) => [k, [...this.t[k].keys()].sort()])),
+    };
+  }
+}

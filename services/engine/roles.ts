@@ -1,0 +1,216 @@
+/**
+ * Role resolution shared by `evaluate` and `effectivePermissions`, so the two cannot disagree.
+ *
+ * Roles held at scope S (contract §5, "Scope inheritance of roles"):
+ * - every role assigned to the subject's memberships at S or at an ancestor of S (source
+ *   `role`), and every role bound by a tag binding at S or an ancestor of S to a tag the subject
+ *   carries (source `tag_binding`; the binding acts as a membership at its scope);
+ * - a source counts only when its role exists and is defined at the source scope or one of its
+ *   ancestors ("a role defined at a scope is usable in its descendants");
+ * - a `block` override for the role at a scope strictly below the source scope and at or above
+ *   S stops that source (other sources of the same role are unaffected). A block at the source
+ *   scope itself does not stop a role assigned there.
+ *
+ * Permissions of role R at S: R's role permissions, changed by the `add`/`remove` overrides for
+ * R defined at S or at any ancestor of S, wherever R was assigned ("at that scope and below").
+ * For one permission, the override nearest to S decides; at one scope `remove` beats `add`.
+ * Overrides do not depend on the source, so R has the same permission set at S whether it
+ * comes from a membership, a tag binding or an ownership grant.
+ */
+import { A_MEMBERSHIP, A_ROLE, A_SCOPE, A_STRIDE, bagRows, type CoverEntry, type RowBag, type ScopePath, type SubjectNode, type TenantIndex } from './index.js';
+import type { Permission, TagBinding } from './model.js';
+
+export type RoleSource = 'role' | 'tag_binding';
+
+export interface HeldRole {
+  roleId: string;
+  source: RoleSource;
+  /** Scope of the membership or binding that gives the role. */
+  sourceScopeId: string;
+  /** Membership id (source `role`) or tag binding id (source `tag_binding`). */
+  viaId: string;
+}
+
+/** Why a source was not counted (for explanations). */
+export interface SkippedRole {
+  roleId: string;
+  source: RoleSource;
+  sourceScopeId: string;
+  viaId: string;
+  why: 'role_missing' | 'role_not_usable_at_source' | 'blocked';
+  blockedAt?: string;
+}
+
+/** True when any scope of the path defines an override (most paths have none). */
+export function pathHasOverrides(index: TenantIndex, path: ScopePath): boolean {
+  return index.pathHasOverrides(path);
+}
+
+/** Every (role, source) the subject holds at `path.ids[0]`, nearest source first. */
+export function heldRoles(index: TenantIndex, subject: SubjectNode | undefined, path: ScopePath, skipped?: SkippedRole[]): HeldRole[] {
+  const out: HeldRole[] = [];
+  if (!subject) return out;
+  const tagIds = subject.tags === undefined ? undefined : index.existingTagIds(subject.tags);
+  const overrides = pathHasOverrides(index, path);
+  const ids = path.ids;
+  const assignments = subject.assignments;
+  const byScope = subject.assignmentsByScope;
+  for (let i = 0; i < ids.length; i++) {
+    const at = ids[i];
+    // A handful of entries is scanned (cheaper than a map per subject); many use the map.
+    const list = byScope !== undefined ? byScope.get(at) : assignments;
+    if (list !== undefined) {
+      for (let k = 0; k < list.length; k += A_STRIDE) {
+        if (list[k + A_SCOPE] === at) consider(index, path, i, list[k + A_ROLE], 'role', list[k + A_MEMBERSHIP], overrides, out, skipped);
+      }
+    }
+    if (tagIds !== undefined) {
+      for (const tagId of tagIds) {
+        for (const b of bagRows<TagBinding>(index.bindingsAt(tagId, at))) {
+          consider(index, path, i, b.roleId, 'tag_binding', b.id, overrides, out, skipped);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+function consider(
+  index: TenantIndex,
+  path: ScopePath,
+  i: number,
+  roleId: string,
+  source: RoleSource,
+  viaId: string,
+  overrides: boolean,
+  out: HeldRole[],
+  skipped: SkippedRole[] | undefined,
+): void {
+  const sourceScopeId = path.ids[i];
+  const role = index.role(roleId);
+  if (!role) {
+    skipped?.push({ roleId, source, sourceScopeId, viaId, why: 'role_missing' });
+    return;
+  }
+  // The source's ancestors are usually the rest of the path; the source's own path settles
+  // the rare cases (a path cut at the depth limit or by a cycle).
+  if (path.ids.indexOf(role.scopeId, i) < 0 && !index.scopePath(sourceScopeId).set.has(role.scopeId)) {
+    skipped?.push({ roleId, source, sourceScopeId, viaId, why: 'role_not_usable_at_source' });
+    return;
+  }
+  const blockedAt = overrides ? blockingScope(index, path, i, roleId) : undefined;
+  if (blockedAt !== undefined) {
+    skipped?.push({ roleId, source, sourceScopeId, viaId, why: 'blocked', blockedAt });
+    return;
+  }
+  out.push({ roleId, source, sourceScopeId, viaId });
+}
+
+/** The scope, between S (inclusive) and the source at path index i (exclusive), that blocks the role. */
+function blockingScope(index: TenantIndex, path: ScopePath, i: number, roleId: string): string | undefined {
+  for (let j = 0; j < i; j++) {
+    const s = path.ids[j];
+    for (const o of bagRows(index.overridesAt(s)?.get(roleId))) if (o.mode === 'block') return s;
+  }
+  return undefined;
+}
+
+/** Permission id → the deciding add/remove override for a role along a path; null when none. */
+export type OverrideDecisions = ReadonlyMap<string, 'add' | 'remove'>;
+
+/** Nearest override wins; at one scope removes are recorded before adds, so remove wins. */
+export function overrideDecisions(index: TenantIndex, roleId: string, path: ScopePath): OverrideDecisions | null {
+  let out: Map<string, 'add' | 'remove'> | null = null;
+  for (const s of path.ids) {
+    const here = index.overridesAt(s)?.get(roleId);
+    if (here === undefined) continue;
+    for (const mode of ['remove', 'add'] as const) {
+      for (const o of bagRows(here)) {
+        if (o.mode !== mode) continue;
+        for (const p of o.permissionIds) {
+          out ??= new Map();
+          if (!out.has(p)) out.set(p, mode);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+/** The existing permission ids role R has at the end of `path` (overrides applied). */
+export function rolePermissionIdsAt(index: TenantIndex, roleId: string, decisions: OverrideDecisions | null): string[] {
+  const base = index.rolePermissionIds(roleId);
+  if (!decisions) return base;
+  const out = base.filter((p) => decisions.get(p) !== 'remove');
+  for (const [p, d] of decisions) {
+    if (d === 'add' && index.permission(p) && !out.includes(p)) out.push(p);
+  }
+  return out;
+}
+
+/**
+ * What a permission must cover. `types: null` means any resource type (a request without a
+ * resource); `patterns` lists the accepted `resourcePattern` values.
+ */
+export interface CoverQuery {
+  action: string;
+  types: readonly string[] | null;
+  patterns: readonly string[];
+}
+
+/** The permission-cover rule of contract §5 on one permission row. */
+export function permissionCovers(p: Permission, q: CoverQuery): boolean {
+  if (p.action !== q.action && p.action !== '*') return false;
+  if (q.types !== null && p.resourceType !== '*' && !q.types.includes(p.resourceType)) return false;
+  return q.patterns.includes(p.resourcePattern);
+}
+
+/**
+ * A permission of role R (overrides applied) that covers the query, or null. Looks up the
+ * role's cover index by each accepted pattern and by the action and `*` (at most six lookups),
+ * re-checking every hit against the permission row.
+ */
+export function roleCovers(
+  index: TenantIndex,
+  roleId: string,
+  q: CoverQuery,
+  decisions: OverrideDecisions | null,
+): Permission | null {
+  const byPattern = index.coverIndexOf(roleId);
+  if (byPattern !== undefined) {
+    for (const pattern of q.patterns) {
+      const byAction = byPattern.get(pattern);
+      if (byAction === undefined) continue;
+      let p = firstCovering(byAction.get(q.action), q, decisions);
+      if (p) return p;
+      if (q.action !== '*') {
+        p = firstCovering(byAction.get('*'), q, decisions);
+        if (p) return p;
+      }
+    }
+  }
+  if (decisions) {
+    for (const [pId, d] of decisions) {
+      if (d !== 'add') continue;
+      const p = index.permission(pId);
+      if (p && permissionCovers(p, q)) return p;
+    }
+  }
+  return null;
+}
+
+function firstCovering(bag: RowBag<CoverEntry> | undefined, q: CoverQuery, decisions: OverrideDecisions | null): Permission | null {
+  if (bag === undefined) return null;
+  if (!(bag instanceof Map)) return accept((bag as CoverEntry).permission, q, decisions);
+  for (const e of bag.values()) {
+    const p = accept(e.permission, q, decisions);
+    if (p) return p;
+  }
+  return null;
+}
+
+function accept(p: Permission, q: CoverQuery, decisions: OverrideDecisions | null): Permission | null {
+  if (!permissionCovers(p, q)) return null;
+  if (decisions && decisions.get(p.id) === 'remove') return null;
+  return p;
+}
