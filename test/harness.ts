@@ -6,6 +6,8 @@ import { openDatabase, type Database } from '../services/store/db.js';
 import { principalKey, type Principal } from '../services/control-plane/auth/principal.js';
 import type { Deps } from '../services/control-plane/handlers/kit.js';
 import { runWrite } from '../services/store/write.js';
+import { TenantIndexes } from '../services/control-plane/decision/indexes.js';
+import type { GateMode } from '../services/engine/mod.js';
 import { registerServices } from '../services/control-plane/services.js';
 import { errorInterceptor } from '../services/control-plane/errors.js';
 
@@ -53,9 +55,12 @@ export interface TestApp {
 }
 
 /** Handlers over a real database, called in process (tier checks are the server's job). */
-export async function createTestApp(backend: Backend): Promise<TestApp> {
+export async function createTestApp(backend: Backend, options: { gate?: GateMode } = {}): Promise<TestApp> {
   const db = await openTestDatabase(backend);
-  const deps: Deps = { db };
+  const deps: Deps = {
+    db,
+    decision: { indexes: new TenantIndexes(db, { minRevisionWaitMs: 200 }), gate: options.gate ?? 'off' },
+  };
   return {
     db,
     deps,
