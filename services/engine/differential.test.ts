@@ -12,7 +12,7 @@ import { ScopeNotFoundError } from './errors.js';
 import { evaluate, resolveResource, type Decision } from './evaluate.js';
 import { TenantIndex } from './index.js';
 import { ENTITY_KINDS, type Change, type EntityKind, type RowsByKind, type TenantSnapshot } from './model.js';
-import { CANARY, genMatch, genRequest, genTenant, int, rng, chance, type GenCase, type Rng } from './testdata/generate.js';
+import { CANARY, UNKNOWN_SUBJECT, genMatch, genRequest, genTenant, int, rng, chance, type GenCase, type Rng } from './testdata/generate.js';
 import { RefScopeNotFound, refMatch, referenceEvaluate, type RefDecision } from './testdata/reference.js';
 import { matchesDefinition } from './match.js';
 
@@ -46,6 +46,12 @@ function refOutcome(t: TenantSnapshot, c: GenCase): Outcome {
 }
 
 let casesRun = 0;
+/** Decisions won by a deny whose condition errored (the fail-closed path must be exercised). */
+let failClosedDenies = 0;
+/** Allow policies skipped because their condition errored. */
+let failClosedAllows = 0;
+/** Conditions that hit a limit while evaluating (not refused up front by validation). */
+let runtimeErrors = 0;
 
 describe.each(seeds)('engine vs reference (%s seed %i)', (_label, seed) => {
   it(`agrees on ${TENANTS * REQUESTS} generated requests`, () => {
@@ -64,7 +70,20 @@ describe.each(seeds)('engine vs reference (%s seed %i)', (_label, seed) => {
           }
           // The canary holds nothing: only a policy can let it in, never a role, grant or ancestor.
           if (c.request.actor.subjectId === CANARY && 'allowed' in got && got.allowed) expect(got.reason).toBe('policy_allow');
-          if (c.request.actor.subjectId === 'subject_unknown' && 'allowed' in got) expect(got.allowed).toBe(false);
+          if (c.request.actor.subjectId === UNKNOWN_SUBJECT && 'allowed' in got) expect(got.allowed).toBe(false);
+          // The unknown canary (no subject row, though dangling rows name it) is never allowed,
+          // whatever the rest of the request: replay every case as that subject.
+          const asUnknown: GenCase = { request: { ...c.request, actor: { subjectId: UNKNOWN_SUBJECT } }, options: c.options };
+          const unknownGot = engineOutcome(index, asUnknown);
+          expect(unknownGot).toEqual(refOutcome(t, asUnknown));
+          if ('allowed' in unknownGot) expect(unknownGot.allowed, JSON.stringify(asUnknown)).toBe(false);
+          // Count the fail-closed paths taken (explaining only the cases a policy can touch).
+          if (!('thrown' in got) && c.request.resource) {
+            const text = JSON.stringify(evaluate(index, { ...c.request, explain: true }, c.options).trace);
+            if (got.reason === 'policy_deny' && text.includes('deny policy is applied to fail closed')) failClosedDenies++;
+            if (text.includes('allow policy is not applied (fail closed)')) failClosedAllows++;
+            if (text.includes('errored (merge result too large)')) runtimeErrors++;
+          }
           // Explanations never change the decision.
           if (i % 4 === 0 && !('thrown' in got)) {
             const explained = evaluate(index, { ...c.request, explain: true }, c.options);
@@ -77,6 +96,9 @@ describe.each(seeds)('engine vs reference (%s seed %i)', (_label, seed) => {
       { seed, numRuns: TENANTS },
     );
     expect(casesRun - before).toBeGreaterThanOrEqual(10_000);
+    expect(failClosedDenies).toBeGreaterThan(0);
+    expect(failClosedAllows).toBeGreaterThan(0);
+    expect(runtimeErrors).toBeGreaterThan(0);
   });
 });
 

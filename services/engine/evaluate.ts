@@ -14,9 +14,12 @@
  *   given (non-empty), is denied with reason `no_match` (policies are not consulted).
  * - `externalResourceId` + type key naming several resources (bad data) resolves to the one
  *   owned nearest to S along its ancestors, else the smallest id.
- * - A null/absent condition is no condition. A condition that is invalid or fails to evaluate
- *   does not pass (so its policy does not match, whatever its effect). An unparsable
- *   `validFrom`/`validUntil` makes the window inactive. A non-numeric priority counts as 0.
+ * - A null/absent condition is no condition. A condition that errors (invalid rule, a safety
+ *   limit hit while evaluating, an exception) fails closed: on a `deny` policy it counts as
+ *   passing, so the deny applies; on an `allow` policy it counts as failing, so the allow does
+ *   not apply. A condition that merely evaluates to a falsy value (a missing variable reads as
+ *   null) is not an error. An unparsable `validFrom`/`validUntil` makes the window inactive. A
+ *   non-numeric priority counts as 0.
  * - Ownership: `owns(subject, R, role)` gives the subject, independently of any membership,
  *   the role's permissions at S (add/remove overrides applied, block overrides not, as a block
  *   stops flow from a membership) bound to R: each permission whose pattern covers R (`*`,
@@ -32,10 +35,11 @@
  */
 import { ScopeNotFoundError } from './errors.js';
 import { MAX_HIERARCHY_DEPTH, bagRows, type ParentLink, type ResourceNode, type ScopePath, type SubjectNode, type TenantIndex } from './index.js';
-import { conditionPasses, missingVariables } from './jsonlogic.js';
+import { applyJsonLogic, logicTruthy, missingVariables } from './jsonlogic.js';
 import { matchesDefinition, type ResourceTags } from './match.js';
 import type { Collection, OwnershipGrant, Policy, Resource, ResourceScopeLink, Subject } from './model.js';
 import {
+  collectRoleIds,
   heldRoles,
   overrideDecisions,
   pathHasOverrides,
@@ -179,6 +183,18 @@ interface Ctx {
   decisions: Map<string, OverrideDecisions | null> | undefined;
 }
 
+// Scratch space of the decision path, reused by every call so that a check without `explain`
+// allocates nothing but its Decision (and a few small objects on rare paths). `evaluate` is
+// synchronous and never re-entered (nothing it calls can call back into it), so one set is safe.
+/** Distinct ids of the roles the subject holds at the evaluation scope. */
+const ROLE_IDS: string[] = [];
+/** Query of the direct role and ownership legs. */
+const DIRECT: CoverQuery = { action: '', type: null, p0: undefined, p1: undefined, p2: undefined };
+/** Query of one hierarchy step. */
+const VIA: CoverQuery = { action: '', type: null, p0: undefined, p1: undefined, p2: undefined };
+/** Ancestors visited by the hierarchy walk (cycle detection). */
+const VISITED: ResourceNode[] = [];
+
 function decisionsOf(ctx: Ctx, roleId: string): OverrideDecisions | null {
   if (!ctx.hasOverrides) return null;
   ctx.decisions ??= new Map();
@@ -220,8 +236,11 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
     detail: { scopePath: [...path.ids] },
   });
 
-  // Resource.
+  // Resource, and the subject's node looked up right after it: the two lookups in the big maps
+  // are independent, so back to back their cache misses overlap. Nothing is decided on the
+  // subject before the resource and gate legs, as the order of the decision path requires.
   const target = resolveTarget(index, request, path);
+  const subjectNode = index.subjectNode(subjectId);
   if (target === null) {
     trace?.push({ leg: 'resource', outcome: 'fail', message: `resource ${(request.resource as { resourceId: string }).resourceId} not found` });
     return done(ctx, false, 'resource_not_found');
@@ -230,42 +249,51 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
 
   // Reachability gate.
   if (target.kind !== 'none' && gate !== 'off') {
-    const g = gateCheck(index, target, path, gate);
-    trace?.push({ leg: 'gate', outcome: g.reachable ? 'pass' : 'fail', message: g.message });
-    if (!g.reachable) return done(ctx, false, 'gate_unreachable');
+    const reachable = gateReachable(target, path, gate);
+    trace?.push({ leg: 'gate', outcome: reachable ? 'pass' : 'fail', message: gateMessage(target, path, gate, reachable) });
+    if (!reachable) return done(ctx, false, 'gate_unreachable');
   } else if (target.kind !== 'none') trace?.push({ leg: 'gate', outcome: 'pass', message: 'gate off' });
 
-  // Subject.
-  const subjectNode = index.subjectNode(subjectId);
-  const subject = subjectNode?.row;
+  // Subject (the node's copy of the row's type: the row itself is read only by conditions).
   // An empty subjectType is how proto3 spells "not given".
   const wantType = request.actor.subjectType || undefined;
-  if (!subject || (wantType !== undefined && wantType !== subject.type)) {
+  if (subjectNode === undefined || subjectNode.row === undefined || (wantType !== undefined && wantType !== subjectNode.type)) {
     trace?.push({
       leg: 'subject',
       outcome: 'fail',
-      message: subject ? `subject ${subjectId} is a ${subject.type}, not a ${String(wantType)}` : `subject ${subjectId} not found`,
+      message: subjectNode?.row ? `subject ${subjectId} is a ${String(subjectNode.type)}, not a ${String(wantType)}` : `subject ${subjectId} not found`,
     });
     return done(ctx, false, 'no_match');
   }
-  trace?.push({ leg: 'subject', outcome: 'info', message: `subject ${subject.id} (${subject.type})` });
+  trace?.push({ leg: 'subject', outcome: 'info', message: `subject ${subjectNode.row.id} (${String(subjectNode.type)})` });
 
-  // Resource policies.
+  // Resource policies: direct ones on the node, and collections of its type (counted on the
+  // type slot), so a resource without either costs no further lookup.
   if (target.kind === 'known') {
-    const winner = evaluatePolicies(index, request, target, path, now, subject, trace);
-    if (winner) return done(ctx, winner.effect === 'allow', winner.effect === 'allow' ? 'policy_allow' : 'policy_deny', winner);
+    const node = target.node;
+    if (node.policies !== undefined || (node.type !== undefined && node.type.collections > 0)) {
+      const winner = evaluatePolicies(index, request, target, path, now, subjectNode.row, trace);
+      if (winner) return done(ctx, winner.effect === 'allow', winner.effect === 'allow' ? 'policy_allow' : 'policy_deny', winner);
+    } else trace?.push({ leg: 'policy', outcome: 'skip', message: 'no policy targets the resource or a matching collection' });
   } else if (target.kind === 'external') {
     trace?.push({ leg: 'policy', outcome: 'skip', message: 'unknown resource: no policies' });
   }
 
   // Role-based permissions.
   ctx.hasOverrides = pathHasOverrides(index, path);
-  const skipped: SkippedRole[] | undefined = trace ? [] : undefined;
-  const held = heldRoles(index, subjectNode, path, skipped);
-  const roleIds = distinctRoleIds(held);
-  const direct = directQuery(action, target);
-  if (trace) traceHeld(trace, held, skipped as SkippedRole[]);
-  for (const roleId of roleIds) {
+  let roleIds: readonly string[];
+  if (trace) {
+    const skipped: SkippedRole[] = [];
+    const held = heldRoles(index, subjectNode, path, skipped);
+    roleIds = distinctRoleIds(held);
+    traceHeld(trace, held, skipped);
+  } else {
+    collectRoleIds(index, subjectNode, path, ROLE_IDS);
+    roleIds = ROLE_IDS;
+  }
+  const direct = directQuery(DIRECT, action, target);
+  for (let k = 0; k < roleIds.length; k++) {
+    const roleId = roleIds[k];
     const p = roleCovers(index, roleId, direct, decisionsOf(ctx, roleId));
     if (p) {
       trace?.push({ leg: 'role', outcome: 'allow', message: `role ${roleId} has permission ${p.id} (${p.key}) covering the request`, detail: { roleId, permissionId: p.id } });
@@ -279,82 +307,105 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
     trace?.push({ leg: 'hierarchy', outcome: 'skip', message: 'no concrete resource' });
     return done(ctx, false, 'no_match');
   }
-  const resource = target.resource;
 
   // Ownership grants on the resource.
-  const grants = subjectNode.grantsByResource?.get(resource.id);
-  let grantCount = 0;
-  for (const g of bagRows<OwnershipGrant>(grants)) {
-    if (!index.role(g.roleId)) continue;
-    grantCount++;
-    const p = roleCovers(index, g.roleId, direct, decisionsOf(ctx, g.roleId));
-    if (p) {
-      trace?.push({ leg: 'ownership', outcome: 'allow', message: `ownership grant ${g.id} (role ${g.roleId}) permission ${p.id} (${p.key}) covers the request`, detail: { grantId: g.id, roleId: g.roleId, permissionId: p.id } });
-      return done(ctx, true, 'ownership');
+  const grantsByResource = subjectNode.grantsByResource;
+  if (grantsByResource !== undefined) {
+    const grants = grantsByResource.get(target.node.id);
+    let grantCount = 0;
+    for (const g of bagRows<OwnershipGrant>(grants)) {
+      if (!index.role(g.roleId)) continue;
+      grantCount++;
+      const p = roleCovers(index, g.roleId, direct, decisionsOf(ctx, g.roleId));
+      if (p) {
+        trace?.push({ leg: 'ownership', outcome: 'allow', message: `ownership grant ${g.id} (role ${g.roleId}) permission ${p.id} (${p.key}) covers the request`, detail: { grantId: g.id, roleId: g.roleId, permissionId: p.id } });
+        return done(ctx, true, 'ownership');
+      }
     }
-  }
-  trace?.push({ leg: 'ownership', outcome: 'fail', message: grantCount ? `${grantCount} ownership grant(s) on the resource, none covers the request` : 'no ownership grant on the resource' });
+    trace?.push({ leg: 'ownership', outcome: 'fail', message: grantCount ? `${grantCount} ownership grant(s) on the resource, none covers the request` : 'no ownership grant on the resource' });
+  } else trace?.push({ leg: 'ownership', outcome: 'fail', message: 'no ownership grant on the resource' });
 
   // Hierarchy inheritance through `inherit` edges.
   return inherit(ctx, action, target, roleIds, subjectNode);
 }
 
-/** Walks ancestors through `inherit` edges (at most 64, cycle-safe) looking for an inherited grant. */
+/**
+ * Walks ancestors through `inherit` edges (at most 64, cycle-safe) looking for an inherited
+ * grant. Reads node fields only: an ancestor no permission names (`patterns` 0) costs no
+ * lookup in the roles' cover indexes, and its id string is read only for a subject holding
+ * ownership grants or for the explanation.
+ */
 function inherit(ctx: Ctx, action: string, target: Extract<Target, { kind: 'known' }>, roleIds: readonly string[], subjectNode: SubjectNode): Decision {
   const { index, trace } = ctx;
-  const childTypes = target.typeKey !== undefined ? [target.typeKey, '*'] : ['*'];
-  const walked: string[] = [];
+  const q = VIA;
+  q.action = action;
+  q.type = target.typeKey;
+  const walked: string[] | undefined = trace ? [] : undefined;
+  const grantsByResource = subjectNode.grantsByResource;
+  VISITED.length = 0;
   let node: ResourceNode = target.node;
   let stop = 'no parent';
-  for (let depth = 0; ; depth++) {
-    if (depth >= MAX_HIERARCHY_DEPTH) {
-      stop = `depth limit ${MAX_HIERARCHY_DEPTH}`;
-      break;
-    }
-    // Node fields only: edge and row objects are read just for the explanation.
-    const parentNode = node.up;
-    if (!parentNode) break;
-    if (!node.upInherit) {
-      if (trace) {
-        const link = index.parentOf(node) as ParentLink;
-        stop = `edge ${link.id} to ${link.edge.parentResourceId} has cascade none`;
+  try {
+    for (let depth = 0; ; depth++) {
+      if (depth >= MAX_HIERARCHY_DEPTH) {
+        if (trace) stop = `depth limit ${MAX_HIERARCHY_DEPTH}`;
+        break;
       }
-      break;
-    }
-    const parentId = parentNode.id;
-    if (parentNode.row === undefined) {
-      stop = `parent ${parentId} not found`;
-      break;
-    }
-    if (parentId === target.node.id || walked.includes(parentId)) {
-      stop = `cycle at ${parentId}`;
-      break;
-    }
-    walked.push(parentId);
-    const viaRole: CoverQuery = { action, types: childTypes, patterns: [parentId] };
-    for (const roleId of roleIds) {
-      const p = roleCovers(index, roleId, viaRole, decisionsOf(ctx, roleId));
-      if (p) {
-        trace?.push({ leg: 'hierarchy', outcome: 'allow', message: `ancestor ${parentId} via ${walked.join(' → ')}: role ${roleId} has permission ${p.id} (${p.key})`, detail: { hierarchyPath: [...walked], roleId, permissionId: p.id } });
-        return done(ctx, true, 'inherited');
+      const parentNode = node.up;
+      if (!parentNode) break;
+      if (!node.upInherit) {
+        if (trace) {
+          const link = index.parentOf(node) as ParentLink;
+          stop = `edge ${link.id} to ${link.edge.parentResourceId} has cascade none`;
+        }
+        break;
       }
-    }
-    // An ownership grant on the ancestor binds its role's covering permissions to it.
-    const grants = subjectNode.grantsByResource?.get(parentId);
-    if (grants !== undefined) {
-      const viaGrant: CoverQuery = { action, types: childTypes, patterns: ['*', parentId, parentNode.ext as string] };
-      for (const g of bagRows<OwnershipGrant>(grants)) {
-        if (!index.role(g.roleId)) continue;
-        const p = roleCovers(index, g.roleId, viaGrant, decisionsOf(ctx, g.roleId));
-        if (p) {
-          trace?.push({ leg: 'hierarchy', outcome: 'allow', message: `ancestor ${parentId} via ${walked.join(' → ')}: ownership grant ${g.id} (role ${g.roleId}) permission ${p.id} (${p.key})`, detail: { hierarchyPath: [...walked], grantId: g.id, roleId: g.roleId, permissionId: p.id } });
-          return done(ctx, true, 'inherited');
+      if (parentNode.row === undefined) {
+        if (trace) stop = `parent ${parentNode.id} not found`;
+        break;
+      }
+      // One node per id, so identity is the id comparison.
+      if (parentNode === target.node || VISITED.includes(parentNode)) {
+        if (trace) stop = `cycle at ${parentNode.id}`;
+        break;
+      }
+      VISITED.push(parentNode);
+      walked?.push(parentNode.id);
+      // A role permission is inherited when its pattern is the ancestor's id.
+      if (parentNode.patterns > 0) {
+        q.p0 = parentNode.id;
+        q.p1 = undefined;
+        q.p2 = undefined;
+        for (let k = 0; k < roleIds.length; k++) {
+          const roleId = roleIds[k];
+          const p = roleCovers(index, roleId, q, decisionsOf(ctx, roleId));
+          if (p) {
+            trace?.push({ leg: 'hierarchy', outcome: 'allow', message: `ancestor ${parentNode.id} via ${(walked as string[]).join(' → ')}: role ${roleId} has permission ${p.id} (${p.key})`, detail: { hierarchyPath: [...(walked as string[])], roleId, permissionId: p.id } });
+            return done(ctx, true, 'inherited');
+          }
         }
       }
+      // An ownership grant on the ancestor binds its role's covering permissions to it.
+      const grants = grantsByResource === undefined ? undefined : grantsByResource.get(parentNode.id);
+      if (grants !== undefined) {
+        q.p0 = '*';
+        q.p1 = parentNode.id;
+        q.p2 = parentNode.ext;
+        for (const g of bagRows<OwnershipGrant>(grants)) {
+          if (!index.role(g.roleId)) continue;
+          const p = roleCovers(index, g.roleId, q, decisionsOf(ctx, g.roleId));
+          if (p) {
+            trace?.push({ leg: 'hierarchy', outcome: 'allow', message: `ancestor ${parentNode.id} via ${(walked as string[]).join(' → ')}: ownership grant ${g.id} (role ${g.roleId}) permission ${p.id} (${p.key})`, detail: { hierarchyPath: [...(walked as string[])], grantId: g.id, roleId: g.roleId, permissionId: p.id } });
+            return done(ctx, true, 'inherited');
+          }
+        }
+      }
+      node = parentNode;
     }
-    node = parentNode;
+  } finally {
+    VISITED.length = 0;
   }
-  trace?.push({ leg: 'hierarchy', outcome: 'fail', message: `walked ${walked.length ? walked.join(' → ') : '(no inheriting ancestor)'}; stopped: ${stop}; nothing inherited`, detail: { hierarchyPath: walked } });
+  trace?.push({ leg: 'hierarchy', outcome: 'fail', message: `walked ${walked?.length ? walked.join(' → ') : '(no inheriting ancestor)'}; stopped: ${stop}; nothing inherited`, detail: { hierarchyPath: walked } });
   return done(ctx, false, 'no_match');
 }
 
@@ -386,9 +437,11 @@ export function resolveResource(index: TenantIndex, scopeId: string, ref: Resour
   return t?.kind === 'known' ? t.resource : undefined;
 }
 
+const NO_RESOURCE: Target = { kind: 'none' };
+
 function resolveTarget(index: TenantIndex, request: EvaluateRequest, path: ScopePath): Target | null {
   const ref = request.resource;
-  if (!ref) return { kind: 'none' };
+  if (!ref) return NO_RESOURCE;
   if ('resourceId' in ref && typeof ref.resourceId === 'string') {
     const node = index.resourceNode(ref.resourceId);
     const r = node?.row;
@@ -413,44 +466,63 @@ function pickCandidate(candidates: Resource[], path: ScopePath): Resource {
   return byId[0];
 }
 
-function gateCheck(index: TenantIndex, target: Target, path: ScopePath, gate: GateMode): { reachable: boolean; message: string } {
-  if (gate === 'off') return { reachable: true, message: 'gate off' };
-  if (target.kind === 'external') {
-    return gate === 'strict'
-      ? { reachable: false, message: 'strict gate: an unknown resource is never reachable' }
-      : { reachable: true, message: 'links-fallback gate: an unknown resource has no links, so it is reachable' };
-  }
-  if (target.kind !== 'known') return { reachable: true, message: 'no resource' };
-  const r = target.resource;
-  const links = target.node.links;
-  if (gate === 'links-fallback' && links === undefined) {
-    return { reachable: true, message: 'links-fallback gate: resource has no scope links, reachable from every scope' };
-  }
-  if (path.set.has(r.ownerScopeId)) {
-    return { reachable: true, message: `${gate} gate: owner scope ${r.ownerScopeId} is the evaluation scope or an ancestor` };
-  }
-  for (const l of bagRows<ResourceScopeLink>(links)) {
-    if (path.set.has(l.scopeId)) {
-      return { reachable: true, message: `${gate} gate: linked scope ${l.scopeId} (link ${l.id}) is the evaluation scope or an ancestor` };
-    }
-  }
-  return { reachable: false, message: `${gate} gate: neither owner scope ${r.ownerScopeId} nor any linked scope is the evaluation scope or an ancestor` };
+/** Whether the gate lets the request reach its resource (gate is not `off`). */
+function gateReachable(target: Target, path: ScopePath, gate: GateMode): boolean {
+  if (target.kind === 'external') return gate !== 'strict';
+  if (target.kind !== 'known') return true;
+  const node = target.node;
+  const links = node.links;
+  if (gate === 'links-fallback' && links === undefined) return true;
+  if (path.set.has(node.owner as string)) return true;
+  for (const l of bagRows<ResourceScopeLink>(links)) if (path.set.has(l.scopeId)) return true;
+  return false;
 }
 
-/** The cover query of the direct role and ownership legs. */
-function directQuery(action: string, target: Target): CoverQuery {
+/** The explanation of a gate outcome. */
+function gateMessage(target: Target, path: ScopePath, gate: GateMode, reachable: boolean): string {
+  if (target.kind === 'external') {
+    return gate === 'strict'
+      ? 'strict gate: an unknown resource is never reachable'
+      : 'links-fallback gate: an unknown resource has no links, so it is reachable';
+  }
+  if (target.kind !== 'known') return 'no resource';
+  const r = target.resource;
+  const links = target.node.links;
+  if (gate === 'links-fallback' && links === undefined) return 'links-fallback gate: resource has no scope links, reachable from every scope';
+  if (path.set.has(r.ownerScopeId)) return `${gate} gate: owner scope ${r.ownerScopeId} is the evaluation scope or an ancestor`;
+  for (const l of bagRows<ResourceScopeLink>(links)) {
+    if (path.set.has(l.scopeId)) return `${gate} gate: linked scope ${l.scopeId} (link ${l.id}) is the evaluation scope or an ancestor`;
+  }
+  if (reachable) return `${gate} gate: reachable`;
+  return `${gate} gate: neither owner scope ${r.ownerScopeId} nor any linked scope is the evaluation scope or an ancestor`;
+}
+
+/**
+ * Fills the cover query of the direct role and ownership legs. A resource no permission names
+ * (`patterns` 0) is looked up under `*` only: its id and external id cannot match anything.
+ */
+function directQuery(q: CoverQuery, action: string, target: Target): CoverQuery {
+  q.action = action;
+  q.p0 = '*';
+  q.p1 = undefined;
+  q.p2 = undefined;
   switch (target.kind) {
     case 'none':
-      return { action, types: null, patterns: ['*'] };
+      q.type = null;
+      break;
     case 'external':
-      return { action, types: [target.typeKey, '*'], patterns: ['*', target.externalResourceId] };
+      q.type = target.typeKey;
+      q.p1 = target.externalResourceId;
+      break;
     case 'known':
-      return {
-        action,
-        types: target.typeKey !== undefined ? [target.typeKey, '*'] : ['*'],
-        patterns: ['*', target.node.ext as string, target.node.id],
-      };
+      q.type = target.typeKey;
+      if (target.node.patterns > 0) {
+        q.p1 = target.node.ext;
+        q.p2 = target.node.id;
+      }
+      break;
   }
+  return q;
 }
 
 function distinctRoleIds(held: HeldRole[]): string[] {
@@ -559,19 +631,33 @@ function evaluatePolicies(
     const hasSubjectCond = p.subjectCondition !== undefined && p.subjectCondition !== null;
     const hasContextCond = p.contextCondition !== undefined && p.contextCondition !== null;
     // Cheap checks first; conditions run only when they can still matter, except when explaining.
+    // A condition that errors fails closed: it counts as passing on a deny, failing on an allow.
+    const failClosed = p.effect === 'deny';
     let subjectOk: boolean | undefined;
     let contextOk: boolean | undefined;
+    let subjectError: string | undefined;
+    let contextError: string | undefined;
     let missing: string[] | undefined;
     if ((actionOk && windowOk) || trace) {
       if (hasSubjectCond) {
         subjectData ??= { subject: { id: subject.id, type: subject.type, externalId: subject.externalId, meta: isPlainObject(subject.metadata) ? subject.metadata : {} } };
-        subjectOk = conditionPasses(p.subjectCondition, subjectData);
+        const r = applyJsonLogic(p.subjectCondition, subjectData);
+        if (r.ok) subjectOk = logicTruthy(r.value);
+        else {
+          subjectError = r.error;
+          subjectOk = failClosed;
+        }
       } else subjectOk = true;
       if (subjectOk || trace) {
         if (hasContextCond) {
           contextData ??= conditionContext(request.context, nowDate);
-          contextOk = conditionPasses(p.contextCondition, contextData);
-          if (trace && !contextOk) missing = missingVariables(p.contextCondition, contextData);
+          const r = applyJsonLogic(p.contextCondition, contextData);
+          if (r.ok) contextOk = logicTruthy(r.value);
+          else {
+            contextError = r.error;
+            contextOk = failClosed;
+          }
+          if (trace && !contextOk && contextError === undefined) missing = missingVariables(p.contextCondition, contextData);
         } else contextOk = true;
       }
     }
@@ -581,8 +667,10 @@ function evaluatePolicies(
       const parts = [
         `action ${actionOk ? 'matches' : 'does not match'}`,
         `window ${windowOk ? 'active' : 'inactive'}`,
-        hasSubjectCond ? `subjectCondition ${subjectOk ? 'passed' : 'failed'}` : 'no subjectCondition',
-        hasContextCond ? `contextCondition ${contextOk ? 'passed' : 'failed'}${missing && missing.length ? ` (missing: ${missing.join(', ')})` : ''}` : 'no contextCondition',
+        hasSubjectCond ? conditionText('subjectCondition', subjectOk, subjectError, failClosed) : 'no subjectCondition',
+        hasContextCond
+          ? `${conditionText('contextCondition', contextOk, contextError, failClosed)}${missing && missing.length ? ` (missing: ${missing.join(', ')})` : ''}`
+          : 'no contextCondition',
       ];
       trace.push({
         leg: 'policy',
@@ -597,6 +685,8 @@ function evaluatePolicies(
           window: windowOk,
           ...(hasSubjectCond ? { subjectCondition: subjectOk } : {}),
           ...(hasContextCond ? { contextCondition: contextOk } : {}),
+          ...(subjectError !== undefined ? { subjectConditionError: clip(subjectError) } : {}),
+          ...(contextError !== undefined ? { contextConditionError: clip(contextError) } : {}),
           ...(missing && missing.length ? { missingContext: missing } : {}),
           matched,
         },
@@ -623,6 +713,19 @@ function evaluatePolicies(
     message: `highest matching priority ${top}: ${deny ? `deny wins (policy ${winner.id})` : `only allows; first by id is policy ${winner.id}`}`,
   });
   return winner;
+}
+
+/** Trace text of one condition; an errored one says which way it failed closed. */
+function conditionText(name: string, ok: boolean | undefined, error: string | undefined, deny: boolean): string {
+  if (error === undefined) return `${name} ${ok ? 'passed' : 'failed'}`;
+  return deny
+    ? `${name} errored (${clip(error)}): counted as matching, so this deny policy is applied to fail closed`
+    : `${name} errored (${clip(error)}): counted as not matching, so this allow policy is not applied (fail closed)`;
+}
+
+/** Error text of a tenant's own rule, bounded for the trace (the end says what went wrong). */
+function clip(text: string): string {
+  return text.length > 160 ? `${text.slice(0, 50)}…${text.slice(-100)}` : text;
 }
 
 function priorityOf(p: Policy): number {

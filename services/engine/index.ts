@@ -206,6 +206,8 @@ export const A_ROLE = 3;
 /** What a check reads about one subject. */
 export interface SubjectNode {
   readonly row: Subject | undefined;
+  /** `row.type`, copied so a check that runs no condition never reads the row. */
+  readonly type: string | undefined;
   /** Role assignments of the subject's memberships (small: scanned; see `assignmentsByScope`). */
   readonly assignments: AssignmentList;
   /** The same entries by membership scope, kept only when there are many of them. */
@@ -221,7 +223,11 @@ export const ASSIGNMENT_SCAN_LIMIT = 16;
 
 /** The current key of a resource type, shared by every resource of that type id. */
 export interface TypeSlot {
+  /** The resource type id. */
+  readonly id: string;
   readonly key: string | undefined;
+  /** Number of collections for this resource type (any scope): 0 lets a check skip them. */
+  readonly collections: number;
 }
 
 /** What a check reads about one resource. */
@@ -232,6 +238,14 @@ export interface ResourceNode {
   readonly type: TypeSlot | undefined;
   /** The row's external id, copied so the common path need not read the row. */
   readonly ext: string | undefined;
+  /** The row's owner scope id (the scope row's own string when it exists), for the gate. */
+  readonly owner: string | undefined;
+  /**
+   * How many permission rows have a `resourcePattern` equal to this id, plus (while the row
+   * exists) how many equal its external id. When 0, no permission can name this resource, so
+   * a check looks up only the `*` pattern and never reads the id or external id strings.
+   */
+  readonly patterns: number;
   /** Links to its parent (one, unless the data is bad). */
   readonly parents: RowBag<ParentLink> | undefined;
   /** The parent node of the chosen link (see TenantIndex.parentOf), copied for walks. */
@@ -247,6 +261,7 @@ export interface ResourceNode {
 
 interface MutableSubjectNode {
   row: Subject | undefined;
+  type: string | undefined;
   assignments: string[];
   assignmentsByScope: Map<string, string[]> | undefined;
   grantsByResource: Map<string, MutableRowBag<OwnershipGrant>> | undefined;
@@ -254,7 +269,9 @@ interface MutableSubjectNode {
 }
 
 interface MutableTypeSlot {
+  readonly id: string;
   key: string | undefined;
+  collections: number;
 }
 
 /**
@@ -279,6 +296,8 @@ interface MutableResourceNode {
   row: Resource | undefined;
   type: MutableTypeSlot | undefined;
   ext: string | undefined;
+  owner: string | undefined;
+  patterns: number;
   parents: MutableRowBag<MutableParentLink> | undefined;
   up: MutableResourceNode | undefined;
   upInherit: boolean;
@@ -388,8 +407,10 @@ export class TenantIndex {
   // memberships (assignments are joined into subject nodes through their membership)
   private readonly assignmentsByMembership: Multi = new Map();
   // resources
-  private readonly typeIdsByKey: Multi = new Map();
-  private readonly resourcesByTypeExternal = new Map<string, Multi>();
+  /** externalResourceId → ids of the resources carrying it (any type). */
+  private readonly resourcesByExternal: Multi = new Map();
+  /** resourcePattern → number of permission rows with that pattern (feeds ResourceNode.patterns). */
+  private readonly patternCounts = new Map<string, number>();
   private readonly collectionsByTypeScope = new Map<string, Map<string, MutableRowBag<Collection>>>();
   private readonly policiesByCollection = new Map<string, MutableRowBag<Policy>>();
   // tags
@@ -470,7 +491,7 @@ export class TenantIndex {
 
   private subjectNodeFor(id: string): MutableSubjectNode {
     let n = this.subjects.get(id);
-    if (!n) this.subjects.set(id, (n = { row: undefined, assignments: [], assignmentsByScope: undefined, grantsByResource: undefined, tags: undefined }));
+    if (!n) this.subjects.set(id, (n = { row: undefined, type: undefined, assignments: [], assignmentsByScope: undefined, grantsByResource: undefined, tags: undefined }));
     return n;
   }
 
@@ -483,7 +504,21 @@ export class TenantIndex {
   private resourceNodeFor(id: string): MutableResourceNode {
     let n = this.resources.get(id);
     if (!n) {
-      n = { id, row: undefined, type: undefined, ext: undefined, parents: undefined, up: undefined, upInherit: false, refs: 0, policies: undefined, links: undefined, tags: undefined };
+      n = {
+        id,
+        row: undefined,
+        type: undefined,
+        ext: undefined,
+        owner: undefined,
+        patterns: this.patternCounts.get(id) ?? 0,
+        parents: undefined,
+        up: undefined,
+        upInherit: false,
+        refs: 0,
+        policies: undefined,
+        links: undefined,
+        tags: undefined,
+      };
       this.resources.set(id, n);
     }
     return n;
@@ -503,8 +538,24 @@ export class TenantIndex {
 
   private typeSlot(typeId: string): MutableTypeSlot {
     let slot = this.typeSlots.get(typeId);
-    if (!slot) this.typeSlots.set(typeId, (slot = { key: this.t.resource_type.get(typeId)?.key }));
+    // Every collection row goes through here, so a slot created later starts with none.
+    if (!slot) this.typeSlots.set(typeId, (slot = { id: typeId, key: this.t.resource_type.get(typeId)?.key, collections: 0 }));
     return slot;
+  }
+
+  /** Counts a permission's pattern in or out, on the nodes whose id or external id it names. */
+  private countPattern(pattern: string, delta: 1 | -1): void {
+    const c = (this.patternCounts.get(pattern) ?? 0) + delta;
+    if (c === 0) this.patternCounts.delete(pattern);
+    else this.patternCounts.set(pattern, c);
+    const byId = this.resources.get(pattern);
+    if (byId) byId.patterns += delta;
+    const ext = this.resourcesByExternal.get(pattern);
+    if (ext === undefined) return;
+    for (const id of typeof ext === 'string' ? [ext] : ext) {
+      const n = this.resources.get(id);
+      if (n) n.patterns += delta;
+    }
   }
 
   /** Joins an assignment into its membership's subject node (when the membership is known). */
@@ -552,15 +603,19 @@ export class TenantIndex {
         if (!old || (old as Scope).parentId !== r.parentId) this.invalidatePaths(r.id);
         break;
       }
-      case 'subject':
-        this.subjectNodeFor(row.id).row = row as Subject;
+      case 'subject': {
+        const n = this.subjectNodeFor(row.id);
+        n.row = row as Subject;
+        n.type = (row as Subject).type;
         break;
+      }
       case 'permission': {
         const p = row as Permission;
         for (const rpId of bagIds(this.rpByPermission.get(p.id))) {
           const rp = this.t.role_permission.get(rpId);
           if (rp) this.addCover(rp, p);
         }
+        this.countPattern(p.resourcePattern, 1);
         break;
       }
       case 'role_permission': {
@@ -599,7 +654,6 @@ export class TenantIndex {
       }
       case 'resource_type': {
         const rt = row as ResourceType;
-        bagAdd(this.typeIdsByKey, rt.key, rt.id);
         this.typeSlot(rt.id).key = rt.key;
         break;
       }
@@ -609,7 +663,9 @@ export class TenantIndex {
         n.row = r;
         n.type = this.typeSlot(r.resourceTypeId);
         n.ext = r.externalResourceId;
-        bagAdd(nested(this.resourcesByTypeExternal, r.resourceTypeId), r.externalResourceId, r.id);
+        n.owner = this.t.scope.get(r.ownerScopeId)?.id ?? r.ownerScopeId;
+        n.patterns += this.patternCounts.get(r.externalResourceId) ?? 0;
+        bagAdd(this.resourcesByExternal, r.externalResourceId, r.id);
         break;
       }
       case 'resource_scope_link': {
@@ -630,6 +686,7 @@ export class TenantIndex {
       case 'collection': {
         const c = row as Collection;
         rbAdd2(this.collectionsByTypeScope, c.resourceTypeId, c.scopeId, c);
+        this.typeSlot(c.resourceTypeId).collections++;
         break;
       }
       case 'policy': {
@@ -674,7 +731,10 @@ export class TenantIndex {
       }
       case 'subject': {
         const n = this.subjects.get(row.id);
-        if (n) n.row = undefined;
+        if (n) {
+          n.row = undefined;
+          n.type = undefined;
+        }
         this.pruneSubject(row.id);
         break;
       }
@@ -684,6 +744,7 @@ export class TenantIndex {
           const rp = this.t.role_permission.get(rpId);
           if (rp) this.deleteCover(rp, p);
         }
+        this.countPattern(p.resourcePattern, -1);
         break;
       }
       case 'role_permission': {
@@ -726,7 +787,6 @@ export class TenantIndex {
       }
       case 'resource_type': {
         const rt = row as ResourceType;
-        bagDelete(this.typeIdsByKey, rt.key, rt.id);
         this.typeSlot(rt.id).key = undefined;
         break;
       }
@@ -737,13 +797,11 @@ export class TenantIndex {
           n.row = undefined;
           n.type = undefined;
           n.ext = undefined;
+          n.owner = undefined;
+          n.patterns -= this.patternCounts.get(r.externalResourceId) ?? 0;
         }
         this.pruneResource(r.id);
-        const byExt = this.resourcesByTypeExternal.get(r.resourceTypeId);
-        if (byExt) {
-          bagDelete(byExt, r.externalResourceId, r.id);
-          if (byExt.size === 0) this.resourcesByTypeExternal.delete(r.resourceTypeId);
-        }
+        bagDelete(this.resourcesByExternal, r.externalResourceId, r.id);
         break;
       }
       case 'resource_scope_link': {
@@ -770,6 +828,7 @@ export class TenantIndex {
       case 'collection': {
         const c = row as Collection;
         rbDelete2(this.collectionsByTypeScope, c.resourceTypeId, c.scopeId, c.id);
+        this.typeSlot(c.resourceTypeId).collections--;
         break;
       }
       case 'policy': {
@@ -917,8 +976,10 @@ export class TenantIndex {
     while (cur && !set.has(cur) && ids.length <= MAX_HIERARCHY_DEPTH) {
       const s = this.t.scope.get(cur);
       if (!s) break;
-      ids.push(cur);
-      set.add(cur);
+      // The scope rows' own strings: the ones assignments and node owners hold, so most
+      // comparisons with them are by reference.
+      ids.push(s.id);
+      set.add(s.id);
       cur = s.parentId;
     }
     const path: CachedPath = { ids, set, overridesVersion: -1, hasOverrides: false };
@@ -1001,11 +1062,9 @@ export class TenantIndex {
   /** Resources with this external id among the resource types with this key. */
   resourcesByExternalId(typeKey: string, externalResourceId: string): Resource[] {
     const out: Resource[] = [];
-    for (const typeId of bagIds(this.typeIdsByKey.get(typeKey))) {
-      for (const id of bagIds(this.resourcesByTypeExternal.get(typeId)?.get(externalResourceId))) {
-        const r = this.t.resource.get(id);
-        if (r) out.push(r);
-      }
+    for (const id of bagIds(this.resourcesByExternal.get(externalResourceId))) {
+      const r = this.t.resource.get(id);
+      if (r && this.t.resource_type.get(r.resourceTypeId)?.key === typeKey) out.push(r);
     }
     return out;
   }
@@ -1061,6 +1120,7 @@ export class TenantIndex {
           k,
           {
             row: n.row?.id ?? null,
+            type: n.type === n.row?.type ? 'ok' : 'stale',
             assignments: entriesOf(n.assignments),
             // The by-scope view may outlive its threshold (hysteresis), so only its presence
             // when required and its agreement with the list are canonical.
@@ -1081,8 +1141,12 @@ export class TenantIndex {
           k,
           {
             row: n.row?.id ?? null,
-            type: n.type ? { key: n.type.key ?? null, live: this.typeSlots.get(n.row?.resourceTypeId ?? '') === n.type } : null,
+            type: n.type
+              ? { key: n.type.key ?? null, collections: n.type.collections, live: this.typeSlots.get(n.row?.resourceTypeId ?? '') === n.type }
+              : null,
             ext: n.ext === n.row?.externalResourceId ? 'ok' : 'stale',
+            owner: n.owner === n.row?.ownerScopeId ? 'ok' : 'stale',
+            patterns: n.patterns,
             up: n.up === this.parentOf(n)?.parent && n.upInherit === (this.parentOf(n)?.inherit ?? false) ? (n.up?.id ?? null) : 'stale',
             refs: n.refs,
             // Each link must point at the live node of its parent.
@@ -1106,8 +1170,14 @@ export class TenantIndex {
         ]),
       ),
       assignmentsByMembership: canon(this.assignmentsByMembership as Deep, 1),
-      typeIdsByKey: canon(this.typeIdsByKey as Deep, 1),
-      resourcesByTypeExternal: canon(this.resourcesByTypeExternal as Deep, 2),
+      // Slots are never dropped, so an incremental index may hold empty ones a rebuild lacks.
+      typeSlots: sortKeys(
+        [...this.typeSlots.entries()]
+          .filter(([, slot]) => slot.key !== undefined || slot.collections !== 0)
+          .map(([k, slot]) => [k, { id: slot.id, key: slot.key ?? null, collections: slot.collections }]),
+      ),
+      resourcesByExternal: canon(this.resourcesByExternal as Deep, 1),
+      patternCounts: sortKeys([...this.patternCounts.entries()]),
       collectionsByTypeScope: canon(this.collectionsByTypeScope as Deep, 2),
       policiesByCollection: canon(this.policiesByCollection as Deep, 1),
       scopeTags: canon(this.scopeTags as Deep, 1),

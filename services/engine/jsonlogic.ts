@@ -8,7 +8,10 @@
  * - `var` reads only own data properties of plain objects and arrays, never `__proto__`,
  *   `constructor`, `prototype`, getters or anything inherited through the prototype chain;
  * - `merge` and `cat` refuse to build huge values, so a short rule cannot explode in memory;
- * - any error makes the condition fail (it never throws out of {@link conditionPasses}).
+ * - nothing throws out of {@link conditionOutcome} / {@link conditionPasses}: an invalid rule, a
+ *   safety limit hit at run time or an exception is reported as the outcome `error`, which
+ *   callers must keep apart from a rule that merely evaluates to a falsy value (`fail`): a deny
+ *   policy whose condition errors still applies (fail closed, see evaluate.ts).
  *
  * `json-logic-js` keeps one operation table per process, so the hardened `var`, `merge`, `cat`
  * and `in` replace the stock ones for every importer of the package: that is intended.
@@ -233,10 +236,28 @@ export function applyJsonLogic(rule: unknown, data: unknown): LogicResult {
   }
 }
 
+/** JSON Logic truthiness (`[]` is falsy, `"0"` is truthy). */
+export function logicTruthy(value: unknown): boolean {
+  return jsonLogic.truthy(value);
+}
+
+/**
+ * How a condition comes out against `data`: `pass` (valid, evaluated, truthy), `fail` (valid,
+ * evaluated, falsy: a missing variable reads as null and usually lands here) or `error` (the
+ * rule is invalid, hit a safety limit such as the size of a `merge` or `cat` result, or threw).
+ * Never throws.
+ */
+export type ConditionOutcome = 'pass' | 'fail' | 'error';
+
+export function conditionOutcome(rule: unknown, data: unknown): ConditionOutcome {
+  const r = applyJsonLogic(rule, data);
+  if (!r.ok) return 'error';
+  return jsonLogic.truthy(r.value) ? 'pass' : 'fail';
+}
+
 /** True only when the rule is valid, evaluates without error and yields a JSON Logic truthy value. */
 export function conditionPasses(rule: unknown, data: unknown): boolean {
-  const r = applyJsonLogic(rule, data);
-  return r.ok && jsonLogic.truthy(r.value);
+  return conditionOutcome(rule, data) === 'pass';
 }
 
 /** The literal `var` paths the rule reads from its data that are absent (undefined or null) in `data`. */

@@ -47,6 +47,39 @@ export function pathHasOverrides(index: TenantIndex, path: ScopePath): boolean {
 }
 
 /** Every (role, source) the subject holds at `path.ids[0]`, nearest source first. */
+/**
+ * The distinct role ids of {@link heldRoles}, in the same order, written into `out` (cleared
+ * first) without allocating per source: the decision path's version. Returns their number.
+ */
+export function collectRoleIds(index: TenantIndex, subject: SubjectNode | undefined, path: ScopePath, out: string[]): number {
+  out.length = 0;
+  if (!subject) return 0;
+  const tagIds = subject.tags === undefined ? undefined : index.existingTagIds(subject.tags);
+  const overrides = pathHasOverrides(index, path);
+  const ids = path.ids;
+  const assignments = subject.assignments;
+  const byScope = subject.assignmentsByScope;
+  for (let i = 0; i < ids.length; i++) {
+    const at = ids[i];
+    const list = byScope !== undefined ? byScope.get(at) : assignments;
+    if (list !== undefined) {
+      for (let k = 0; k < list.length; k += A_STRIDE) {
+        if (list[k + A_SCOPE] !== at) continue;
+        const roleId = list[k + A_ROLE];
+        if (sourceStatus(index, path, i, roleId, overrides) === HELD && !out.includes(roleId)) out.push(roleId);
+      }
+    }
+    if (tagIds !== undefined) {
+      for (const tagId of tagIds) {
+        for (const b of bagRows<TagBinding>(index.bindingsAt(tagId, at))) {
+          if (sourceStatus(index, path, i, b.roleId, overrides) === HELD && !out.includes(b.roleId)) out.push(b.roleId);
+        }
+      }
+    }
+  }
+  return out.length;
+}
+
 export function heldRoles(index: TenantIndex, subject: SubjectNode | undefined, path: ScopePath, skipped?: SkippedRole[]): HeldRole[] {
   const out: HeldRole[] = [];
   if (!subject) return out;
@@ -87,23 +120,27 @@ function consider(
   skipped: SkippedRole[] | undefined,
 ): void {
   const sourceScopeId = path.ids[i];
+  const status = sourceStatus(index, path, i, roleId, overrides);
+  if (status === HELD) out.push({ roleId, source, sourceScopeId, viaId });
+  else if (status === ROLE_MISSING) skipped?.push({ roleId, source, sourceScopeId, viaId, why: 'role_missing' });
+  else if (status === NOT_USABLE) skipped?.push({ roleId, source, sourceScopeId, viaId, why: 'role_not_usable_at_source' });
+  else skipped?.push({ roleId, source, sourceScopeId, viaId, why: 'blocked', blockedAt: blockingScope(index, path, i, roleId) });
+}
+
+const HELD = 0;
+const ROLE_MISSING = 1;
+const NOT_USABLE = 2;
+const BLOCKED = 3;
+
+/** Whether the source at path index i gives its role (HELD), and if not, why. */
+function sourceStatus(index: TenantIndex, path: ScopePath, i: number, roleId: string, overrides: boolean): number {
   const role = index.role(roleId);
-  if (!role) {
-    skipped?.push({ roleId, source, sourceScopeId, viaId, why: 'role_missing' });
-    return;
-  }
+  if (!role) return ROLE_MISSING;
   // The source's ancestors are usually the rest of the path; the source's own path settles
   // the rare cases (a path cut at the depth limit or by a cycle).
-  if (path.ids.indexOf(role.scopeId, i) < 0 && !index.scopePath(sourceScopeId).set.has(role.scopeId)) {
-    skipped?.push({ roleId, source, sourceScopeId, viaId, why: 'role_not_usable_at_source' });
-    return;
-  }
-  const blockedAt = overrides ? blockingScope(index, path, i, roleId) : undefined;
-  if (blockedAt !== undefined) {
-    skipped?.push({ roleId, source, sourceScopeId, viaId, why: 'blocked', blockedAt });
-    return;
-  }
-  out.push({ roleId, source, sourceScopeId, viaId });
+  if (path.ids.indexOf(role.scopeId, i) < 0 && !index.scopePath(path.ids[i]).set.has(role.scopeId)) return NOT_USABLE;
+  if (overrides && blockingScope(index, path, i, roleId) !== undefined) return BLOCKED;
+  return HELD;
 }
 
 /** The scope, between S (inclusive) and the source at path index i (exclusive), that blocks the role. */
@@ -149,20 +186,26 @@ export function rolePermissionIdsAt(index: TenantIndex, roleId: string, decision
 }
 
 /**
- * What a permission must cover. `types: null` means any resource type (a request without a
- * resource); `patterns` lists the accepted `resourcePattern` values.
+ * What a permission must cover: its action equals `action` or is `*`; its resourceType is `*`
+ * or equals `type` (`type: null` accepts any type, for a request without a resource;
+ * `type: undefined`, a resource whose type is unknown, accepts only `*`); its resourcePattern
+ * is one of `p0`..`p2` (unused slots are undefined). Plain fields rather than arrays, so the
+ * decision path can reuse one query object instead of allocating.
  */
 export interface CoverQuery {
   action: string;
-  types: readonly string[] | null;
-  patterns: readonly string[];
+  type: string | null | undefined;
+  p0: string | undefined;
+  p1: string | undefined;
+  p2: string | undefined;
 }
 
 /** The permission-cover rule of contract §5 on one permission row. */
 export function permissionCovers(p: Permission, q: CoverQuery): boolean {
   if (p.action !== q.action && p.action !== '*') return false;
-  if (q.types !== null && p.resourceType !== '*' && !q.types.includes(p.resourceType)) return false;
-  return q.patterns.includes(p.resourcePattern);
+  if (q.type !== null && p.resourceType !== '*' && p.resourceType !== q.type) return false;
+  const pattern = p.resourcePattern;
+  return pattern === q.p0 || pattern === q.p1 || pattern === q.p2;
 }
 
 /**
@@ -178,16 +221,11 @@ export function roleCovers(
 ): Permission | null {
   const byPattern = index.coverIndexOf(roleId);
   if (byPattern !== undefined) {
-    for (const pattern of q.patterns) {
-      const byAction = byPattern.get(pattern);
-      if (byAction === undefined) continue;
-      let p = firstCovering(byAction.get(q.action), q, decisions);
-      if (p) return p;
-      if (q.action !== '*') {
-        p = firstCovering(byAction.get('*'), q, decisions);
-        if (p) return p;
-      }
-    }
+    const p =
+      (q.p0 !== undefined ? coverAt(byPattern, q.p0, q, decisions) : null) ??
+      (q.p1 !== undefined ? coverAt(byPattern, q.p1, q, decisions) : null) ??
+      (q.p2 !== undefined ? coverAt(byPattern, q.p2, q, decisions) : null);
+    if (p) return p;
   }
   if (decisions) {
     for (const [pId, d] of decisions) {
@@ -197,6 +235,20 @@ export function roleCovers(
     }
   }
   return null;
+}
+
+/** A permission filed under `pattern` in a role's cover index that covers the query. */
+function coverAt(
+  byPattern: ReadonlyMap<string, ReadonlyMap<string, RowBag<CoverEntry>>>,
+  pattern: string,
+  q: CoverQuery,
+  decisions: OverrideDecisions | null,
+): Permission | null {
+  const byAction = byPattern.get(pattern);
+  if (byAction === undefined) return null;
+  const p = firstCovering(byAction.get(q.action), q, decisions);
+  if (p || q.action === '*') return p;
+  return firstCovering(byAction.get('*'), q, decisions);
 }
 
 function firstCovering(bag: RowBag<CoverEntry> | undefined, q: CoverQuery, decisions: OverrideDecisions | null): Permission | null {

@@ -88,6 +88,39 @@ describe('hostile policy data', () => {
     expect(evaluate(withPolicy({ contextCondition: { method: ['x', 'toString'] } }), { ...nobody, context: {} }, opts).allowed).toBe(false);
   });
 
+  describe('a condition that errors fails closed', () => {
+    let deep: unknown = true;
+    for (let i = 0; i < 33; i++) deep = { '!!': deep };
+    const grow = { reduce: [{ var: 'xs' }, { merge: [{ var: 'accumulator' }, { var: 'accumulator' }, [0]] }, []] };
+    const longList = { xs: Array.from({ length: 20 }, (_, i) => i) };
+    const admin: EvaluateRequest = { ...nobody, actor: { subjectId: 'subject_admin' } };
+    const erroring: [string, Record<string, unknown>, Record<string, unknown> | undefined][] = [
+      ['33 levels deep', { contextCondition: deep }, undefined],
+      ['a prototype read', { subjectCondition: { '!!': { var: 'subject.__proto__' } } }, undefined],
+      ['a method call', { contextCondition: { method: ['x', 'toString'] } }, undefined],
+      ['a merge over the size limit at run time', { contextCondition: grow }, longList],
+      ['a cat over the length limit at run time', { contextCondition: { reduce: [{ var: 'xs' }, { cat: [{ var: 'accumulator' }, { var: 'accumulator' }, 'x'] }, ''] } }, longList],
+    ];
+
+    it.each(erroring)('%s: a deny applies over a role allow', (_name, condition, context) => {
+      const d = evaluate(withPolicy({ effect: 'deny', ...condition }), { ...admin, context, explain: true }, opts);
+      expect(d).toMatchObject({ allowed: false, reason: 'policy_deny', evaluatedPolicy: { id: 'policy_x' } });
+      expect(d.trace?.map((s) => s.message).join('\n')).toContain('errored');
+    });
+
+    it.each(erroring)('%s: an allow does not apply', (_name, condition, context) => {
+      expect(evaluate(withPolicy({ effect: 'allow', ...condition }), { ...nobody, context }, opts)).toMatchObject({ allowed: false, reason: 'no_match' });
+      // …and it does not deny either: role evaluation follows.
+      expect(evaluate(withPolicy({ effect: 'allow', ...condition }), { ...admin, context }, opts)).toMatchObject({ allowed: true, reason: 'role' });
+    });
+
+    it('a condition that evaluates false without error leaves a deny unapplied', () => {
+      // The variable is missing: it reads as null and the rule yields [] (falsy), not an error.
+      expect(evaluate(withPolicy({ effect: 'deny', contextCondition: grow }), { ...admin, context: {} }, opts)).toMatchObject({ allowed: true, reason: 'role' });
+      expect(evaluate(withPolicy({ effect: 'deny', contextCondition: grow }), { ...admin, context: { xs: [1, 2] } }, opts)).toMatchObject({ allowed: false, reason: 'policy_deny' });
+    });
+  });
+
   it('an unparsable window makes the policy inactive', () => {
     expect(evaluate(withPolicy({ validFrom: 'soon' }), nobody, opts).allowed).toBe(false);
   });

@@ -4,6 +4,7 @@ import pg from 'pg';
 import { DomainError } from '../common/errors.js';
 import type { Database } from './db.js';
 import { CHANGE_CHANNEL, runWrite } from './write.js';
+import { changeLogData, type Row } from './kinds.js';
 import { BACKENDS, openTestDatabase } from '../../test/harness.js';
 
 /** The rejection of `p`, which must reject. */
@@ -24,8 +25,11 @@ describe.each(BACKENDS)('store writes on %s', (backend) => {
     (await db.orm.em.fork().execute(sql, params)) as T[];
   const revisionOf = async (tenantId: string) =>
     Number((await q<{ revision: string }>('select revision from tenants where id = ?', [tenantId]))[0].revision);
-  const logOf = async (tenantId: string) =>
+  /** The change log of a tenant as its readers see it: `data` in proto JSON form (changeLogData). */
+  const rawLogOf = async (tenantId: string) =>
     (await q<LogRow>('select revision::int as revision, seq, op, kind, entity_id, data from change_log where tenant_id = ? order by revision, seq', [tenantId]));
+  const logOf = async (tenantId: string) =>
+    (await rawLogOf(tenantId)).map((r) => ({ ...r, data: r.data ? changeLogData(r.kind, r.data as Row) : r.data }) as LogRow);
   const countWhere = async (table: string, column: string, value: string) =>
     Number((await q<{ n: string }>(`select count(*) as n from ${table} where ${column} = ?`, [value]))[0].n);
 
@@ -247,6 +251,9 @@ describe.each(BACKENDS)('store writes on %s', (backend) => {
     });
     expect(policy.data).not.toHaveProperty('valid_from');
     expect(policy.data).not.toHaveProperty('validUntil');
+    // Stored as the store row (written once, converted by readers).
+    const [, stored] = await rawLogOf(t);
+    expect(stored.data).toMatchObject({ id: 'policy_p1', targetId: 'resource_r1', validFrom: '2025-01-01T00:00:00.000Z', validUntil: null });
   });
 
   it.skipIf(backend !== 'postgres')('NOTIFY: a listener gets <tenantId>:<revision> after commit, nothing for a rollback', async () => {

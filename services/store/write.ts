@@ -2,14 +2,21 @@ import type { EntityProperty, EntitySchema } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { invalid, notFound } from '../common/errors.js';
 import type { Database } from './db.js';
-import { KINDS, messageToChangeData, type KindDef, type KindName, type Row } from './kinds.js';
+import { KINDS, prepareMessages, type KindDef, type KindName, type Row } from './kinds.js';
 import { ChangeLogEntity } from './schema.js';
 
+/**
+ * One change-log entry. The log stores the row as the store holds it (property names, ISO
+ * timestamps); readers turn it into the proto JSON form (kinds.ts `messageToChangeData`), so
+ * the write path sends each row once and converts nothing.
+ */
 export interface ChangeEntry {
   op: 'upsert' | 'delete';
   kind: string;
   id: string;
-  data?: Record<string, unknown>;
+  seq: number;
+  /** The row as JSON; null for a delete. */
+  json: string | null;
 }
 
 /** The channel PostgreSQL NOTIFY wakes followers on; the payload is `<tenantId>:<revision>`. */
@@ -26,10 +33,12 @@ export class WriteTx {
   readonly changes: ChangeEntry[] = [];
   tenantId?: string;
   revision?: number;
+  /** The next change-log `seq` under the current tenant's revision. */
+  private seq = 0;
   /** Whether every tenant entered so far was created by this transaction (useNewTenant). */
   private onlyNewTenants = true;
   /** Earlier new tenants of this transaction and their changes, flushed with the current one. */
-  private readonly finished: { tenantId: string; revision: number; changes: ChangeEntry[] }[] = [];
+  private readonly finished: { tenantId: string; revision: number; changes: ChangeEntry[]; logged: number }[] = [];
 
   constructor(readonly em: EntityManager) {}
 
@@ -68,32 +77,66 @@ export class WriteTx {
     );
     if (rows.length === 0) throw new Error(`useNewTenant: tenant ${tenantId} is not a tenant inserted at revision 0 by this transaction`);
     if (this.tenantId !== undefined && this.revision !== undefined) {
-      this.finished.push({ tenantId: this.tenantId, revision: this.revision, changes: this.changes.splice(0) });
+      this.finished.push({ tenantId: this.tenantId, revision: this.revision, changes: this.changes.splice(0), logged: this.seq });
     }
     this.tenantId = tenantId;
     this.revision = 1;
+    this.seq = 0;
   }
 
-  /** Inserts rows of one kind in one multi-row statement and records them. */
+  /**
+   * Inserts rows of one kind and records them. Usually one statement: the rows travel as one
+   * JSON parameter and the same statement appends their change-log entries.
+   */
   async insert(kind: KindName, rows: Row[]): Promise<void> {
     if (rows.length === 0) return;
     const d = KINDS[kind] as KindDef;
-    // The change-log data is built while PostgreSQL runs the insert (the yield lets the query
-    // reach the socket first); a failed insert fails the transaction either way.
-    const written = bulkInsert(this.em, d.entity, rows);
+    const logged = this.loggedRows(d, rows);
+    const json = logged.length === rows.length && this.revision !== undefined ? completeJson(this.em, d.entity, rows) : undefined;
+    if (json === undefined) {
+      await bulkInsert(this.em, d.entity, rows);
+      this.record(d, logged);
+      return;
+    }
+    const seq = this.seq;
+    this.seq += rows.length;
+    const written = insertJson(this.em, d.entity, json.props, json.text, {
+      tenantId: this.tenantId!, revision: this.revision!, seq, kind: d.kind, createdAt: new Date(),
+    });
+    if (rows.length < OVERLAP_FROM) return written;
+    // A large batch: while PostgreSQL runs the insert (the yield lets the query reach the
+    // socket first), the response messages are built; a failed insert fails the transaction.
     try {
       await new Promise<void>((resolve) => setImmediate(resolve));
-      this.record(d, 'upsert', rows);
+      prepareMessages(kind, rows);
     } finally {
       await written;
     }
+  }
+
+  /**
+   * The rows that belong in the change log: those of tenant-owned kinds, except rows with no
+   * tenant (the subject of a platform API key). A logged row of another tenant than the one
+   * this transaction entered would be a bug that leaks a row into the wrong tenant's log, so
+   * it fails the transaction.
+   */
+  private loggedRows(d: KindDef, rows: Row[]): Row[] {
+    if (!d.tenantOwned) return [];
+    const out = rows.filter((r) => r.tenantId !== null);
+    for (const r of out) {
+      if (this.tenantId !== undefined && r.tenantId !== undefined && r.tenantId !== this.tenantId) {
+        throw new Error(`${d.kind} ${String(r.id)} of tenant ${String(r.tenantId)} written in a transaction of tenant ${this.tenantId}`);
+      }
+    }
+    return out;
   }
 
   /** Updates one row (the full new row is given) and records it. */
   async update(kind: KindName, row: Row, patch: Row): Promise<void> {
     const d = KINDS[kind] as KindDef;
     await this.em.nativeUpdate(d.entity, { id: row.id }, patch);
-    this.record(d, 'upsert', [{ ...row, ...patch }]);
+    const full = { ...row, ...patch };
+    this.record(d, this.loggedRows(d, [full]));
   }
 
   /** Deletes rows of one kind by id and records them. */
@@ -101,47 +144,114 @@ export class WriteTx {
     if (ids.length === 0) return;
     const d = KINDS[kind] as KindDef;
     await this.em.nativeDelete(d.entity, { id: { $in: ids } });
-    if (d.tenantOwned) for (const id of ids) this.changes.push({ op: 'delete', kind: d.kind, id });
+    if (d.tenantOwned) for (const id of ids) this.changes.push({ op: 'delete', kind: d.kind, id, seq: this.seq++, json: null });
   }
 
-  private record(d: KindDef, op: 'upsert', rows: Row[]) {
-    if (!d.tenantOwned) return;
-    for (const r of rows) {
-      // A row of a tenant-owned kind without a tenant (the subject of a platform API key)
-      // belongs to no tenant's change log.
-      if (r.tenantId === null) continue;
-      this.changes.push({ op, kind: d.kind, id: r.id as string, data: messageToChangeData(d, r) });
-    }
+  /** Queues upserts for the change log (written at flush). */
+  private record(d: KindDef, rows: Row[]) {
+    for (const r of rows) this.changes.push({ op: 'upsert', kind: d.kind, id: r.id as string, seq: this.seq++, json: JSON.stringify(r) });
   }
 
   /** Appends the collected changes under the tenant's revision (each new tenant's under its own). */
   async flushChangeLog(): Promise<void> {
-    for (const f of this.finished) await this.flushOne(f.tenantId, f.revision, f.changes);
-    if (this.changes.length === 0) return;
+    for (const f of this.finished) await this.flushOne(f.tenantId, f.revision, f.changes, f.logged);
+    if (this.seq === 0) return;
     if (this.tenantId === undefined || this.revision === undefined) {
       throw new Error('tenant-owned changes written without useTenant()');
     }
-    await this.flushOne(this.tenantId, this.revision, this.changes);
+    await this.flushOne(this.tenantId, this.revision, this.changes, this.seq);
   }
 
-  private async flushOne(tenantId: string, revision: number, changes: ChangeEntry[]) {
-    if (changes.length === 0) return;
-    const now = new Date();
-    await bulkInsert(
-      this.em,
-      ChangeLogEntity,
-      changes.map((c, seq) => ({
-        tenantId, revision, seq, op: c.op, kind: c.kind, entityId: c.id, data: c.data ?? null, createdAt: now,
-      })),
-    );
+  /** Writes the queued entries of one tenant and wakes its followers (`logged` counts every entry). */
+  private async flushOne(tenantId: string, revision: number, changes: ChangeEntry[], logged: number) {
+    if (logged === 0) return;
+    if (changes.length > 0) {
+      const head = `{"tenantId":${JSON.stringify(tenantId)},"revision":${revision},"createdAt":${JSON.stringify(new Date())},"seq":`;
+      const rows = changes.map((c) =>
+        `${head}${c.seq},"op":${JSON.stringify(c.op)},"kind":${JSON.stringify(c.kind)},"entityId":${JSON.stringify(c.id)},"data":${c.json ?? 'null'}}`);
+      await insertJson(this.em, ChangeLogEntity, CHANGE_LOG_PROPS, `[${rows.join(',')}]`);
+    }
     await this.em.execute('select pg_notify(?, ?)', [CHANGE_CHANNEL, `${tenantId}:${revision}`]);
   }
 }
+
+/** Inserts of at least this many rows overlap their JSON work with the database (see insert). */
+const OVERLAP_FROM = 100;
 
 /** PostgreSQL takes at most 65,535 bind parameters per statement. */
 const MAX_PARAMS = 65_000;
 
 const columnPlans = new WeakMap<EntitySchema<Row>, { table: string; props: EntityProperty[] }>();
+
+/** Every column of the change log, as flushOne writes them. */
+const CHANGE_LOG_PROPS = ['tenantId', 'revision', 'seq', 'op', 'kind', 'entityId', 'data', 'createdAt'];
+
+function planOf(em: EntityManager, entity: EntitySchema<Row>) {
+  let plan = columnPlans.get(entity);
+  if (!plan) {
+    const meta = em.getMetadata().get(entity.meta.className);
+    plan = { table: meta.tableName, props: meta.props.filter((p) => p.persist !== false && p.fieldNames?.length === 1) };
+    columnPlans.set(entity, plan);
+  }
+  return plan;
+}
+
+/** Runs a raw statement with bind parameters inside the entity manager's transaction. */
+async function runRaw(em: EntityManager, sql: string, bindings: unknown[]): Promise<void> {
+  const q = em.getKnex().raw(sql, bindings as never[]);
+  const trx = em.getTransactionContext();
+  if (trx) q.transacting(trx as never);
+  try {
+    await q;
+  } catch (err) {
+    throw em.getPlatform().getExceptionConverter().convertException(err as Error);
+  }
+}
+
+/** Where the rows of an insert go in the change log. */
+interface LogTarget {
+  tenantId: string;
+  revision: number;
+  /** `seq` of the first row; the rest follow in array order. */
+  seq: number;
+  kind: string;
+  createdAt: Date;
+}
+
+/**
+ * Inserts the rows of a JSON array (objects keyed by property name, every object setting every
+ * one of `propNames`) in one statement: one bind value instead of rows × columns. With `log`,
+ * the same statement appends each row, as sent, to the change log (a data-modifying CTE), so
+ * the rows cross the wire once.
+ */
+async function insertJson(em: EntityManager, entity: EntitySchema<Row>, propNames: string[], json: string, log?: LogTarget): Promise<void> {
+  const plan = planOf(em, entity);
+  const props = propNames.map((n) => {
+    const p = plan.props.find((x) => x.name === n);
+    if (!p) throw new Error(`${plan.table} has no property ${n}`);
+    return p;
+  });
+  const columns = props.map((p) => `"${p.fieldNames[0]}"`).join(', ');
+  const record = props.map((p) => `"${p.name}" ${p.columnTypes[0]}`).join(', ');
+  const values = props.map((p) => `x."${p.name}"`).join(', ');
+  if (!log) {
+    await runRaw(em, `insert into "${plan.table}" (${columns}) select ${values} from json_to_recordset(?::json) as x(${record})`, [json]);
+    return;
+  }
+  await runRaw(em, `with src as (select e.value as j, e.ordinality as n from json_array_elements(?::json) with ordinality as e),
+    ins as (insert into "${plan.table}" (${columns}) select ${values} from src cross join lateral json_to_record(src.j) as x(${record}))
+    insert into change_log (tenant_id, revision, seq, op, kind, entity_id, data, created_at)
+    select ?, ?, ? + src.n - 1, 'upsert', ?, src.j->>'id', src.j, ? from src`,
+  [json, log.tenantId, log.revision, log.seq, log.kind, log.createdAt]);
+}
+
+/** The rows as one JSON array when every row sets every column, with the columns' property names. */
+function completeJson(em: EntityManager, entity: EntitySchema<Row>, rows: Row[]): { props: string[]; text: string } | undefined {
+  const props = planOf(em, entity).props.filter((p) => rows.some((r) => r[p.name] !== undefined));
+  if (!rows.every((r) => props.every((p) => r[p.name] !== undefined))) return undefined;
+  const text = jsonOf(rows);
+  return text === undefined ? undefined : { props: props.map((p) => p.name), text };
+}
 
 /**
  * Inserts rows of one entity in one statement (a multi-row `INSERT … SELECT` over the rows sent
@@ -152,36 +262,13 @@ const columnPlans = new WeakMap<EntitySchema<Row>, { table: string; props: Entit
  * into the SQL text, which dominated the cost of large batches.
  */
 async function bulkInsert(em: EntityManager, entity: EntitySchema<Row>, rows: Row[]): Promise<void> {
-  let plan = columnPlans.get(entity);
-  if (!plan) {
-    const meta = em.getMetadata().get(entity.meta.className);
-    plan = { table: meta.tableName, props: meta.props.filter((p) => p.persist !== false && p.fieldNames?.length === 1) };
-    columnPlans.set(entity, plan);
-  }
+  const plan = planOf(em, entity);
   const platform = em.getPlatform();
+  // Usual case: every row sets every column, and the rows travel as one JSON parameter.
+  const json = completeJson(em, entity, rows);
+  if (json !== undefined) return insertJson(em, entity, json.props, json.text);
   const props = plan.props.filter((p) => rows.some((r) => r[p.name] !== undefined));
-  const columns = props.map((p) => `"${p.fieldNames[0]}"`).join(', ');
-  const trx = em.getTransactionContext();
-  const run = async (sql: string, bindings: unknown[]) => {
-    const q = em.getKnex().raw(sql, bindings as never[]);
-    if (trx) q.transacting(trx as never);
-    try {
-      await q;
-    } catch (err) {
-      throw platform.getExceptionConverter().convertException(err as Error);
-    }
-  };
-  // Usual case: every row sets every column. The rows then travel as one JSON parameter that
-  // PostgreSQL unpacks (json_to_recordset): one bind value instead of rows × columns, and
-  // cheaper for PostgreSQL than jsonb, which would first build the whole array as jsonb.
-  const json = rows.every((r) => props.every((p) => r[p.name] !== undefined)) ? jsonOf(rows) : undefined;
-  if (json !== undefined) {
-    const record = props.map((p) => `"${p.name}" ${p.columnTypes[0]}`).join(', ');
-    const values = props.map((p) => `x."${p.name}"`).join(', ');
-    await run(`insert into "${plan.table}" (${columns}) select ${values} from json_to_recordset(?::json) as x(${record})`, [json]);
-    return;
-  }
-  const head = `insert into "${plan.table}" (${columns}) values `;
+  const head = `insert into "${plan.table}" (${props.map((p) => `"${p.fieldNames[0]}"`).join(', ')}) values `;
   const perStatement = Math.max(1, Math.floor(MAX_PARAMS / props.length));
   for (let start = 0; start < rows.length; start += perStatement) {
     const bindings: unknown[] = [];
@@ -199,7 +286,7 @@ async function bulkInsert(em: EntityManager, entity: EntitySchema<Row>, rows: Ro
       }
       tuples.push(`(${cells.join(', ')})`);
     }
-    await run(head + tuples.join(', '), bindings);
+    await runRaw(em, head + tuples.join(', '), bindings);
   }
 }
 

@@ -2,7 +2,7 @@ import { IsolationLevel, type EntityManager } from '@mikro-orm/postgresql';
 import { ENTITY_KINDS, TenantIndex, type Change, type EntityKind, type TenantSnapshot } from '../../engine/mod.js';
 import { notFound, unavailable } from '../../common/errors.js';
 import type { Database } from '../../store/db.js';
-import { KINDS, messageToChangeData, type KindDef, type Row } from '../../store/kinds.js';
+import { KINDS, changeLogData, messageToChangeData, type KindDef, type Row } from '../../store/kinds.js';
 
 /** Store kind name (KINDS key) of each engine kind. */
 const STORE_KIND: Record<EntityKind, keyof typeof KINDS> = {
@@ -92,7 +92,8 @@ export class TenantIndexes {
           batch = [];
         }
         if (!ENGINE_KINDS.has(r.kind)) continue;
-        batch.push({ op: r.op, kind: r.kind as EntityKind, id: r.entity_id, row: (r.data ?? undefined) as never } as Change);
+        const row = r.data ? changeLogData(r.kind, r.data) : undefined;
+        batch.push({ op: r.op, kind: r.kind as EntityKind, id: r.entity_id, row: row as never } as Change);
       }
       flush();
     });

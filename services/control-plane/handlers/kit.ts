@@ -6,7 +6,7 @@ import {
 import { newId } from '../../common/ids.js';
 import type { Database } from '../../store/db.js';
 import { KINDS, rowToMessage, type KindDef, type KindName, type MessageOf, type Row } from '../../store/kinds.js';
-import { getById, loadByIds, listPage, type Page } from '../../store/read.js';
+import { existingIds, getById, loadByIds, listPage, type Page } from '../../store/read.js';
 import { runWrite, type WriteTx } from '../../store/write.js';
 import { assertTenantReach, principalOf, type Principal } from '../auth/principal.js';
 import { batchItems, clientId } from '../validate.js';
@@ -97,7 +97,7 @@ export class Batch {
 
   /** Checks that none of the given ids already exists in the store. */
   async assertNew(kind: KindName, ids: string[]) {
-    const existing = await loadByIds(this.em, kind, ids);
+    const existing = await existingIds(this.em, kind, ids);
     for (const id of ids) {
       if (existing.has(id)) throw alreadyExists((KINDS[kind] as KindDef).label, id, this.ids.get(id));
     }

@@ -26,6 +26,11 @@ export const chance = (r: Rng, p: number) => r() < p;
 const subset = <T>(r: Rng, xs: readonly T[], p = 0.4): T[] => xs.filter(() => chance(r, p));
 
 export const CANARY = 'subject_canary';
+/**
+ * A subject with no row in any tenant, though dangling memberships, grants and tag assignments
+ * name it: no generated request may ever allow it.
+ */
+export const UNKNOWN_SUBJECT = 'subject_unknown';
 export const SUBJECTS = ['subject_a', 'subject_b', 'subject_c'];
 export const TIMES = ['2025-01-01T00:00:00.000Z', '2025-03-01T09:30:00.000Z', '2025-06-01T18:00:00.000Z', '2025-09-01T23:59:59.000Z'];
 const EXTS = ['e0', 'e1', 'e2', 'e3'];
@@ -92,12 +97,22 @@ export function genMatch(r: Rng, depth = 0): JsonValue {
   return def;
 }
 
+/**
+ * Doubles an array once per element of the list at `path`: 14 or more elements exceed the
+ * `merge` limit (10,000 items) while evaluating, so the condition errors at run time; a shorter
+ * list passes and a missing one evaluates to [] (falsy, not an error).
+ */
+export const doublingCondition = (path: string): JsonValue => ({
+  reduce: [{ var: path }, { merge: [{ var: 'accumulator' }, { var: 'accumulator' }, [0]] }, []],
+});
+
 const SUBJECT_CONDITIONS: JsonValue[] = [
   { '==': [{ var: 'subject.meta.dept' }, 'a'] },
   { in: [{ var: 'subject.meta.dept' }, ['a', 'b']] },
   { '>=': [{ var: 'subject.meta.level' }, 2] },
   { '==': [{ var: 'subject.type' }, 'user'] },
   { '==': [{ var: 'subject.constructor' }, null] },
+  doublingCondition('subject.meta.xs'),
 ];
 const CONTEXT_CONDITIONS: JsonValue[] = [
   { '==': [{ var: 'ip' }, '10.0.0.1'] },
@@ -105,7 +120,11 @@ const CONTEXT_CONDITIONS: JsonValue[] = [
   { '==': [{ var: 'country' }, 'FR'] },
   { '!': { var: 'deviceType' } },
   { method: [{ var: 'ip' }, 'toString'] },
+  doublingCondition('xs'),
 ];
+
+/** A list for doublingCondition: absent, short (passes) or long (errors at run time). */
+const maybeList = (r: Rng): { xs?: number[] } => (chance(r, 0.5) ? { xs: Array.from({ length: pick(r, [0, 2, 14, 16]) }, (_, i) => i) } : {});
 
 /** A random tenant; `salt` varies the shape between two tenants built over the same id pools. */
 export function genTenant(r: Rng): TenantSnapshot {
@@ -125,7 +144,7 @@ export function genTenant(r: Rng): TenantSnapshot {
     id,
     type: id === CANARY ? 'user' : pick(r, ['user', 'service', 'agent']),
     externalId: `ext-${id}`,
-    metadata: (id !== CANARY && chance(r, 0.8) ? { dept: pick(r, ['a', 'b', 'c']), level: int(r, 0, 3) } : {}) as JsonObject,
+    metadata: (id !== CANARY && chance(r, 0.8) ? { dept: pick(r, ['a', 'b', 'c']), level: int(r, 0, 3), ...maybeList(r) } : {}) as JsonObject,
   }));
   const resource_type = [
     { id: 'resource_type_doc', key: 'doc', scopeId: 'scope_0', name: 'Doc' },
@@ -194,7 +213,9 @@ export function genTenant(r: Rng): TenantSnapshot {
         }))
       : [];
   const membershipIds = Array.from({ length: int(r, 1, 6) }, (_, i) => `membership_${i}`);
-  const membership = membershipIds.map((id) => ({ id, subjectId: pick(r, SUBJECTS), scopeId: chance(r, 0.3) ? scopeIds[0] : pick(r, scopeIds) }));
+  // Some rows dangle: they name UNKNOWN_SUBJECT, which has no subject row.
+  const holder = () => (chance(r, 0.1) ? UNKNOWN_SUBJECT : pick(r, SUBJECTS));
+  const membership = membershipIds.map((id) => ({ id, subjectId: holder(), scopeId: chance(r, 0.3) ? scopeIds[0] : pick(r, scopeIds) }));
   const role_assignment =
     membershipIds.length && roleIds.length
       ? Array.from({ length: chance(r, 0.15) ? int(r, 17, 40) : int(r, 1, 9) }, (_, i) => ({
@@ -216,7 +237,7 @@ export function genTenant(r: Rng): TenantSnapshot {
     nRes && roleIds.length
       ? Array.from({ length: int(r, 0, 4) }, (_, i) => ({
           id: `ownership_grant_${i}`,
-          subjectId: pick(r, SUBJECTS),
+          subjectId: holder(),
           resourceId: pick(r, resourceIds),
           roleId: pick(r, roleIds),
         }))
@@ -233,7 +254,7 @@ export function genTenant(r: Rng): TenantSnapshot {
       id: `tag_assignment_${i}`,
       tagId: pick(r, [...tagIds, 'tag_missing']),
       targetType: toResource ? ('resource' as const) : ('subject' as const),
-      targetId: toResource ? pick(r, resourceIds) : pick(r, SUBJECTS),
+      targetId: toResource ? pick(r, resourceIds) : holder(),
     };
   });
   const tag_binding = roleIds.length
@@ -282,7 +303,7 @@ export function genRequest(r: Rng, t: TenantSnapshot, withSubjectType = true): G
   const scopeIds = (t.rows.scope ?? []).map((s) => s.id);
   const resourceIds = (t.rows.resource ?? []).map((x) => x.id);
   const request: RefRequest = {
-    actor: { subjectId: pick(r, [...SUBJECTS, ...SUBJECTS, CANARY, 'subject_unknown']) },
+    actor: { subjectId: pick(r, [...SUBJECTS, ...SUBJECTS, CANARY, UNKNOWN_SUBJECT]) },
     scopeId: chance(r, 0.03) ? 'scope_unknown' : pick(r, scopeIds),
     action: pick(r, ['read', 'write', 'delete']),
   };
@@ -296,6 +317,7 @@ export function genRequest(r: Rng, t: TenantSnapshot, withSubjectType = true): G
   if (c === 1) request.context = { ip: pick(r, ['10.0.0.1', '10.0.0.2']), country: pick(r, ['FR', 'DE']) };
   else if (c === 2) request.context = { time: { hour: int(r, 0, 23) }, deviceType: 'phone' };
   else if (c === 3) request.context = { ip: '10.0.0.1', deviceType: '' };
+  else if (c === 4) request.context = { ip: pick(r, ['10.0.0.1', '10.0.0.2']), ...maybeList(r) };
   const base = Date.parse(pick(r, TIMES));
   const now = new Date(base + pick(r, [-1, 0, 1, 3_600_000 * int(r, 1, 48)]));
   return { request, options: { now, gate: pick(r, ['off', 'off', 'links-fallback', 'strict'] as const) } };

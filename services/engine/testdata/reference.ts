@@ -5,7 +5,7 @@
  * the RE2 regex engine. Used only by the differential tests: slow and simple on purpose.
  */
 import { RE2JS } from 're2js';
-import { conditionPasses } from '../jsonlogic.js';
+import { applyJsonLogic, conditionPasses, logicTruthy } from '../jsonlogic.js';
 import { validateMatchDefinition } from '../match.js';
 import type { JsonValue, Permission, Policy, Resource, TenantSnapshot } from '../model.js';
 
@@ -144,8 +144,13 @@ export function referenceEvaluate(snap: TenantSnapshot, req: RefRequest, opts: R
       if (!(p.actions.includes(req.action) || p.actions.includes('*'))) return false;
       if (p.validFrom != null && !(now >= Date.parse(p.validFrom))) return false;
       if (p.validUntil != null && !(now < Date.parse(p.validUntil))) return false;
-      if (p.subjectCondition != null && !conditionPasses(p.subjectCondition, subjData)) return false;
-      if (p.contextCondition != null && !conditionPasses(p.contextCondition, ctx)) return false;
+      // A condition that cannot be evaluated fails closed: a deny still applies, an allow does not.
+      const holds = (rule: unknown, data: unknown) => {
+        const out = applyJsonLogic(rule, data);
+        return out.ok ? logicTruthy(out.value) : p.effect === 'deny';
+      };
+      if (p.subjectCondition != null && !holds(p.subjectCondition, subjData)) return false;
+      if (p.contextCondition != null && !holds(p.contextCondition, ctx)) return false;
       return true;
     });
     if (matching.length > 0) {

@@ -57,7 +57,9 @@ export class Migration0001Initial extends Migration {
     this.addSql(`create table api_keys (id text primary key, subject_id text not null references subjects(id), tenant_id text references tenants(id), environment_id text, name text not null, description text not null default '', prefix text not null, last_four text not null, secret_hash text not null, hash_algo text not null, created_by_subject_id text not null, created_at timestamptz(3) not null, expires_at timestamptz(3), status text not null, intended_use text not null default '', kind text not null, metadata jsonb)`);
     this.addSql(`create index api_keys_prefix on api_keys (prefix)`);
     this.addSql(`create index api_keys_tenant on api_keys (tenant_id)`);
-    this.addSql(`create table change_log (tenant_id text not null references tenants(id), revision bigint not null, seq int not null, op text not null, kind text not null, entity_id text not null, data jsonb, created_at timestamptz(3) not null, primary key (tenant_id, revision, seq))`);
+    // `data` is json, not jsonb: written once per change and read back whole, so PostgreSQL
+    // only validates it instead of converting every row.
+    this.addSql(`create table change_log (tenant_id text not null references tenants(id), revision bigint not null, seq int not null, op text not null, kind text not null, entity_id text not null, data json, created_at timestamptz(3) not null, primary key (tenant_id, revision, seq))`);
     // Built-in scope types for the scopes the service creates itself.
     for (const t of ['tenant', 'project', 'environment', 'workspace']) {
       this.addSql(`insert into scope_types (id, name, description, created_at, created_by) values ('scope_type_${t}', '${t}', 'built in', now(), 'system')`);

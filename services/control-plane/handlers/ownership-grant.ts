@@ -1,0 +1,77 @@
+import type { ServiceImpl } from '@connectrpc/connect';
+import { OwnershipGrantService } from '../../../gen/authz/v1/ownership_grant_service_pb.js';
+import type { CreateOwnershipGrantRequest } from '../../../gen/authz/v1/ownership_grant_service_pb.js';
+import { invalid } from '../../common/errors.js';
+import type { Row } from '../../store/kinds.js';
+import { optionalString, requireString } from '../validate.js';
+import { createMany, listMany, loadForWrite, tenantOfRef, writeOne, type CreateSpec, type Deps } from './kit.js';
+import { distinct, query, refIn, taken } from './resource-type.js';
+
+/** owns(subject, resource, role): all three in the resource's tenant; each triple once. */
+function ownershipGrants(): CreateSpec<CreateOwnershipGrantRequest, 'ownershipGrant'> {
+  const known = new Set<string>(); // `${subjectId}\0${resourceId}\0${roleId}`
+  return {
+    kind: 'ownershipGrant',
+    async preload(b, items) {
+      const resourceIds = distinct(items.map((i) => i.resourceId));
+      await b.preload('resource', resourceIds);
+      await b.preload('subject', items.map((i) => i.subjectId));
+      await b.preload('role', items.map((i) => i.roleId));
+      if (resourceIds.length === 0) return;
+      const rows = await query<{ s: string; r: string; o: string }>(
+        b.em, 'select subject_id as s, resource_id as r, role_id as o from ownership_grants where resource_id in (?)', [resourceIds],
+      );
+      for (const r of rows) known.add(`${r.s}\0${r.r}\0${r.o}`);
+    },
+    async build(b, item, p) {
+      const id = b.id('ownershipGrant', item.id, `${p}id`);
+      const subjectId = requireString(item.subjectId, `${p}subjectId`);
+      const resourceId = requireString(item.resourceId, `${p}resourceId`);
+      const roleId = requireString(item.roleId, `${p}roleId`);
+      const resource = await b.ref('resource', resourceId, `${p}resourceId`);
+      const tenantId = resource.tenantId as string;
+      await b.tenant(tenantId, `${p}resourceId`);
+      await refIn(b, 'subject', subjectId, `${p}subjectId`, tenantId);
+      await refIn(b, 'role', roleId, `${p}roleId`, tenantId);
+      const k = `${subjectId}\0${resourceId}\0${roleId}`;
+      if (known.has(k)) throw taken(`${p}roleId`, `subject ${subjectId} already owns resource ${resourceId} with role ${roleId}`);
+      known.add(k);
+      return { ...b.base(id, tenantId), subjectId, resourceId, roleId };
+    },
+  };
+}
+
+export function ownershipGrantService(deps: Deps): ServiceImpl<typeof OwnershipGrantService> {
+  return {
+    async createOwnershipGrant(req, ctx) {
+      return { ownershipGrant: (await createMany(deps, ctx, ownershipGrants(), [req], false))[0] };
+    },
+    async batchCreateOwnershipGrants(req, ctx) {
+      return { ownershipGrants: await createMany(deps, ctx, ownershipGrants(), req.items, true) };
+    },
+    async listOwnershipGrants(req, ctx) {
+      const resourceId = optionalString(req.resourceId, 'resourceId');
+      const subjectId = optionalString(req.subjectId, 'subjectId');
+      if (!resourceId && !subjectId) throw invalid('resourceId', 'is required (or subjectId)');
+      const where: Row = {};
+      if (resourceId) {
+        await tenantOfRef(deps, ctx, 'resource', resourceId, 'resourceId');
+        where.resourceId = resourceId;
+      }
+      if (subjectId) {
+        await tenantOfRef(deps, ctx, 'subject', subjectId, 'subjectId');
+        where.subjectId = subjectId;
+      }
+      const { items, nextCursor } = await listMany(deps, 'ownershipGrant', where, req);
+      return { ownershipGrants: items, nextCursor };
+    },
+    async deleteOwnershipGrant(req, ctx) {
+      const id = requireString(req.id, 'id');
+      await writeOne(deps, ctx, async (tx, principal) => {
+        await loadForWrite(tx, principal, 'ownershipGrant', id);
+        await tx.delete('ownershipGrant', [id]);
+      });
+      return {};
+    },
+  };
+}

@@ -1,0 +1,178 @@
+import type { ServiceImpl } from '@connectrpc/connect';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { ResourceTypeService } from '../../../gen/authz/v1/resource_type_service_pb.js';
+import type { CreateResourceTypeEdgeRequest, CreateResourceTypeRequest } from '../../../gen/authz/v1/resource_type_service_pb.js';
+import { DomainError, constraint, invalid } from '../../common/errors.js';
+import { KINDS, rowToMessage, type KindDef, type KindName, type Row } from '../../store/kinds.js';
+import { requireString } from '../validate.js';
+import { createMany, getOne, listMany, loadForWrite, tenantOfRef, writeOne, type Batch, type CreateSpec, type Deps } from './kit.js';
+
+// --- helpers shared by the handlers of this directory -------------------------------------------
+
+/**
+ * Raw rows of a query, with real bind parameters (inside the entity manager's transaction, if
+ * any). An array bound to `?` expands into a list, so `in (?)` takes an array; callers never pass
+ * an empty one (that would be `in ()`).
+ */
+export async function query<T>(em: EntityManager, sql: string, params: unknown[] = []): Promise<T[]> {
+  const flat: unknown[] = [];
+  let i = 0;
+  const text = sql.replace(/\?/g, () => {
+    const v = params[i++];
+    if (!Array.isArray(v)) return flat.push(v), '?';
+    flat.push(...v);
+    return v.map(() => '?').join(', ');
+  });
+  const q = em.getKnex().raw(text, flat as never[]);
+  const trx = em.getTransactionContext();
+  if (trx) q.transacting(trx as never);
+  try {
+    return ((await q) as { rows: T[] }).rows;
+  } catch (err) {
+    throw em.getPlatform().getExceptionConverter().convertException(err as Error);
+  }
+}
+
+/** The scope an item names: it must exist; the request then writes its tenant (reach + revision). */
+export async function enterScope(b: Batch, scopeId: string, field: string): Promise<Row> {
+  const scope = await b.ref('scope', scopeId, field);
+  await b.tenant(scope.tenantId as string, field);
+  return scope;
+}
+
+/** A referenced row that must exist and belong to `tenantId` (`failed_precondition` otherwise). */
+export async function refIn(b: Batch, kind: KindName, id: string, field: string, tenantId: string): Promise<Row> {
+  const row = await b.ref(kind, id, field);
+  if (row.tenantId !== tenantId) {
+    throw constraint(`${(KINDS[kind] as KindDef).label} ${id} belongs to another tenant than the rest of the request`, field);
+  }
+  return row;
+}
+
+/** `already_exists` naming the field at fault. */
+export const taken = (field: string, message: string) => new DomainError('already_exists', `${field}: ${message}`, field);
+
+/** Distinct non-empty strings, for `in (?)` lists. */
+export const distinct = (xs: Iterable<string | undefined>): string[] => [...new Set([...xs].filter((x): x is string => !!x))];
+
+// --- resource types -----------------------------------------------------------------------------
+
+/** A resource type key: lowercase letters, digits, `_` and `-`. */
+const KEY = /^[a-z0-9_-]+$/;
+
+function resourceTypes(): CreateSpec<CreateResourceTypeRequest, 'resourceType'> {
+  const known = new Set<string>(); // `${tenantId}\0${key}`: the store's and this batch's
+  return {
+    kind: 'resourceType',
+    async preload(b, items) {
+      await b.preload('scope', items.map((i) => i.scopeId));
+      const keys = distinct(items.map((i) => i.key));
+      if (keys.length === 0) return;
+      const rows = await query<{ tenant_id: string; key: string }>(b.em, 'select tenant_id, key from resource_types where key in (?)', [keys]);
+      for (const r of rows) known.add(`${r.tenant_id}\0${r.key}`);
+    },
+    async build(b, item, p) {
+      const id = b.id('resourceType', item.id, `${p}id`);
+      const name = requireString(item.name, `${p}name`);
+      const key = requireString(item.key, `${p}key`);
+      if (!KEY.test(key)) throw invalid(`${p}key`, 'must be lowercase letters, digits, "_" or "-"');
+      const scopeId = requireString(item.scopeId, `${p}scopeId`);
+      const tenantId = (await enterScope(b, scopeId, `${p}scopeId`)).tenantId as string;
+      if (known.has(`${tenantId}\0${key}`)) throw taken(`${p}key`, `a resource type with key "${key}" already exists in tenant ${tenantId}`);
+      known.add(`${tenantId}\0${key}`);
+      return { ...b.base(id, tenantId), name, key, scopeId };
+    },
+  };
+}
+
+function resourceTypeEdges(): CreateSpec<CreateResourceTypeEdgeRequest, 'resourceTypeEdge'> {
+  const pairs = new Set<string>(); // `${parent}\0${child}`: the store's and this batch's
+  return {
+    kind: 'resourceTypeEdge',
+    async preload(b, items) {
+      await b.preload('resourceType', items.flatMap((i) => [i.parentTypeId, i.childTypeId]));
+      const parents = distinct(items.map((i) => i.parentTypeId));
+      if (parents.length === 0) return;
+      const rows = await query<{ parent_type_id: string; child_type_id: string }>(
+        b.em, 'select parent_type_id, child_type_id from resource_type_edges where parent_type_id in (?)', [parents],
+      );
+      for (const r of rows) pairs.add(`${r.parent_type_id}\0${r.child_type_id}`);
+    },
+    async build(b, item, p) {
+      const id = b.id('resourceTypeEdge', item.id, `${p}id`);
+      const parentTypeId = requireString(item.parentTypeId, `${p}parentTypeId`);
+      const childTypeId = requireString(item.childTypeId, `${p}childTypeId`);
+      const parent = await b.ref('resourceType', parentTypeId, `${p}parentTypeId`);
+      const tenantId = parent.tenantId as string;
+      await b.tenant(tenantId, `${p}parentTypeId`);
+      await refIn(b, 'resourceType', childTypeId, `${p}childTypeId`, tenantId);
+      if (pairs.has(`${parentTypeId}\0${childTypeId}`)) {
+        throw taken(`${p}childTypeId`, `an edge from resource type ${parentTypeId} to ${childTypeId} already exists`);
+      }
+      pairs.add(`${parentTypeId}\0${childTypeId}`);
+      return { ...b.base(id, tenantId), parentTypeId, childTypeId };
+    },
+  };
+}
+
+export function resourceTypeService(deps: Deps): ServiceImpl<typeof ResourceTypeService> {
+  return {
+    async createResourceType(req, ctx) {
+      return { resourceType: (await createMany(deps, ctx, resourceTypes(), [req], false))[0] };
+    },
+    async batchCreateResourceTypes(req, ctx) {
+      return { resourceTypes: await createMany(deps, ctx, resourceTypes(), req.items, true) };
+    },
+    async getResourceType(req, ctx) {
+      return { resourceType: await getOne(deps, ctx, 'resourceType', requireString(req.id, 'id')) };
+    },
+    async listResourceTypes(req, ctx) {
+      const scopeId = requireString(req.scopeId, 'scopeId');
+      await tenantOfRef(deps, ctx, 'scope', scopeId, 'scopeId');
+      const { items, nextCursor } = await listMany(deps, 'resourceType', { scopeId }, req);
+      return { resourceTypes: items, nextCursor };
+    },
+    async updateResourceType(req, ctx) {
+      const id = requireString(req.id, 'id');
+      const name = requireString(req.name, 'name');
+      const row = await writeOne(deps, ctx, async (tx, principal) => {
+        const cur = await loadForWrite(tx, principal, 'resourceType', id);
+        await tx.update('resourceType', cur, { name });
+        return { ...cur, name };
+      });
+      return { resourceType: rowToMessage('resourceType', row) };
+    },
+    async deleteResourceType(req, ctx) {
+      const id = requireString(req.id, 'id');
+      await writeOne(deps, ctx, async (tx, principal) => {
+        await loadForWrite(tx, principal, 'resourceType', id);
+        const [inUse] = await query<{ what: string }>(
+          tx.em,
+          `select 'resources' as what from resources where resource_type_id = ?
+           union all select 'collections' from resource_collections where resource_type_id = ? limit 1`,
+          [id, id],
+        );
+        if (inUse) throw constraint(`resource type ${id} is still used by ${inUse.what}; delete them first`, 'id');
+        const edges = await query<{ id: string }>(
+          tx.em, 'select id from resource_type_edges where parent_type_id = ? or child_type_id = ?', [id, id],
+        );
+        await tx.delete('resourceTypeEdge', edges.map((e) => e.id));
+        await tx.delete('resourceType', [id]);
+      });
+      return {};
+    },
+    async createResourceTypeEdge(req, ctx) {
+      return { resourceTypeEdge: (await createMany(deps, ctx, resourceTypeEdges(), [req], false))[0] };
+    },
+    async batchCreateResourceTypeEdges(req, ctx) {
+      return { resourceTypeEdges: await createMany(deps, ctx, resourceTypeEdges(), req.items, true) };
+    },
+    async listResourceTypeEdges(req, ctx) {
+      const typeId = requireString(req.typeId, 'typeId');
+      await tenantOfRef(deps, ctx, 'resourceType', typeId, 'typeId');
+      const where = { $or: [{ parentTypeId: typeId }, { childTypeId: typeId }] };
+      const { items, nextCursor } = await listMany(deps, 'resourceTypeEdge', where, req);
+      return { resourceTypeEdges: items, nextCursor };
+    },
+  };
+}

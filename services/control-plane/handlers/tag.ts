@@ -1,0 +1,252 @@
+import type { ServiceImpl } from '@connectrpc/connect';
+import { TagService } from '../../../gen/authz/v1/tag_service_pb.js';
+import type {
+  CreateTagAssignmentRequest, CreateTagBindingRequest, CreateTagGroupRequest, CreateTagRequest,
+} from '../../../gen/authz/v1/tag_service_pb.js';
+import { constraint, invalid } from '../../common/errors.js';
+import { rowToMessage, type KindName, type Row } from '../../store/kinds.js';
+import { listPage } from '../../store/read.js';
+import { oneOf, optionalString, requireString } from '../validate.js';
+import {
+  createMany, getOne, listMany, loadForWrite, reach, tenantOfRef, writeOne, type Batch, type CreateSpec, type Deps,
+} from './kit.js';
+import { distinct, enterScope, query, refIn, taken } from './resource-type.js';
+
+const TARGET_TYPES = ['resource', 'subject', 'scope'] as const;
+const TARGET_KIND: Record<(typeof TARGET_TYPES)[number], KindName> = { resource: 'resource', subject: 'subject', scope: 'scope' };
+
+function maxApplied(n: number | undefined, field: string): number {
+  const v = n ?? 0;
+  if (!Number.isInteger(v) || v < 0) throw invalid(field, 'must be 0 (no limit) or more');
+  return v;
+}
+
+/** The tag's group, which must not be locked. */
+async function unlockedGroup(b: Batch, groupId: string, field: string, what: string): Promise<Row> {
+  const group = await b.ref('tagGroup', groupId, field);
+  if (group.isLocked) throw constraint(`tag group "${group.key as string}" (${groupId}) is locked: it takes no new ${what}`, field);
+  return group;
+}
+
+function tagGroups(): CreateSpec<CreateTagGroupRequest, 'tagGroup'> {
+  const known = new Set<string>(); // `${tenantId}\0${key}`
+  return {
+    kind: 'tagGroup',
+    async preload(b, items) {
+      await b.preload('scope', items.map((i) => i.scopeId));
+      const keys = distinct(items.map((i) => i.key));
+      if (keys.length === 0) return;
+      for (const r of await query<{ t: string; k: string }>(b.em, 'select tenant_id as t, key as k from tag_groups where key in (?)', [keys])) {
+        known.add(`${r.t}\0${r.k}`);
+      }
+    },
+    async build(b, item, p) {
+      const id = b.id('tagGroup', item.id, `${p}id`);
+      const scopeId = requireString(item.scopeId, `${p}scopeId`);
+      const name = requireString(item.name, `${p}name`);
+      const key = requireString(item.key, `${p}key`);
+      const description = optionalString(item.description, `${p}description`) ?? '';
+      const maxAppliedPerTarget = maxApplied(item.maxAppliedPerTarget, `${p}maxAppliedPerTarget`);
+      const tenantId = (await enterScope(b, scopeId, `${p}scopeId`)).tenantId as string;
+      if (known.has(`${tenantId}\0${key}`)) throw taken(`${p}key`, `a tag group with key "${key}" already exists in tenant ${tenantId}`);
+      known.add(`${tenantId}\0${key}`);
+      return {
+        ...b.base(id, tenantId), scopeId, name, key, description, origin: 'user', maxAppliedPerTarget, isLocked: item.isLocked,
+      };
+    },
+  };
+}
+
+function tags(): CreateSpec<CreateTagRequest, 'tag'> {
+  const known = new Set<string>(); // `${groupId}\0${identifier}`
+  return {
+    kind: 'tag',
+    async preload(b, items) {
+      const groups = distinct(items.map((i) => i.tagGroupId));
+      const identifiers = distinct(items.map((i) => i.identifier));
+      await b.preload('tagGroup', groups);
+      await b.preload('scope', items.map((i) => i.scopeId));
+      if (groups.length === 0 || identifiers.length === 0) return;
+      const rows = await query<{ g: string; i: string }>(
+        b.em, 'select tag_group_id as g, identifier as i from tags where tag_group_id in (?) and identifier in (?)', [groups, identifiers],
+      );
+      for (const r of rows) known.add(`${r.g}\0${r.i}`);
+    },
+    async build(b, item, p) {
+      const id = b.id('tag', item.id, `${p}id`);
+      const tagGroupId = requireString(item.tagGroupId, `${p}tagGroupId`);
+      const identifier = requireString(item.identifier, `${p}identifier`);
+      const label = optionalString(item.label, `${p}label`) ?? '';
+      const explicitScope = optionalString(item.scopeId, `${p}scopeId`);
+      const group = await unlockedGroup(b, tagGroupId, `${p}tagGroupId`, 'tags');
+      const tenantId = group.tenantId as string;
+      await b.tenant(tenantId, `${p}tagGroupId`);
+      if (explicitScope) await refIn(b, 'scope', explicitScope, `${p}scopeId`, tenantId);
+      if (known.has(`${tagGroupId}\0${identifier}`)) {
+        throw taken(`${p}identifier`, `tag group ${tagGroupId} already has a tag "${identifier}"`);
+      }
+      known.add(`${tagGroupId}\0${identifier}`);
+      return { ...b.base(id, tenantId), scopeId: explicitScope ?? (group.scopeId as string), tagGroupId, identifier, label };
+    },
+  };
+}
+
+/**
+ * Assignments respect the group's lock and `maxAppliedPerTarget`; the count per (target, group)
+ * starts from the store (one query for the whole batch) and grows with the batch's own items.
+ */
+function tagAssignments(): CreateSpec<CreateTagAssignmentRequest, 'tagAssignment'> {
+  const counts = new Map<string, number>(); // `${targetId}\0${groupId}` -> tags of the group on the target
+  const pairs = new Set<string>(); // `${tagId}\0${targetId}`
+  return {
+    kind: 'tagAssignment',
+    async preload(b, items) {
+      const tagIds = distinct(items.map((i) => i.tagId));
+      await b.preload('tag', tagIds);
+      if (tagIds.length > 0) {
+        const groups = await query<{ g: string }>(b.em, 'select distinct tag_group_id as g from tags where id in (?)', [tagIds]);
+        await b.preload('tagGroup', groups.map((g) => g.g));
+      }
+      for (const t of TARGET_TYPES) {
+        await b.preload(TARGET_KIND[t], items.filter((i) => i.targetType === t).map((i) => i.targetId));
+      }
+      const targets = distinct(items.map((i) => i.targetId));
+      if (targets.length === 0) return;
+      const rows = await query<{ target: string; tag: string; grp: string }>(b.em, `
+        select a.target_id as target, a.tag_id as tag, t.tag_group_id as grp
+        from tag_assignments a join tags t on t.id = a.tag_id where a.target_id in (?)`, [targets]);
+      for (const r of rows) {
+        pairs.add(`${r.tag}\0${r.target}`);
+        const k = `${r.target}\0${r.grp}`;
+        counts.set(k, (counts.get(k) ?? 0) + 1);
+      }
+    },
+    async build(b, item, p) {
+      const id = b.id('tagAssignment', item.id, `${p}id`);
+      const tagId = requireString(item.tagId, `${p}tagId`);
+      const targetType = oneOf(item.targetType, TARGET_TYPES, `${p}targetType`);
+      const targetId = requireString(item.targetId, `${p}targetId`);
+      const tag = await b.ref('tag', tagId, `${p}tagId`);
+      const tenantId = tag.tenantId as string;
+      await b.tenant(tenantId, `${p}tagId`);
+      const group = await unlockedGroup(b, tag.tagGroupId as string, `${p}tagId`, 'assignments');
+      await refIn(b, TARGET_KIND[targetType], targetId, `${p}targetId`, tenantId);
+      if (pairs.has(`${tagId}\0${targetId}`)) throw taken(`${p}targetId`, `${targetType} ${targetId} already carries tag ${tagId}`);
+      const k = `${targetId}\0${group.id as string}`;
+      const count = counts.get(k) ?? 0;
+      const max = group.maxAppliedPerTarget as number;
+      if (max > 0 && count + 1 > max) {
+        throw constraint(
+          `${targetType} ${targetId} already carries ${count} tag(s) of group "${group.key as string}", which allows at most ${max} per target`,
+          `${p}tagId`,
+        );
+      }
+      counts.set(k, count + 1);
+      pairs.add(`${tagId}\0${targetId}`);
+      return { ...b.base(id, tenantId), tagId, targetType, targetId };
+    },
+  };
+}
+
+const tagBindings: CreateSpec<CreateTagBindingRequest, 'tagBinding'> = {
+  kind: 'tagBinding',
+  async preload(b, items) {
+    await b.preload('scope', items.map((i) => i.scopeId));
+    await b.preload('tag', items.map((i) => i.tagId));
+    await b.preload('role', items.map((i) => i.roleId));
+  },
+  async build(b, item, p) {
+    const id = b.id('tagBinding', item.id, `${p}id`);
+    const tagId = requireString(item.tagId, `${p}tagId`);
+    const roleId = requireString(item.roleId, `${p}roleId`);
+    const scopeId = requireString(item.scopeId, `${p}scopeId`);
+    const tenantId = (await enterScope(b, scopeId, `${p}scopeId`)).tenantId as string;
+    await refIn(b, 'tag', tagId, `${p}tagId`, tenantId);
+    await refIn(b, 'role', roleId, `${p}roleId`, tenantId);
+    return { ...b.base(id, tenantId), tagId, roleId, scopeId };
+  },
+};
+
+export function tagService(deps: Deps): ServiceImpl<typeof TagService> {
+  const remove = (kind: KindName) => async (req: { id: string }, ctx: Parameters<typeof writeOne>[1]) => {
+    const id = requireString(req.id, 'id');
+    await writeOne(deps, ctx, async (tx, principal) => {
+      await loadForWrite(tx, principal, kind, id);
+      await tx.delete(kind, [id]);
+    });
+    return {};
+  };
+  return {
+    async createTagGroup(req, ctx) {
+      return { tagGroup: (await createMany(deps, ctx, tagGroups(), [req], false))[0] };
+    },
+    async batchCreateTagGroups(req, ctx) {
+      return { tagGroups: await createMany(deps, ctx, tagGroups(), req.items, true) };
+    },
+    async getTagGroup(req, ctx) {
+      return { tagGroup: await getOne(deps, ctx, 'tagGroup', requireString(req.id, 'id')) };
+    },
+    async listTagGroups(req, ctx) {
+      const scopeId = requireString(req.scopeId, 'scopeId');
+      await tenantOfRef(deps, ctx, 'scope', scopeId, 'scopeId');
+      const { items, nextCursor } = await listMany(deps, 'tagGroup', { scopeId }, req);
+      return { tagGroups: items, nextCursor };
+    },
+    async updateTagGroup(req, ctx) {
+      const id = requireString(req.id, 'id');
+      const patch: Row = {};
+      if (req.name !== undefined) patch.name = requireString(req.name, 'name');
+      if (req.description !== undefined) patch.description = optionalString(req.description, 'description') ?? '';
+      if (req.maxAppliedPerTarget !== undefined) patch.maxAppliedPerTarget = maxApplied(req.maxAppliedPerTarget, 'maxAppliedPerTarget');
+      if (req.isLocked !== undefined) patch.isLocked = req.isLocked;
+      const row = await writeOne(deps, ctx, async (tx, principal) => {
+        const cur = await loadForWrite(tx, principal, 'tagGroup', id);
+        if (Object.keys(patch).length > 0) await tx.update('tagGroup', cur, patch);
+        return { ...cur, ...patch };
+      });
+      return { tagGroup: rowToMessage('tagGroup', row) };
+    },
+    async createTag(req, ctx) {
+      return { tag: (await createMany(deps, ctx, tags(), [req], false))[0] };
+    },
+    async batchCreateTags(req, ctx) {
+      return { tags: await createMany(deps, ctx, tags(), req.items, true) };
+    },
+    async getTag(req, ctx) {
+      return { tag: await getOne(deps, ctx, 'tag', requireString(req.id, 'id')) };
+    },
+    async listTags(req, ctx) {
+      const tagGroupId = requireString(req.tagGroupId, 'tagGroupId');
+      await tenantOfRef(deps, ctx, 'tagGroup', tagGroupId, 'tagGroupId');
+      const { items, nextCursor } = await listMany(deps, 'tag', { tagGroupId }, req);
+      return { tags: items, nextCursor };
+    },
+    async createTagAssignment(req, ctx) {
+      return { tagAssignment: (await createMany(deps, ctx, tagAssignments(), [req], false))[0] };
+    },
+    async batchCreateTagAssignments(req, ctx) {
+      return { tagAssignments: await createMany(deps, ctx, tagAssignments(), req.items, true) };
+    },
+    async listTagAssignments(req, ctx) {
+      // The target may be a resource, a subject or a scope: reach is checked on the rows found.
+      const targetId = requireString(req.targetId, 'targetId');
+      const { rows, nextCursor } = await listPage(deps.db.orm.em.fork(), 'tagAssignment', { targetId }, req);
+      for (const r of rows) reach(ctx, r);
+      return { tagAssignments: rows.map((r) => rowToMessage('tagAssignment', r)), nextCursor };
+    },
+    deleteTagAssignment: remove('tagAssignment'),
+    async createTagBinding(req, ctx) {
+      return { tagBinding: (await createMany(deps, ctx, tagBindings, [req], false))[0] };
+    },
+    async batchCreateTagBindings(req, ctx) {
+      return { tagBindings: await createMany(deps, ctx, tagBindings, req.items, true) };
+    },
+    async listTagBindings(req, ctx) {
+      const scopeId = requireString(req.scopeId, 'scopeId');
+      await tenantOfRef(deps, ctx, 'scope', scopeId, 'scopeId');
+      const { items, nextCursor } = await listMany(deps, 'tagBinding', { scopeId }, req);
+      return { tagBindings: items, nextCursor };
+    },
+    deleteTagBinding: remove('tagBinding'),
+  };
+}
