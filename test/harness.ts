@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { createClient, createRouterTransport, type Client, type Interceptor } from '@connectrpc/connect';
+import { expect } from 'vitest';
+import { Code, ConnectError, createClient, createRouterTransport, type Client, type Interceptor } from '@connectrpc/connect';
 import type { DescService } from '@bufbuild/protobuf';
 import { openDatabase, type Database } from '../services/store/db.js';
 import { principalKey, type Principal } from '../services/control-plane/auth/principal.js';
 import type { Deps } from '../services/control-plane/handlers/kit.js';
 import { runWrite } from '../services/store/write.js';
+import type { KindName, Row } from '../services/store/kinds.js';
 import { TenantIndexes } from '../services/control-plane/decision/indexes.js';
 import type { GateMode } from '../services/engine/mod.js';
 import { registerServices } from '../services/control-plane/services.js';
@@ -91,4 +93,30 @@ export async function seedTenant(db: Database, id: string): Promise<{ tenantId: 
     await tx.insert('scope', [{ id: rootScopeId, tenantId: id, name: 'root', typeId: 'scope_type_tenant', createdAt: now, createdBy: 'test' }]);
   });
   return { tenantId: id, rootScopeId };
+}
+
+/** Asserts that a call fails with `code` (and a message containing `text`); returns the error. */
+export async function expectCode(p: Promise<unknown>, code: Code, text?: string): Promise<ConnectError> {
+  let err: ConnectError | undefined;
+  try {
+    await p;
+  } catch (e) {
+    err = ConnectError.from(e);
+  }
+  if (!err) throw new Error(`expected the call to fail with ${Code[code]}`);
+  expect(Code[err.code], err.rawMessage).toBe(Code[code]);
+  if (text) expect(err.rawMessage).toContain(text);
+  return err;
+}
+
+/**
+ * Writes rows of one kind of a tenant straight through the store (so they reach the change
+ * log), filling tenantId/createdAt/createdBy; returns the tenant's new revision.
+ */
+export async function seedRows(db: Database, tenantId: string, kind: KindName, rows: Row[]): Promise<number> {
+  const { revision } = await runWrite(db, async (tx) => {
+    await tx.useTenant(tenantId);
+    await tx.insert(kind, rows.map((r) => ({ tenantId, createdAt: new Date(), createdBy: 'test', ...r })));
+  });
+  return revision!;
 }

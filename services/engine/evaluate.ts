@@ -34,12 +34,13 @@
  *   ScopeNotFoundError.
  */
 import { ScopeNotFoundError } from './errors.js';
-import { MAX_HIERARCHY_DEPTH, bagRows, type ParentLink, type ResourceNode, type ScopePath, type SubjectNode, type TenantIndex } from './index.js';
+import { MAX_HIERARCHY_DEPTH, bagRows, type ParentLink, type ResourceNode, type RoleInfo, type ScopePath, type SubjectNode, type TenantIndex } from './index.js';
 import { applyJsonLogic, logicTruthy, missingVariables } from './jsonlogic.js';
 import { matchesDefinition, type ResourceTags } from './match.js';
 import type { Collection, OwnershipGrant, Policy, Resource, ResourceScopeLink, Subject } from './model.js';
 import {
-  collectRoleIds,
+  collectRoles,
+  coversWith,
   heldRoles,
   overrideDecisions,
   pathHasOverrides,
@@ -186,8 +187,8 @@ interface Ctx {
 // Scratch space of the decision path, reused by every call so that a check without `explain`
 // allocates nothing but its Decision (and a few small objects on rare paths). `evaluate` is
 // synchronous and never re-entered (nothing it calls can call back into it), so one set is safe.
-/** Distinct ids of the roles the subject holds at the evaluation scope. */
-const ROLE_IDS: string[] = [];
+/** The distinct roles the subject holds at the evaluation scope. */
+const ROLES: RoleInfo[] = [];
 /** Query of the direct role and ownership legs. */
 const DIRECT: CoverQuery = { action: '', type: null, p0: undefined, p1: undefined, p2: undefined };
 /** Query of one hierarchy step. */
@@ -281,20 +282,20 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
 
   // Role-based permissions.
   ctx.hasOverrides = pathHasOverrides(index, path);
-  let roleIds: readonly string[];
+  let roles: readonly RoleInfo[];
   if (trace) {
     const skipped: SkippedRole[] = [];
     const held = heldRoles(index, subjectNode, path, skipped);
-    roleIds = distinctRoleIds(held);
+    roles = distinctRoleIds(held).map((id) => index.roleInfo(id) as RoleInfo);
     traceHeld(trace, held, skipped);
   } else {
-    collectRoleIds(index, subjectNode, path, ROLE_IDS);
-    roleIds = ROLE_IDS;
+    collectRoles(index, subjectNode, path, ROLES);
+    roles = ROLES;
   }
   const direct = directQuery(DIRECT, action, target);
-  for (let k = 0; k < roleIds.length; k++) {
-    const roleId = roleIds[k];
-    const p = roleCovers(index, roleId, direct, decisionsOf(ctx, roleId));
+  for (let k = 0; k < roles.length; k++) {
+    const roleId = roles[k].id;
+    const p = coversWith(index, roles[k].cover, direct, decisionsOf(ctx, roleId));
     if (p) {
       trace?.push({ leg: 'role', outcome: 'allow', message: `role ${roleId} has permission ${p.id} (${p.key}) covering the request`, detail: { roleId, permissionId: p.id } });
       return done(ctx, true, 'role');
@@ -326,7 +327,7 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
   } else trace?.push({ leg: 'ownership', outcome: 'fail', message: 'no ownership grant on the resource' });
 
   // Hierarchy inheritance through `inherit` edges.
-  return inherit(ctx, action, target, roleIds, subjectNode);
+  return inherit(ctx, action, target, roles, subjectNode);
 }
 
 /**
@@ -335,7 +336,7 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
  * lookup in the roles' cover indexes, and its id string is read only for a subject holding
  * ownership grants or for the explanation.
  */
-function inherit(ctx: Ctx, action: string, target: Extract<Target, { kind: 'known' }>, roleIds: readonly string[], subjectNode: SubjectNode): Decision {
+function inherit(ctx: Ctx, action: string, target: Extract<Target, { kind: 'known' }>, roles: readonly RoleInfo[], subjectNode: SubjectNode): Decision {
   const { index, trace } = ctx;
   const q = VIA;
   q.action = action;
@@ -376,9 +377,9 @@ function inherit(ctx: Ctx, action: string, target: Extract<Target, { kind: 'know
         q.p0 = parentNode.id;
         q.p1 = undefined;
         q.p2 = undefined;
-        for (let k = 0; k < roleIds.length; k++) {
-          const roleId = roleIds[k];
-          const p = roleCovers(index, roleId, q, decisionsOf(ctx, roleId));
+        for (let k = 0; k < roles.length; k++) {
+          const roleId = roles[k].id;
+          const p = coversWith(index, roles[k].cover, q, decisionsOf(ctx, roleId));
           if (p) {
             trace?.push({ leg: 'hierarchy', outcome: 'allow', message: `ancestor ${parentNode.id} via ${(walked as string[]).join(' → ')}: role ${roleId} has permission ${p.id} (${p.key})`, detail: { hierarchyPath: [...(walked as string[])], roleId, permissionId: p.id } });
             return done(ctx, true, 'inherited');

@@ -189,6 +189,32 @@ function groupByScope(list: AssignmentList): Map<string, string[]> {
 
 // --- nodes ---------------------------------------------------------------------------------------
 
+/** Re-copies the first assignments of a subject node into its own fields (O(INLINE_ASSIGNMENTS)). */
+function refreshInline(n: MutableSubjectNode): void {
+  const list = n.assignments;
+  const count = list.length / A_STRIDE;
+  n.inline = count <= INLINE_ASSIGNMENTS ? count : -1;
+  n.s0 = list[A_SCOPE];
+  n.r0 = list[A_ROLE];
+  n.s1 = list[A_STRIDE + A_SCOPE];
+  n.r1 = list[A_STRIDE + A_ROLE];
+  n.s2 = list[2 * A_STRIDE + A_SCOPE];
+  n.r2 = list[2 * A_STRIDE + A_ROLE];
+  n.s3 = list[3 * A_STRIDE + A_SCOPE];
+  n.r3 = list[3 * A_STRIDE + A_ROLE];
+}
+
+/** Whether a subject node's inline copy agrees with its list (for derivedState). */
+function inlineOk(n: MutableSubjectNode): boolean {
+  const list = n.assignments;
+  const count = list.length / A_STRIDE;
+  const fields = [n.s0, n.r0, n.s1, n.r1, n.s2, n.r2, n.s3, n.r3];
+  for (let k = 0; k < INLINE_ASSIGNMENTS; k++) {
+    if (fields[2 * k] !== list[k * A_STRIDE + A_SCOPE] || fields[2 * k + 1] !== list[k * A_STRIDE + A_ROLE]) return false;
+  }
+  return n.inline === (count <= INLINE_ASSIGNMENTS ? count : -1);
+}
+
 /**
  * Role assignments joined with their memberships, flattened four strings per assignment:
  * `[assignmentId, membershipId, scopeId, roleId, …]` (one array per subject instead of one
@@ -212,6 +238,20 @@ export interface SubjectNode {
   readonly assignments: AssignmentList;
   /** The same entries by membership scope, kept only when there are many of them. */
   readonly assignmentsByScope: ReadonlyMap<string, AssignmentList> | undefined;
+  /**
+   * The scope and role of the first {@link INLINE_ASSIGNMENTS} entries of `assignments`,
+   * copied into the node itself (`s0`/`r0` … `s3`/`r3`): most subjects hold a few, and a check
+   * then reads no array. `inline` is their number, or -1 when there are more (use the list).
+   */
+  readonly inline: number;
+  readonly s0: string | undefined;
+  readonly r0: string | undefined;
+  readonly s1: string | undefined;
+  readonly r1: string | undefined;
+  readonly s2: string | undefined;
+  readonly r2: string | undefined;
+  readonly s3: string | undefined;
+  readonly r3: string | undefined;
   /** Ownership grants of the subject, by resource; undefined when none. */
   readonly grantsByResource: ReadonlyMap<string, RowBag<OwnershipGrant>> | undefined;
   /** Tag assignments targeting the subject. */
@@ -220,6 +260,8 @@ export interface SubjectNode {
 
 /** Above this many assignments a subject node also keeps them by scope. */
 export const ASSIGNMENT_SCAN_LIMIT = 16;
+/** Up to this many assignments are also copied into the subject node's own fields. */
+export const INLINE_ASSIGNMENTS = 4;
 
 /** The current key of a resource type, shared by every resource of that type id. */
 export interface TypeSlot {
@@ -264,6 +306,15 @@ interface MutableSubjectNode {
   type: string | undefined;
   assignments: string[];
   assignmentsByScope: Map<string, string[]> | undefined;
+  inline: number;
+  s0: string | undefined;
+  r0: string | undefined;
+  s1: string | undefined;
+  r1: string | undefined;
+  s2: string | undefined;
+  r2: string | undefined;
+  s3: string | undefined;
+  r3: string | undefined;
   grantsByResource: Map<string, MutableRowBag<OwnershipGrant>> | undefined;
   tags: MutableRowBag<TagAssignment> | undefined;
 }
@@ -312,6 +363,25 @@ interface MutableResourceNode {
 export interface CoverEntry {
   readonly id: string;
   readonly permission: Permission;
+}
+
+/** A role's cover index: resourcePattern → action → entries (any type). */
+export type CoverIndex = ReadonlyMap<string, ReadonlyMap<string, RowBag<CoverEntry>>>;
+
+/**
+ * What a check reads about one role, behind one lookup: its row (undefined while the role does
+ * not exist) and its cover index (undefined while it has no permission).
+ */
+export interface RoleInfo {
+  readonly id: string;
+  readonly row: Role | undefined;
+  readonly cover: CoverIndex | undefined;
+}
+
+interface MutableRoleInfo {
+  readonly id: string;
+  row: Role | undefined;
+  cover: Map<string, Map<string, MutableRowBag<CoverEntry>>> | undefined;
 }
 
 // --- row validation -----------------------------------------------------------------------------
@@ -403,7 +473,7 @@ export class TenantIndex {
    * cover the resource (`*`, its external id, its id) and the action or `*`, then verifies the
    * type on the row: no key building, no scan of the role's permissions.
    */
-  private readonly coverByRole = new Map<string, Map<string, Map<string, MutableRowBag<CoverEntry>>>>();
+  private readonly roleInfos = new Map<string, MutableRoleInfo>();
   // memberships (assignments are joined into subject nodes through their membership)
   private readonly assignmentsByMembership: Multi = new Map();
   // resources
@@ -491,7 +561,26 @@ export class TenantIndex {
 
   private subjectNodeFor(id: string): MutableSubjectNode {
     let n = this.subjects.get(id);
-    if (!n) this.subjects.set(id, (n = { row: undefined, type: undefined, assignments: [], assignmentsByScope: undefined, grantsByResource: undefined, tags: undefined }));
+    if (!n) {
+      n = {
+        row: undefined,
+        type: undefined,
+        assignments: [],
+        assignmentsByScope: undefined,
+        inline: 0,
+        s0: undefined,
+        r0: undefined,
+        s1: undefined,
+        r1: undefined,
+        s2: undefined,
+        r2: undefined,
+        s3: undefined,
+        r3: undefined,
+        grantsByResource: undefined,
+        tags: undefined,
+      };
+      this.subjects.set(id, n);
+    }
     return n;
   }
 
@@ -569,6 +658,7 @@ export class TenantIndex {
       if (list) list.push(...entry);
       else n.assignmentsByScope.set(entry[A_SCOPE], entry);
     } else if (n.assignments.length > ASSIGNMENT_SCAN_LIMIT * A_STRIDE) n.assignmentsByScope = groupByScope(n.assignments);
+    refreshInline(n);
   }
 
   private unlinkAssignment(a: RoleAssignment, m: Membership | undefined): void {
@@ -579,6 +669,7 @@ export class TenantIndex {
     if (i < 0) return;
     const scopeId = n.assignments[i + A_SCOPE];
     n.assignments.splice(i, A_STRIDE);
+    refreshInline(n);
     if (n.assignmentsByScope) {
       if (n.assignments.length <= (ASSIGNMENT_SCAN_LIMIT / 2) * A_STRIDE) n.assignmentsByScope = undefined;
       else {
@@ -714,6 +805,8 @@ export class TenantIndex {
         break;
       }
       case 'role':
+        this.roleInfoFor(row.id).row = row as Role;
+        break;
       case 'tag_group':
       case 'tag':
         // Read directly from their tables at evaluation time.
@@ -858,27 +951,48 @@ export class TenantIndex {
         rbDelete2(this.bindingsByTagScope, b.tagId, b.scopeId, b.id);
         break;
       }
-      case 'role':
+      case 'role': {
+        const info = this.roleInfos.get(row.id);
+        if (info) {
+          info.row = undefined;
+          this.pruneRoleInfo(info);
+        }
+        break;
+      }
       case 'tag_group':
       case 'tag':
         break;
     }
   }
 
+  private roleInfoFor(id: string): MutableRoleInfo {
+    let info = this.roleInfos.get(id);
+    if (!info) this.roleInfos.set(id, (info = { id, row: undefined, cover: undefined }));
+    return info;
+  }
+
+  private pruneRoleInfo(info: MutableRoleInfo): void {
+    if (info.row === undefined && info.cover === undefined) this.roleInfos.delete(info.id);
+  }
+
   private addCover(rp: RolePermission, p: Permission): void {
-    const byPattern = nested(this.coverByRole, rp.roleId);
-    rbAdd(nested(byPattern, p.resourcePattern), p.action, { id: rp.id, permission: p });
+    const info = this.roleInfoFor(rp.roleId);
+    rbAdd(nested((info.cover ??= new Map()), p.resourcePattern), p.action, { id: rp.id, permission: p });
   }
 
   private deleteCover(rp: RolePermission, p: Permission): void {
-    const byPattern = this.coverByRole.get(rp.roleId);
-    if (!byPattern) return;
+    const info = this.roleInfos.get(rp.roleId);
+    const byPattern = info?.cover;
+    if (!info || !byPattern) return;
     const byAction = byPattern.get(p.resourcePattern);
     if (byAction) {
       rbDelete(byAction, p.action, rp.id);
       if (byAction.size === 0) byPattern.delete(p.resourcePattern);
     }
-    if (byPattern.size === 0) this.coverByRole.delete(rp.roleId);
+    if (byPattern.size === 0) {
+      info.cover = undefined;
+      this.pruneRoleInfo(info);
+    }
   }
 
   /** Drops the cached paths of a scope and of everything below it (cycle-safe). */
@@ -1032,8 +1146,13 @@ export class TenantIndex {
    * A role's cover index: resourcePattern → action → entries (any type); undefined when the
    * role has no permission.
    */
-  coverIndexOf(roleId: string): ReadonlyMap<string, ReadonlyMap<string, RowBag<CoverEntry>>> | undefined {
-    return this.coverByRole.get(roleId);
+  coverIndexOf(roleId: string): CoverIndex | undefined {
+    return this.roleInfos.get(roleId)?.cover;
+  }
+
+  /** A role's row and cover index behind one lookup (undefined when neither exists). */
+  roleInfo(roleId: string): RoleInfo | undefined {
+    return this.roleInfos.get(roleId);
   }
 
   /**
@@ -1121,6 +1240,7 @@ export class TenantIndex {
           {
             row: n.row?.id ?? null,
             type: n.type === n.row?.type ? 'ok' : 'stale',
+            inline: inlineOk(n) ? 'ok' : 'stale',
             assignments: entriesOf(n.assignments),
             // The by-scope view may outlive its threshold (hysteresis), so only its presence
             // when required and its agreement with the list are canonical.
@@ -1163,10 +1283,15 @@ export class TenantIndex {
       overridesByScopeRole: canon(this.overridesByScopeRole as Deep, 2),
       rpByRole: canon(this.rpByRole as Deep, 1),
       rpByPermission: canon(this.rpByPermission as Deep, 1),
-      coverByRole: sortKeys(
-        [...this.coverByRole.entries()].map(([role, byPattern]) => [
+      roleInfos: sortKeys(
+        [...this.roleInfos.entries()].map(([role, info]) => [
           role,
-          sortKeys([...byPattern.entries()].map(([pat, byAction]) => [pat, sortKeys([...byAction.entries()].map(([a, b]) => [a, ids(b)]))])),
+          {
+            row: info.row === this.t.role.get(role) ? (info.row ? 'ok' : null) : 'stale',
+            cover: info.cover
+              ? sortKeys([...info.cover.entries()].map(([pat, byAction]) => [pat, sortKeys([...byAction.entries()].map(([a, b]) => [a, ids(b)]))]))
+              : null,
+          },
         ]),
       ),
       assignmentsByMembership: canon(this.assignmentsByMembership as Deep, 1),

@@ -17,7 +17,20 @@
  * Overrides do not depend on the source, so R has the same permission set at S whether it
  * comes from a membership, a tag binding or an ownership grant.
  */
-import { A_MEMBERSHIP, A_ROLE, A_SCOPE, A_STRIDE, bagRows, type CoverEntry, type RowBag, type ScopePath, type SubjectNode, type TenantIndex } from './index.js';
+import {
+  A_MEMBERSHIP,
+  A_ROLE,
+  A_SCOPE,
+  A_STRIDE,
+  bagRows,
+  type CoverEntry,
+  type CoverIndex,
+  type RoleInfo,
+  type RowBag,
+  type ScopePath,
+  type SubjectNode,
+  type TenantIndex,
+} from './index.js';
 import type { Permission, TagBinding } from './model.js';
 
 export type RoleSource = 'role' | 'tag_binding';
@@ -48,36 +61,49 @@ export function pathHasOverrides(index: TenantIndex, path: ScopePath): boolean {
 
 /** Every (role, source) the subject holds at `path.ids[0]`, nearest source first. */
 /**
- * The distinct role ids of {@link heldRoles}, in the same order, written into `out` (cleared
- * first) without allocating per source: the decision path's version. Returns their number.
+ * The roles of {@link heldRoles}, distinct and in the same order, written into `out` (cleared
+ * first) as their RoleInfo without allocating per source: the decision path's version.
+ * Returns their number.
  */
-export function collectRoleIds(index: TenantIndex, subject: SubjectNode | undefined, path: ScopePath, out: string[]): number {
+export function collectRoles(index: TenantIndex, subject: SubjectNode | undefined, path: ScopePath, out: RoleInfo[]): number {
   out.length = 0;
   if (!subject) return 0;
   const tagIds = subject.tags === undefined ? undefined : index.existingTagIds(subject.tags);
   const overrides = pathHasOverrides(index, path);
   const ids = path.ids;
+  const inline = subject.inline;
   const assignments = subject.assignments;
   const byScope = subject.assignmentsByScope;
   for (let i = 0; i < ids.length; i++) {
     const at = ids[i];
-    const list = byScope !== undefined ? byScope.get(at) : assignments;
-    if (list !== undefined) {
-      for (let k = 0; k < list.length; k += A_STRIDE) {
-        if (list[k + A_SCOPE] !== at) continue;
-        const roleId = list[k + A_ROLE];
-        if (sourceStatus(index, path, i, roleId, overrides) === HELD && !out.includes(roleId)) out.push(roleId);
+    if (inline >= 0) {
+      // The node's own copy of its few entries, in list order: no array read.
+      if (inline > 0 && subject.s0 === at) holdInto(index, path, i, subject.r0 as string, overrides, out);
+      if (inline > 1 && subject.s1 === at) holdInto(index, path, i, subject.r1 as string, overrides, out);
+      if (inline > 2 && subject.s2 === at) holdInto(index, path, i, subject.r2 as string, overrides, out);
+      if (inline > 3 && subject.s3 === at) holdInto(index, path, i, subject.r3 as string, overrides, out);
+    } else {
+      const list = byScope !== undefined ? byScope.get(at) : assignments;
+      if (list !== undefined) {
+        for (let k = 0; k < list.length; k += A_STRIDE) {
+          if (list[k + A_SCOPE] === at) holdInto(index, path, i, list[k + A_ROLE], overrides, out);
+        }
       }
     }
     if (tagIds !== undefined) {
       for (const tagId of tagIds) {
         for (const b of bagRows<TagBinding>(index.bindingsAt(tagId, at))) {
-          if (sourceStatus(index, path, i, b.roleId, overrides) === HELD && !out.includes(b.roleId)) out.push(b.roleId);
+          holdInto(index, path, i, b.roleId, overrides, out);
         }
       }
     }
   }
   return out.length;
+}
+
+function holdInto(index: TenantIndex, path: ScopePath, i: number, roleId: string, overrides: boolean, out: RoleInfo[]): void {
+  const info = index.roleInfo(roleId);
+  if (info !== undefined && sourceStatus(index, path, i, info, overrides) === HELD && !out.includes(info)) out.push(info);
 }
 
 export function heldRoles(index: TenantIndex, subject: SubjectNode | undefined, path: ScopePath, skipped?: SkippedRole[]): HeldRole[] {
@@ -120,7 +146,7 @@ function consider(
   skipped: SkippedRole[] | undefined,
 ): void {
   const sourceScopeId = path.ids[i];
-  const status = sourceStatus(index, path, i, roleId, overrides);
+  const status = sourceStatus(index, path, i, index.roleInfo(roleId), overrides);
   if (status === HELD) out.push({ roleId, source, sourceScopeId, viaId });
   else if (status === ROLE_MISSING) skipped?.push({ roleId, source, sourceScopeId, viaId, why: 'role_missing' });
   else if (status === NOT_USABLE) skipped?.push({ roleId, source, sourceScopeId, viaId, why: 'role_not_usable_at_source' });
@@ -133,9 +159,10 @@ const NOT_USABLE = 2;
 const BLOCKED = 3;
 
 /** Whether the source at path index i gives its role (HELD), and if not, why. */
-function sourceStatus(index: TenantIndex, path: ScopePath, i: number, roleId: string, overrides: boolean): number {
-  const role = index.role(roleId);
+function sourceStatus(index: TenantIndex, path: ScopePath, i: number, info: RoleInfo | undefined, overrides: boolean): number {
+  const role = info?.row;
   if (!role) return ROLE_MISSING;
+  const roleId = role.id;
   // The source's ancestors are usually the rest of the path; the source's own path settles
   // the rare cases (a path cut at the depth limit or by a cycle).
   if (path.ids.indexOf(role.scopeId, i) < 0 && !index.scopePath(path.ids[i]).set.has(role.scopeId)) return NOT_USABLE;
@@ -219,7 +246,11 @@ export function roleCovers(
   q: CoverQuery,
   decisions: OverrideDecisions | null,
 ): Permission | null {
-  const byPattern = index.coverIndexOf(roleId);
+  return coversWith(index, index.coverIndexOf(roleId), q, decisions);
+}
+
+/** {@link roleCovers} given the role's cover index (from its RoleInfo: no lookup by id). */
+export function coversWith(index: TenantIndex, byPattern: CoverIndex | undefined, q: CoverQuery, decisions: OverrideDecisions | null): Permission | null {
   if (byPattern !== undefined) {
     const p =
       (q.p0 !== undefined ? coverAt(byPattern, q.p0, q, decisions) : null) ??
@@ -239,7 +270,7 @@ export function roleCovers(
 
 /** A permission filed under `pattern` in a role's cover index that covers the query. */
 function coverAt(
-  byPattern: ReadonlyMap<string, ReadonlyMap<string, RowBag<CoverEntry>>>,
+  byPattern: CoverIndex,
   pattern: string,
   q: CoverQuery,
   decisions: OverrideDecisions | null,

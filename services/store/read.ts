@@ -75,3 +75,35 @@ export function decodeCursor(cursor: string): string {
   }
   return id;
 }
+
+/**
+ * Raw rows of a query, with real bind parameters (inside the entity manager's transaction, if
+ * any). An array bound to `?` expands into a list, so `in (?)` takes an array; callers never pass
+ * an empty one (that would be `in ()`).
+ */
+export async function query<T>(em: EntityManager, sql: string, params: unknown[] = []): Promise<T[]> {
+  const flat: unknown[] = [];
+  let i = 0;
+  const text = sql.replace(/\?/g, () => {
+    const v = params[i++];
+    if (!Array.isArray(v)) return flat.push(v), '?';
+    flat.push(...v);
+    return v.map(() => '?').join(', ');
+  });
+  return rawQuery<T>(em, text, flat);
+}
+
+/**
+ * Runs SQL with its bind values as given (no list expansion), inside the entity manager's
+ * transaction if any; driver errors become MikroORM's typed exceptions.
+ */
+export async function rawQuery<T>(em: EntityManager, sql: string, bindings: unknown[]): Promise<T[]> {
+  const q = em.getKnex().raw(sql, bindings as never[]);
+  const trx = em.getTransactionContext();
+  if (trx) q.transacting(trx as never);
+  try {
+    return ((await q) as { rows: T[] }).rows;
+  } catch (err) {
+    throw em.getPlatform().getExceptionConverter().convertException(err as Error);
+  }
+}

@@ -4,6 +4,7 @@ import { invalid, notFound } from '../common/errors.js';
 import type { Database } from './db.js';
 import { KINDS, prepareMessages, type KindDef, type KindName, type Row } from './kinds.js';
 import { ChangeLogEntity } from './schema.js';
+import { rawQuery } from './read.js';
 
 /**
  * One change-log entry. The log stores the row as the store holds it (property names, ISO
@@ -196,18 +197,6 @@ function planOf(em: EntityManager, entity: EntitySchema<Row>) {
   return plan;
 }
 
-/** Runs a raw statement with bind parameters inside the entity manager's transaction. */
-async function runRaw(em: EntityManager, sql: string, bindings: unknown[]): Promise<void> {
-  const q = em.getKnex().raw(sql, bindings as never[]);
-  const trx = em.getTransactionContext();
-  if (trx) q.transacting(trx as never);
-  try {
-    await q;
-  } catch (err) {
-    throw em.getPlatform().getExceptionConverter().convertException(err as Error);
-  }
-}
-
 /** Where the rows of an insert go in the change log. */
 interface LogTarget {
   tenantId: string;
@@ -235,10 +224,10 @@ async function insertJson(em: EntityManager, entity: EntitySchema<Row>, propName
   const record = props.map((p) => `"${p.name}" ${p.columnTypes[0]}`).join(', ');
   const values = props.map((p) => `x."${p.name}"`).join(', ');
   if (!log) {
-    await runRaw(em, `insert into "${plan.table}" (${columns}) select ${values} from json_to_recordset(?::json) as x(${record})`, [json]);
+    await rawQuery(em, `insert into "${plan.table}" (${columns}) select ${values} from json_to_recordset(?::json) as x(${record})`, [json]);
     return;
   }
-  await runRaw(em, `with src as (select e.value as j, e.ordinality as n from json_array_elements(?::json) with ordinality as e),
+  await rawQuery(em, `with src as (select e.value as j, e.ordinality as n from json_array_elements(?::json) with ordinality as e),
     ins as (insert into "${plan.table}" (${columns}) select ${values} from src cross join lateral json_to_record(src.j) as x(${record}))
     insert into change_log (tenant_id, revision, seq, op, kind, entity_id, data, created_at)
     select ?, ?, ? + src.n - 1, 'upsert', ?, src.j->>'id', src.j, ? from src`,
@@ -286,7 +275,7 @@ async function bulkInsert(em: EntityManager, entity: EntitySchema<Row>, rows: Ro
       }
       tuples.push(`(${cells.join(', ')})`);
     }
-    await runRaw(em, head + tuples.join(', '), bindings);
+    await rawQuery(em, head + tuples.join(', '), bindings);
   }
 }
 

@@ -1,7 +1,7 @@
 import type { HandlerContext } from '@connectrpc/connect';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import {
-  DomainError, alreadyExists, duplicateId, missingReference, notFound,
+  DomainError, alreadyExists, constraint, duplicateId, missingReference, notFound,
 } from '../../common/errors.js';
 import { newId } from '../../common/ids.js';
 import type { Database } from '../../store/db.js';
@@ -212,3 +212,25 @@ export async function loadForWrite(tx: WriteTx, principal: Principal, kind: Kind
   }
   return row;
 }
+
+/** The scope an item names: it must exist; the request then writes its tenant (reach + revision). */
+export async function enterScope(b: Batch, scopeId: string, field: string): Promise<Row> {
+  const scope = await b.ref('scope', scopeId, field);
+  await b.tenant(scope.tenantId as string, field);
+  return scope;
+}
+
+/** A referenced row that must exist and belong to `tenantId` (`failed_precondition` otherwise). */
+export async function refIn(b: Batch, kind: KindName, id: string, field: string, tenantId: string): Promise<Row> {
+  const row = await b.ref(kind, id, field);
+  if (row.tenantId !== tenantId) {
+    throw constraint(`${(KINDS[kind] as KindDef).label} ${id} belongs to another tenant than the rest of the request`, field);
+  }
+  return row;
+}
+
+/** `already_exists` naming the field at fault. */
+export const taken = (field: string, message: string) => new DomainError('already_exists', `${field}: ${message}`, field);
+
+/** Distinct non-empty strings, for `in (?)` lists. */
+export const distinct = (xs: Iterable<string | undefined>): string[] => [...new Set([...xs].filter((x): x is string => !!x))];

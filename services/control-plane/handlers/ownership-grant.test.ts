@@ -1,32 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Code, ConnectError, type Client } from '@connectrpc/connect';
+import { Code, type Client } from '@connectrpc/connect';
 import { OwnershipGrantService } from '../../../gen/authz/v1/ownership_grant_service_pb.js';
 import { ResourceService } from '../../../gen/authz/v1/resource_service_pb.js';
 import { ResourceTypeService } from '../../../gen/authz/v1/resource_type_service_pb.js';
-import type { KindName, Row } from '../../store/kinds.js';
-import type { Database } from '../../store/db.js';
-import { runWrite } from '../../store/write.js';
-import { BACKENDS, createTestApp, seedTenant, type TestApp } from '../../../test/harness.js';
-
-async function expectError(p: Promise<unknown>, code: Code, text?: string): Promise<ConnectError> {
-  let err: ConnectError | undefined;
-  try {
-    await p;
-  } catch (e) {
-    err = ConnectError.from(e);
-  }
-  if (!err) throw new Error('expected the call to fail');
-  expect(Code[err.code], err.rawMessage).toBe(Code[code]);
-  if (text) expect(err.rawMessage).toContain(text);
-  return err;
-}
-
-async function seed(db: Database, tenantId: string, kind: KindName, rows: Row[]) {
-  await runWrite(db, async (tx) => {
-    await tx.useTenant(tenantId);
-    await tx.insert(kind, rows.map((r) => ({ tenantId, createdAt: new Date(), createdBy: 'test', ...r })));
-  });
-}
+import { BACKENDS, createTestApp, seedTenant, type TestApp, expectCode, seedRows } from '../../../test/harness.js';
 
 describe.each(BACKENDS)('OwnershipGrantService on %s', (backend) => {
   let app: TestApp;
@@ -35,13 +12,13 @@ describe.each(BACKENDS)('OwnershipGrantService on %s', (backend) => {
     app = await createTestApp(backend);
     await seedTenant(app.db, 'tenant_a');
     await seedTenant(app.db, 'tenant_b');
-    await seed(app.db, 'tenant_a', 'subject', [{ id: 'subject_alice', type: 'user', externalId: 'alice' }, { id: 'subject_bob', type: 'user', externalId: 'bob' }]);
-    await seed(app.db, 'tenant_a', 'role', [
+    await seedRows(app.db, 'tenant_a', 'subject', [{ id: 'subject_alice', type: 'user', externalId: 'alice' }, { id: 'subject_bob', type: 'user', externalId: 'bob' }]);
+    await seedRows(app.db, 'tenant_a', 'role', [
       { id: 'role_owner', scopeId: 'scope_tenant_a', key: 'owner', name: 'Owner', description: '' },
       { id: 'role_editor', scopeId: 'scope_tenant_a', key: 'editor', name: 'Editor', description: '' },
     ]);
-    await seed(app.db, 'tenant_b', 'subject', [{ id: 'subject_b', type: 'user', externalId: 'b' }]);
-    await seed(app.db, 'tenant_b', 'role', [{ id: 'role_b', scopeId: 'scope_tenant_b', key: 'owner', name: 'Owner', description: '' }]);
+    await seedRows(app.db, 'tenant_b', 'subject', [{ id: 'subject_b', type: 'user', externalId: 'b' }]);
+    await seedRows(app.db, 'tenant_b', 'role', [{ id: 'role_b', scopeId: 'scope_tenant_b', key: 'owner', name: 'Owner', description: '' }]);
     await app.client(ResourceTypeService).createResourceType({ id: 'resource_type_doc', name: 'Doc', key: 'doc', scopeId: 'scope_tenant_a' });
     await app.client(ResourceService).batchCreateResources({ items: [
       { id: 'resource_1', resourceTypeId: 'resource_type_doc', ownerScopeId: 'scope_tenant_a', externalResourceId: '1' },
@@ -64,17 +41,17 @@ describe.each(BACKENDS)('OwnershipGrantService on %s', (backend) => {
     expect((await c.listOwnershipGrants({ resourceId: 'resource_1' })).ownershipGrants).toHaveLength(2);
     expect((await c.listOwnershipGrants({ subjectId: 'subject_bob' })).ownershipGrants.map((g) => g.resourceId)).toEqual(['resource_2']);
     expect((await c.listOwnershipGrants({ subjectId: 'subject_alice', resourceId: 'resource_2' })).ownershipGrants).toEqual([]);
-    await expectError(c.listOwnershipGrants({}), Code.InvalidArgument, 'resourceId');
-    await expectError(c.listOwnershipGrants({ resourceId: 'resource_nope' }), Code.NotFound);
+    await expectCode(c.listOwnershipGrants({}), Code.InvalidArgument, 'resourceId');
+    await expectCode(c.listOwnershipGrants({ resourceId: 'resource_nope' }), Code.NotFound);
   });
 
   it('refuses duplicates, in the store and within a batch', async () => {
-    await expectError(c.createOwnershipGrant({ subjectId: 'subject_alice', resourceId: 'resource_1', roleId: 'role_owner' }), Code.AlreadyExists);
-    await expectError(c.batchCreateOwnershipGrants({ items: [
+    await expectCode(c.createOwnershipGrant({ subjectId: 'subject_alice', resourceId: 'resource_1', roleId: 'role_owner' }), Code.AlreadyExists);
+    await expectCode(c.batchCreateOwnershipGrants({ items: [
       { subjectId: 'subject_bob', resourceId: 'resource_1', roleId: 'role_owner' },
       { subjectId: 'subject_bob', resourceId: 'resource_1', roleId: 'role_owner' },
     ] }), Code.AlreadyExists, 'items[1]');
-    await expectError(c.batchCreateOwnershipGrants({ items: [
+    await expectCode(c.batchCreateOwnershipGrants({ items: [
       { id: 'ownership_grant_d', subjectId: 'subject_bob', resourceId: 'resource_1', roleId: 'role_editor' },
       { id: 'ownership_grant_d', subjectId: 'subject_bob', resourceId: 'resource_2', roleId: 'role_editor' },
     ] }), Code.InvalidArgument, 'items[1].id');
@@ -82,17 +59,17 @@ describe.each(BACKENDS)('OwnershipGrantService on %s', (backend) => {
   });
 
   it('refuses missing and foreign references and missing fields, naming them', async () => {
-    await expectError(c.createOwnershipGrant({ subjectId: 'subject_b', resourceId: 'resource_1', roleId: 'role_owner' }), Code.FailedPrecondition, 'subjectId');
-    await expectError(c.createOwnershipGrant({ subjectId: 'subject_alice', resourceId: 'resource_1', roleId: 'role_b' }), Code.FailedPrecondition, 'roleId');
-    await expectError(c.createOwnershipGrant({ subjectId: 'subject_alice', resourceId: 'resource_nope', roleId: 'role_owner' }), Code.FailedPrecondition, 'resourceId');
-    await expectError(c.createOwnershipGrant({ subjectId: 'subject_nope', resourceId: 'resource_1', roleId: 'role_owner' }), Code.FailedPrecondition, 'subjectId');
-    await expectError(c.createOwnershipGrant({ subjectId: '', resourceId: 'resource_1', roleId: 'role_owner' }), Code.InvalidArgument, 'subjectId: is required');
-    await expectError(c.createOwnershipGrant({ id: 'grant_1', subjectId: 'subject_alice', resourceId: 'resource_2', roleId: 'role_owner' }), Code.InvalidArgument, 'id');
+    await expectCode(c.createOwnershipGrant({ subjectId: 'subject_b', resourceId: 'resource_1', roleId: 'role_owner' }), Code.FailedPrecondition, 'subjectId');
+    await expectCode(c.createOwnershipGrant({ subjectId: 'subject_alice', resourceId: 'resource_1', roleId: 'role_b' }), Code.FailedPrecondition, 'roleId');
+    await expectCode(c.createOwnershipGrant({ subjectId: 'subject_alice', resourceId: 'resource_nope', roleId: 'role_owner' }), Code.FailedPrecondition, 'resourceId');
+    await expectCode(c.createOwnershipGrant({ subjectId: 'subject_nope', resourceId: 'resource_1', roleId: 'role_owner' }), Code.FailedPrecondition, 'subjectId');
+    await expectCode(c.createOwnershipGrant({ subjectId: '', resourceId: 'resource_1', roleId: 'role_owner' }), Code.InvalidArgument, 'subjectId: is required');
+    await expectCode(c.createOwnershipGrant({ id: 'grant_1', subjectId: 'subject_alice', resourceId: 'resource_2', roleId: 'role_owner' }), Code.InvalidArgument, 'id');
   });
 
   it('deletes a grant; a missing one is not_found', async () => {
     await c.deleteOwnershipGrant({ id: 'ownership_grant_1' });
     expect((await c.listOwnershipGrants({ resourceId: 'resource_1' })).ownershipGrants).toHaveLength(1);
-    await expectError(c.deleteOwnershipGrant({ id: 'ownership_grant_1' }), Code.NotFound);
+    await expectCode(c.deleteOwnershipGrant({ id: 'ownership_grant_1' }), Code.NotFound);
   });
 });

@@ -4,8 +4,8 @@ import type { CreateOwnershipGrantRequest } from '../../../gen/authz/v1/ownershi
 import { invalid } from '../../common/errors.js';
 import type { Row } from '../../store/kinds.js';
 import { optionalString, requireString } from '../validate.js';
-import { createMany, listMany, loadForWrite, tenantOfRef, writeOne, type CreateSpec, type Deps } from './kit.js';
-import { distinct, query, refIn, taken } from './resource-type.js';
+import { createMany, listMany, loadForWrite, tenantOfRef, writeOne, type CreateSpec, type Deps, distinct, refIn, taken } from './kit.js';
+import { query } from '../../store/read.js';
 
 /** owns(subject, resource, role): all three in the resource's tenant; each triple once. */
 function ownershipGrants(): CreateSpec<CreateOwnershipGrantRequest, 'ownershipGrant'> {

@@ -1,24 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Code, ConnectError, type Client } from '@connectrpc/connect';
+import { Code, type Client } from '@connectrpc/connect';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { JsonObject } from '@bufbuild/protobuf';
 import { PolicyService } from '../../../gen/authz/v1/policy_service_pb.js';
 import { ResourceService } from '../../../gen/authz/v1/resource_service_pb.js';
 import { ResourceTypeService } from '../../../gen/authz/v1/resource_type_service_pb.js';
-import { BACKENDS, createTestApp, seedTenant, type TestApp } from '../../../test/harness.js';
-
-async function expectError(p: Promise<unknown>, code: Code, text?: string): Promise<ConnectError> {
-  let err: ConnectError | undefined;
-  try {
-    await p;
-  } catch (e) {
-    err = ConnectError.from(e);
-  }
-  if (!err) throw new Error('expected the call to fail');
-  expect(Code[err.code], err.rawMessage).toBe(Code[code]);
-  if (text) expect(err.rawMessage).toContain(text);
-  return err;
-}
+import { BACKENDS, createTestApp, seedTenant, type TestApp, expectCode } from '../../../test/harness.js';
 
 /** `{"!": {"!": … true}}`, `depth` operations deep. */
 function nested(depth: number): JsonObject {
@@ -57,29 +44,29 @@ describe.each(BACKENDS)('PolicyService on %s', (backend) => {
       expect(b.resourceCollection).toMatchObject({ description: 'everything', matchDefinition: {} });
       expect((await c.getResourceCollection({ id: 'collection_big' })).resourceCollection?.matchDefinition).toEqual(def);
       expect((await c.listResourceCollections({ scopeId: 'scope_tenant_a' })).resourceCollections).toHaveLength(2);
-      await expectError(c.getResourceCollection({ id: 'collection_nope' }), Code.NotFound);
-      await expectError(c.listResourceCollections({}), Code.InvalidArgument, 'scopeId');
+      await expectCode(c.getResourceCollection({ id: 'collection_nope' }), Code.NotFound);
+      await expectCode(c.listResourceCollections({}), Code.InvalidArgument, 'scopeId');
     });
 
     it('refuses both, neither and invalid match definitions (naming the path), writing nothing', async () => {
       const base = { scopeId: 'scope_tenant_a', resourceTypeId: 'resource_type_doc', name: 'X' };
-      await expectError(c.createResourceCollection({ ...base, id: 'collection_x', match: {}, matchDefinition: {} }), Code.InvalidArgument, 'not both');
-      await expectError(c.createResourceCollection({ ...base, id: 'collection_x' }), Code.InvalidArgument, 'match: is required');
-      const err = await expectError(c.batchCreateResourceCollections({ items: [
+      await expectCode(c.createResourceCollection({ ...base, id: 'collection_x', match: {}, matchDefinition: {} }), Code.InvalidArgument, 'not both');
+      await expectCode(c.createResourceCollection({ ...base, id: 'collection_x' }), Code.InvalidArgument, 'match: is required');
+      const err = await expectCode(c.batchCreateResourceCollections({ items: [
         { ...base, id: 'collection_x', match: {} },
         { ...base, id: 'collection_y', match: { fields: { size: { gtx: 1 } } } },
       ] }), Code.InvalidArgument, 'items[1].match.fields.size.gtx');
       expect(err.rawMessage).toContain('unknown operator');
-      await expectError(c.createResourceCollection({ ...base, matchDefinition: { patterns: { displayName: '(' } } }), Code.InvalidArgument, 'matchDefinition.patterns.displayName');
-      await expectError(c.createResourceCollection({ ...base, match: { colour: 'red' } }), Code.InvalidArgument, 'match.colour');
-      await expectError(c.createResourceCollection({ ...base, match: { condition: nested(33) } }), Code.InvalidArgument, 'match.condition');
-      await expectError(c.getResourceCollection({ id: 'collection_x' }), Code.NotFound);
+      await expectCode(c.createResourceCollection({ ...base, matchDefinition: { patterns: { displayName: '(' } } }), Code.InvalidArgument, 'matchDefinition.patterns.displayName');
+      await expectCode(c.createResourceCollection({ ...base, match: { colour: 'red' } }), Code.InvalidArgument, 'match.colour');
+      await expectCode(c.createResourceCollection({ ...base, match: { condition: nested(33) } }), Code.InvalidArgument, 'match.condition');
+      await expectCode(c.getResourceCollection({ id: 'collection_x' }), Code.NotFound);
     });
 
     it('refuses types of another tenant and missing scopes', async () => {
-      await expectError(c.createResourceCollection({ scopeId: 'scope_tenant_a', resourceTypeId: 'resource_type_b', name: 'X', match: {} }), Code.FailedPrecondition, 'resourceTypeId');
-      await expectError(c.createResourceCollection({ scopeId: 'scope_nope', resourceTypeId: 'resource_type_doc', name: 'X', match: {} }), Code.FailedPrecondition, 'scopeId');
-      await expectError(c.createResourceCollection({ scopeId: 'scope_tenant_a', resourceTypeId: '', name: 'X', match: {} }), Code.InvalidArgument, 'resourceTypeId: is required');
+      await expectCode(c.createResourceCollection({ scopeId: 'scope_tenant_a', resourceTypeId: 'resource_type_b', name: 'X', match: {} }), Code.FailedPrecondition, 'resourceTypeId');
+      await expectCode(c.createResourceCollection({ scopeId: 'scope_nope', resourceTypeId: 'resource_type_doc', name: 'X', match: {} }), Code.FailedPrecondition, 'scopeId');
+      await expectCode(c.createResourceCollection({ scopeId: 'scope_tenant_a', resourceTypeId: '', name: 'X', match: {} }), Code.InvalidArgument, 'resourceTypeId: is required');
     });
   });
 
@@ -113,59 +100,59 @@ describe.each(BACKENDS)('PolicyService on %s', (backend) => {
     });
 
     it('validates target, actions, effect and window, naming fields', async () => {
-      await expectError(c.createResourcePolicy(policy({ target: undefined })), Code.InvalidArgument, 'target: is required');
-      await expectError(c.createResourcePolicy(policy({ target: { kind: 'scope', resourceId: 'resource_a' } })), Code.InvalidArgument, 'target.kind');
-      await expectError(c.createResourcePolicy(policy({ target: { kind: 'resource' } })), Code.InvalidArgument, 'target.resourceId: is required');
-      await expectError(c.createResourcePolicy(policy({ target: { kind: 'resource', resourceId: 'resource_a', collectionId: 'collection_big' } })), Code.InvalidArgument, 'target.collectionId');
-      await expectError(c.createResourcePolicy(policy({ actions: [] })), Code.InvalidArgument, 'actions');
-      await expectError(c.createResourcePolicy(policy({ actions: ['read', 'x'.repeat(257)] })), Code.InvalidArgument, 'actions[1]');
-      await expectError(c.createResourcePolicy(policy({ actions: ['read', ''] })), Code.InvalidArgument, 'actions[1]');
-      await expectError(c.createResourcePolicy(policy({ effect: 'maybe' })), Code.InvalidArgument, 'effect');
-      await expectError(c.createResourcePolicy(policy({ effect: '' })), Code.InvalidArgument, 'effect');
+      await expectCode(c.createResourcePolicy(policy({ target: undefined })), Code.InvalidArgument, 'target: is required');
+      await expectCode(c.createResourcePolicy(policy({ target: { kind: 'scope', resourceId: 'resource_a' } })), Code.InvalidArgument, 'target.kind');
+      await expectCode(c.createResourcePolicy(policy({ target: { kind: 'resource' } })), Code.InvalidArgument, 'target.resourceId: is required');
+      await expectCode(c.createResourcePolicy(policy({ target: { kind: 'resource', resourceId: 'resource_a', collectionId: 'collection_big' } })), Code.InvalidArgument, 'target.collectionId');
+      await expectCode(c.createResourcePolicy(policy({ actions: [] })), Code.InvalidArgument, 'actions');
+      await expectCode(c.createResourcePolicy(policy({ actions: ['read', 'x'.repeat(257)] })), Code.InvalidArgument, 'actions[1]');
+      await expectCode(c.createResourcePolicy(policy({ actions: ['read', ''] })), Code.InvalidArgument, 'actions[1]');
+      await expectCode(c.createResourcePolicy(policy({ effect: 'maybe' })), Code.InvalidArgument, 'effect');
+      await expectCode(c.createResourcePolicy(policy({ effect: '' })), Code.InvalidArgument, 'effect');
       const t = timestampFromDate(new Date('2030-01-01T00:00:00Z'));
-      await expectError(c.createResourcePolicy(policy({ validFrom: t, validUntil: t })), Code.InvalidArgument, 'validUntil');
-      await expectError(c.batchCreateResourcePolicies({ items: [policy(), policy({ scopeId: '' })] }), Code.InvalidArgument, 'items[1].scopeId: is required');
-      await expectError(c.batchCreateResourcePolicies({ items: Array.from({ length: 1001 }, () => policy()) }), Code.InvalidArgument, 'items');
+      await expectCode(c.createResourcePolicy(policy({ validFrom: t, validUntil: t })), Code.InvalidArgument, 'validUntil');
+      await expectCode(c.batchCreateResourcePolicies({ items: [policy(), policy({ scopeId: '' })] }), Code.InvalidArgument, 'items[1].scopeId: is required');
+      await expectCode(c.batchCreateResourcePolicies({ items: Array.from({ length: 1001 }, () => policy()) }), Code.InvalidArgument, 'items');
     });
 
     it('refuses missing targets and targets of another tenant', async () => {
-      await expectError(c.createResourcePolicy(policy({ target: { kind: 'resource', resourceId: 'resource_nope' } })), Code.FailedPrecondition, 'target.resourceId');
-      await expectError(c.createResourcePolicy(policy({ target: { kind: 'collection', collectionId: 'collection_nope' } })), Code.FailedPrecondition, 'target.collectionId');
-      await expectError(c.createResourcePolicy(policy({ target: { kind: 'resource', resourceId: 'resource_b' } })), Code.FailedPrecondition, 'target.resourceId');
-      await expectError(c.createResourcePolicy(policy({ scopeId: 'scope_nope' })), Code.FailedPrecondition, 'scopeId');
+      await expectCode(c.createResourcePolicy(policy({ target: { kind: 'resource', resourceId: 'resource_nope' } })), Code.FailedPrecondition, 'target.resourceId');
+      await expectCode(c.createResourcePolicy(policy({ target: { kind: 'collection', collectionId: 'collection_nope' } })), Code.FailedPrecondition, 'target.collectionId');
+      await expectCode(c.createResourcePolicy(policy({ target: { kind: 'resource', resourceId: 'resource_b' } })), Code.FailedPrecondition, 'target.resourceId');
+      await expectCode(c.createResourcePolicy(policy({ scopeId: 'scope_nope' })), Code.FailedPrecondition, 'scopeId');
     });
 
     it('refuses unsafe JSON Logic (depth 33, prototype access) and writes nothing', async () => {
       const before = (await c.listResourcePolicies({ scopeId: 'scope_tenant_a' })).resourcePolicies.length;
-      await expectError(c.createResourcePolicy(policy({ subjectCondition: nested(33) })), Code.InvalidArgument, 'subjectCondition');
-      await expectError(c.batchCreateResourcePolicies({ items: [
+      await expectCode(c.createResourcePolicy(policy({ subjectCondition: nested(33) })), Code.InvalidArgument, 'subjectCondition');
+      await expectCode(c.batchCreateResourcePolicies({ items: [
         policy({ id: 'policy_ok' }), policy({ contextCondition: { var: '__proto__.polluted' } }),
       ] }), Code.InvalidArgument, 'items[1].contextCondition');
-      await expectError(c.createResourcePolicy(policy({ subjectCondition: { var: 'subject.constructor.prototype' } })), Code.InvalidArgument, 'subjectCondition');
+      await expectCode(c.createResourcePolicy(policy({ subjectCondition: { var: 'subject.constructor.prototype' } })), Code.InvalidArgument, 'subjectCondition');
       const withProtoKey = JSON.parse('{"and": [{"__proto__": {"admin": true}, "x": 1}]}') as JsonObject;
-      await expectError(c.createResourcePolicy(policy({ subjectCondition: withProtoKey })), Code.InvalidArgument, 'subjectCondition');
-      await expectError(c.createResourcePolicy(policy({ subjectCondition: { method: ['subject', 'toString'] } })), Code.InvalidArgument, 'subjectCondition');
+      await expectCode(c.createResourcePolicy(policy({ subjectCondition: withProtoKey })), Code.InvalidArgument, 'subjectCondition');
+      await expectCode(c.createResourcePolicy(policy({ subjectCondition: { method: ['subject', 'toString'] } })), Code.InvalidArgument, 'subjectCondition');
       expect((await c.listResourcePolicies({ scopeId: 'scope_tenant_a' })).resourcePolicies).toHaveLength(before);
-      await expectError(c.getResourcePolicy({ id: 'policy_ok' }), Code.NotFound);
+      await expectCode(c.getResourcePolicy({ id: 'policy_ok' }), Code.NotFound);
     });
 
     it('deletes a policy; a missing one is not_found', async () => {
       await c.createResourcePolicy(policy({ id: 'policy_gone' }));
       await c.deleteResourcePolicy({ id: 'policy_gone' });
-      await expectError(c.getResourcePolicy({ id: 'policy_gone' }), Code.NotFound);
-      await expectError(c.deleteResourcePolicy({ id: 'policy_gone' }), Code.NotFound);
+      await expectCode(c.getResourcePolicy({ id: 'policy_gone' }), Code.NotFound);
+      await expectCode(c.deleteResourcePolicy({ id: 'policy_gone' }), Code.NotFound);
     });
 
     it('deleting a collection deletes the policies targeting it, through the change log', async () => {
       await c.deleteResourceCollection({ id: 'collection_big' });
-      await expectError(c.getResourceCollection({ id: 'collection_big' }), Code.NotFound);
-      await expectError(c.getResourcePolicy({ id: 'policy_col' }), Code.NotFound);
+      await expectCode(c.getResourceCollection({ id: 'collection_big' }), Code.NotFound);
+      await expectCode(c.getResourcePolicy({ id: 'policy_col' }), Code.NotFound);
       expect((await c.getResourcePolicy({ id: 'policy_one' })).resourcePolicy?.id).toBe('policy_one');
       const log = (await app.db.orm.em.fork().execute(
         `select entity_id from change_log where op = 'delete' and entity_id in ('policy_col', 'collection_big')`,
       )) as { entity_id: string }[];
       expect(log.map((r) => r.entity_id).sort()).toEqual(['collection_big', 'policy_col']);
-      await expectError(c.deleteResourceCollection({ id: 'collection_big' }), Code.NotFound);
+      await expectCode(c.deleteResourceCollection({ id: 'collection_big' }), Code.NotFound);
     });
   });
 });

@@ -8,9 +8,8 @@ import { validateJsonLogic } from '../../engine/jsonlogic.js';
 import { validateMatchDefinition } from '../../engine/match.js';
 import { jsonObject, oneOf, optionalString, requireString } from '../validate.js';
 import {
-  createMany, getOne, listMany, loadForWrite, tenantOfRef, writeOne, type CreateSpec, type Deps,
-} from './kit.js';
-import { enterScope, query, refIn } from './resource-type.js';
+  createMany, getOne, listMany, loadForWrite, tenantOfRef, writeOne, type CreateSpec, type Deps, enterScope, refIn } from './kit.js';
+import { query } from '../../store/read.js';
 
 const EFFECTS = ['allow', 'deny'] as const;
 const TARGET_KINDS = ['resource', 'collection'] as const;

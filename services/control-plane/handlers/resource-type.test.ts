@@ -1,32 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Code, ConnectError, type Client } from '@connectrpc/connect';
+import { Code, type Client } from '@connectrpc/connect';
 import { ResourceTypeService } from '../../../gen/authz/v1/resource_type_service_pb.js';
 import { ResourceService } from '../../../gen/authz/v1/resource_service_pb.js';
 import { PolicyService } from '../../../gen/authz/v1/policy_service_pb.js';
-import type { KindName, Row } from '../../store/kinds.js';
-import type { Database } from '../../store/db.js';
-import { runWrite } from '../../store/write.js';
-import { BACKENDS, createTestApp, seedTenant, userOf, type TestApp } from '../../../test/harness.js';
-
-async function expectError(p: Promise<unknown>, code: Code, text?: string): Promise<ConnectError> {
-  let err: ConnectError | undefined;
-  try {
-    await p;
-  } catch (e) {
-    err = ConnectError.from(e);
-  }
-  if (!err) throw new Error('expected the call to fail');
-  expect(Code[err.code], err.rawMessage).toBe(Code[code]);
-  if (text) expect(err.rawMessage).toContain(text);
-  return err;
-}
-
-async function seed(db: Database, tenantId: string, kind: KindName, rows: Row[]) {
-  await runWrite(db, async (tx) => {
-    await tx.useTenant(tenantId);
-    await tx.insert(kind, rows.map((r) => ({ tenantId, createdAt: new Date(), createdBy: 'test', ...r })));
-  });
-}
+import { BACKENDS, createTestApp, seedTenant, userOf, type TestApp, expectCode, seedRows } from '../../../test/harness.js';
 
 describe.each(BACKENDS)('ResourceTypeService on %s', (backend) => {
   let app: TestApp;
@@ -35,7 +12,7 @@ describe.each(BACKENDS)('ResourceTypeService on %s', (backend) => {
     app = await createTestApp(backend);
     await seedTenant(app.db, 'tenant_a');
     await seedTenant(app.db, 'tenant_b');
-    await seed(app.db, 'tenant_a', 'scope', [{ id: 'scope_a1', name: 'a1', typeId: 'scope_type_project', parentId: 'scope_tenant_a' }]);
+    await seedRows(app.db, 'tenant_a', 'scope', [{ id: 'scope_a1', name: 'a1', typeId: 'scope_type_project', parentId: 'scope_tenant_a' }]);
     c = app.client(ResourceTypeService);
   });
   afterAll(() => app?.close());
@@ -50,7 +27,7 @@ describe.each(BACKENDS)('ResourceTypeService on %s', (backend) => {
     expect(res.resourceType?.createdAt).toBeDefined();
     expect(Number(revision)).toBeGreaterThan(0);
     expect((await c.getResourceType({ id: 'resource_type_doc' })).resourceType?.name).toBe('Document');
-    await expectError(c.getResourceType({ id: 'resource_type_nope' }), Code.NotFound);
+    await expectCode(c.getResourceType({ id: 'resource_type_nope' }), Code.NotFound);
   });
 
   it('creates a batch whose items are assigned ids in order', async () => {
@@ -63,27 +40,27 @@ describe.each(BACKENDS)('ResourceTypeService on %s', (backend) => {
   });
 
   it('validates fields, naming them', async () => {
-    await expectError(c.createResourceType({ name: 'X', key: 'Doc', scopeId: 'scope_tenant_a' }), Code.InvalidArgument, 'key');
-    await expectError(c.createResourceType({ name: 'X', key: 'a b', scopeId: 'scope_tenant_a' }), Code.InvalidArgument, 'key');
-    await expectError(c.createResourceType({ name: '', key: 'x', scopeId: 'scope_tenant_a' }), Code.InvalidArgument, 'name: is required');
-    await expectError(c.createResourceType({ name: 'x'.repeat(257), key: 'x', scopeId: 'scope_tenant_a' }), Code.InvalidArgument, 'name');
-    await expectError(c.batchCreateResourceTypes({ items: [
+    await expectCode(c.createResourceType({ name: 'X', key: 'Doc', scopeId: 'scope_tenant_a' }), Code.InvalidArgument, 'key');
+    await expectCode(c.createResourceType({ name: 'X', key: 'a b', scopeId: 'scope_tenant_a' }), Code.InvalidArgument, 'key');
+    await expectCode(c.createResourceType({ name: '', key: 'x', scopeId: 'scope_tenant_a' }), Code.InvalidArgument, 'name: is required');
+    await expectCode(c.createResourceType({ name: 'x'.repeat(257), key: 'x', scopeId: 'scope_tenant_a' }), Code.InvalidArgument, 'name');
+    await expectCode(c.batchCreateResourceTypes({ items: [
       { name: 'X', key: 'x1', scopeId: 'scope_tenant_a' }, { name: 'Y', key: 'x2' },
     ] }), Code.InvalidArgument, 'items[1].scopeId: is required');
-    await expectError(c.createResourceType({ name: 'X', key: 'x', scopeId: 'scope_nope' }), Code.FailedPrecondition, 'scopeId');
-    await expectError(c.createResourceType({ id: 'resource_x', name: 'X', key: 'x', scopeId: 'scope_tenant_a' }), Code.InvalidArgument, 'id');
-    await expectError(c.batchCreateResourceTypes({ items: Array.from({ length: 1001 }, (_, i) => ({ name: 'X', key: `k${i}`, scopeId: 'scope_tenant_a' })) }), Code.InvalidArgument);
+    await expectCode(c.createResourceType({ name: 'X', key: 'x', scopeId: 'scope_nope' }), Code.FailedPrecondition, 'scopeId');
+    await expectCode(c.createResourceType({ id: 'resource_x', name: 'X', key: 'x', scopeId: 'scope_tenant_a' }), Code.InvalidArgument, 'id');
+    await expectCode(c.batchCreateResourceTypes({ items: Array.from({ length: 1001 }, (_, i) => ({ name: 'X', key: `k${i}`, scopeId: 'scope_tenant_a' })) }), Code.InvalidArgument);
   });
 
   it('keeps keys unique per tenant, in the store and within a batch', async () => {
-    await expectError(c.createResourceType({ name: 'Doc again', key: 'doc', scopeId: 'scope_a1' }), Code.AlreadyExists, 'key');
-    await expectError(c.batchCreateResourceTypes({ items: [
+    await expectCode(c.createResourceType({ name: 'Doc again', key: 'doc', scopeId: 'scope_a1' }), Code.AlreadyExists, 'key');
+    await expectCode(c.batchCreateResourceTypes({ items: [
       { name: 'A', key: 'twin', scopeId: 'scope_tenant_a' }, { name: 'B', key: 'twin', scopeId: 'scope_tenant_a' },
     ] }), Code.AlreadyExists, 'items[1].key');
-    await expectError(c.batchCreateResourceTypes({ items: [
+    await expectCode(c.batchCreateResourceTypes({ items: [
       { id: 'resource_type_same', name: 'A', key: 'one', scopeId: 'scope_tenant_a' }, { id: 'resource_type_same', name: 'B', key: 'two', scopeId: 'scope_tenant_a' },
     ] }), Code.InvalidArgument, 'items[1].id');
-    await expectError(c.createResourceType({ id: 'resource_type_doc', name: 'A', key: 'fresh', scopeId: 'scope_tenant_a' }), Code.AlreadyExists);
+    await expectCode(c.createResourceType({ id: 'resource_type_doc', name: 'A', key: 'fresh', scopeId: 'scope_tenant_a' }), Code.AlreadyExists);
     // Another tenant may use the same key.
     await c.createResourceType({ id: 'resource_type_b_doc', name: 'Doc', key: 'doc', scopeId: 'scope_tenant_b' });
     expect((await c.listResourceTypes({ scopeId: 'scope_a1' })).resourceTypes.map((t) => t.key)).toEqual(['sheet_v-2']);
@@ -94,22 +71,22 @@ describe.each(BACKENDS)('ResourceTypeService on %s', (backend) => {
     expect(p1.resourceTypes).toHaveLength(1);
     const p2 = await c.listResourceTypes({ scopeId: 'scope_tenant_a', limit: 1, cursor: p1.nextCursor });
     expect(p2.resourceTypes[0].id).not.toBe(p1.resourceTypes[0].id);
-    await expectError(c.listResourceTypes({}), Code.InvalidArgument, 'scopeId');
-    await expectError(c.listResourceTypes({ scopeId: 'scope_nope' }), Code.NotFound);
-    await expectError(c.listResourceTypes({ scopeId: 'scope_tenant_a', limit: 1001 }), Code.InvalidArgument, 'limit');
+    await expectCode(c.listResourceTypes({}), Code.InvalidArgument, 'scopeId');
+    await expectCode(c.listResourceTypes({ scopeId: 'scope_nope' }), Code.NotFound);
+    await expectCode(c.listResourceTypes({ scopeId: 'scope_tenant_a', limit: 1001 }), Code.InvalidArgument, 'limit');
   });
 
   it('refuses callers of another tenant', async () => {
     const other = app.client(ResourceTypeService, userOf('tenant_b'));
-    await expectError(other.getResourceType({ id: 'resource_type_doc' }), Code.PermissionDenied);
-    await expectError(other.createResourceType({ name: 'X', key: 'x', scopeId: 'scope_tenant_a' }), Code.PermissionDenied);
+    await expectCode(other.getResourceType({ id: 'resource_type_doc' }), Code.PermissionDenied);
+    await expectCode(other.createResourceType({ name: 'X', key: 'x', scopeId: 'scope_tenant_a' }), Code.PermissionDenied);
   });
 
   it('renames a type', async () => {
     const res = await c.updateResourceType({ id: 'resource_type_doc', name: 'Doc' });
     expect(res.resourceType).toMatchObject({ name: 'Doc', key: 'doc' });
-    await expectError(c.updateResourceType({ id: 'resource_type_doc', name: '' }), Code.InvalidArgument, 'name');
-    await expectError(c.updateResourceType({ id: 'resource_type_nope', name: 'X' }), Code.NotFound);
+    await expectCode(c.updateResourceType({ id: 'resource_type_doc', name: '' }), Code.InvalidArgument, 'name');
+    await expectCode(c.updateResourceType({ id: 'resource_type_nope', name: 'X' }), Code.NotFound);
   });
 
   describe('type hierarchy', () => {
@@ -121,18 +98,18 @@ describe.each(BACKENDS)('ResourceTypeService on %s', (backend) => {
       expect(res.resourceTypeEdges[0]).toMatchObject({ id: 'resource_type_edge_fd', tenantId: 'tenant_a', parentTypeId: 'resource_type_doc', childTypeId: 'resource_type_doc' });
       expect(res.resourceTypeEdges[1].id).toMatch(/^resource_type_edge_/);
       expect((await c.listResourceTypeEdges({ typeId: 'resource_type_doc' })).resourceTypeEdges).toHaveLength(2);
-      await expectError(c.listResourceTypeEdges({}), Code.InvalidArgument, 'typeId');
+      await expectCode(c.listResourceTypeEdges({}), Code.InvalidArgument, 'typeId');
     });
 
     it('refuses duplicates, missing types and other tenants', async () => {
-      await expectError(c.createResourceTypeEdge({ parentTypeId: 'resource_type_doc', childTypeId: 'resource_type_doc' }), Code.AlreadyExists);
-      await expectError(c.batchCreateResourceTypeEdges({ items: [
+      await expectCode(c.createResourceTypeEdge({ parentTypeId: 'resource_type_doc', childTypeId: 'resource_type_doc' }), Code.AlreadyExists);
+      await expectCode(c.batchCreateResourceTypeEdges({ items: [
         { parentTypeId: 'resource_type_b_doc', childTypeId: 'resource_type_b_doc' },
         { parentTypeId: 'resource_type_b_doc', childTypeId: 'resource_type_b_doc' },
       ] }), Code.AlreadyExists, 'items[1]');
-      await expectError(c.createResourceTypeEdge({ parentTypeId: 'resource_type_doc', childTypeId: 'resource_type_nope' }), Code.FailedPrecondition, 'childTypeId');
-      await expectError(c.createResourceTypeEdge({ parentTypeId: 'resource_type_doc', childTypeId: 'resource_type_b_doc' }), Code.FailedPrecondition, 'childTypeId');
-      await expectError(c.createResourceTypeEdge({ parentTypeId: '', childTypeId: 'resource_type_doc' }), Code.InvalidArgument, 'parentTypeId');
+      await expectCode(c.createResourceTypeEdge({ parentTypeId: 'resource_type_doc', childTypeId: 'resource_type_nope' }), Code.FailedPrecondition, 'childTypeId');
+      await expectCode(c.createResourceTypeEdge({ parentTypeId: 'resource_type_doc', childTypeId: 'resource_type_b_doc' }), Code.FailedPrecondition, 'childTypeId');
+      await expectCode(c.createResourceTypeEdge({ parentTypeId: '', childTypeId: 'resource_type_doc' }), Code.InvalidArgument, 'parentTypeId');
       expect((await c.listResourceTypeEdges({ typeId: 'resource_type_b_doc' })).resourceTypeEdges).toEqual([]);
     });
   });
@@ -141,13 +118,13 @@ describe.each(BACKENDS)('ResourceTypeService on %s', (backend) => {
     it('is refused while resources or collections of the type exist', async () => {
       await c.createResourceType({ id: 'resource_type_used', name: 'Used', key: 'used', scopeId: 'scope_tenant_a' });
       await app.client(ResourceService).createResource({ id: 'resource_u', resourceTypeId: 'resource_type_used', ownerScopeId: 'scope_tenant_a', externalResourceId: 'u' });
-      await expectError(c.deleteResourceType({ id: 'resource_type_used' }), Code.FailedPrecondition, 'resources');
+      await expectCode(c.deleteResourceType({ id: 'resource_type_used' }), Code.FailedPrecondition, 'resources');
       await app.client(ResourceService).deleteResource({ id: 'resource_u' });
       await app.client(PolicyService).createResourceCollection({ id: 'collection_u', scopeId: 'scope_tenant_a', resourceTypeId: 'resource_type_used', name: 'All', match: {} });
-      await expectError(c.deleteResourceType({ id: 'resource_type_used' }), Code.FailedPrecondition, 'collections');
+      await expectCode(c.deleteResourceType({ id: 'resource_type_used' }), Code.FailedPrecondition, 'collections');
       await app.client(PolicyService).deleteResourceCollection({ id: 'collection_u' });
       await c.deleteResourceType({ id: 'resource_type_used' });
-      await expectError(c.getResourceType({ id: 'resource_type_used' }), Code.NotFound);
+      await expectCode(c.getResourceType({ id: 'resource_type_used' }), Code.NotFound);
     });
 
     it('removes the type edges with the type, each reaching the change log', async () => {
@@ -157,7 +134,7 @@ describe.each(BACKENDS)('ResourceTypeService on %s', (backend) => {
         `select entity_id from change_log where op = 'delete' and kind in ('resource_type', 'resource_type_edge')`,
       )) as { entity_id: string }[];
       expect(log.map((r) => r.entity_id)).toEqual(expect.arrayContaining(['resource_type_edge_fd', 'resource_type_doc']));
-      await expectError(c.deleteResourceType({ id: 'resource_type_doc' }), Code.NotFound);
+      await expectCode(c.deleteResourceType({ id: 'resource_type_doc' }), Code.NotFound);
     });
   });
 });

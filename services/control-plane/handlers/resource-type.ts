@@ -1,59 +1,13 @@
 import type { ServiceImpl } from '@connectrpc/connect';
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { ResourceTypeService } from '../../../gen/authz/v1/resource_type_service_pb.js';
 import type { CreateResourceTypeEdgeRequest, CreateResourceTypeRequest } from '../../../gen/authz/v1/resource_type_service_pb.js';
-import { DomainError, constraint, invalid } from '../../common/errors.js';
-import { KINDS, rowToMessage, type KindDef, type KindName, type Row } from '../../store/kinds.js';
+import { constraint, invalid } from '../../common/errors.js';
+import { rowToMessage } from '../../store/kinds.js';
 import { requireString } from '../validate.js';
-import { createMany, getOne, listMany, loadForWrite, tenantOfRef, writeOne, type Batch, type CreateSpec, type Deps } from './kit.js';
-
-// --- helpers shared by the handlers of this directory -------------------------------------------
-
-/**
- * Raw rows of a query, with real bind parameters (inside the entity manager's transaction, if
- * any). An array bound to `?` expands into a list, so `in (?)` takes an array; callers never pass
- * an empty one (that would be `in ()`).
- */
-export async function query<T>(em: EntityManager, sql: string, params: unknown[] = []): Promise<T[]> {
-  const flat: unknown[] = [];
-  let i = 0;
-  const text = sql.replace(/\?/g, () => {
-    const v = params[i++];
-    if (!Array.isArray(v)) return flat.push(v), '?';
-    flat.push(...v);
-    return v.map(() => '?').join(', ');
-  });
-  const q = em.getKnex().raw(text, flat as never[]);
-  const trx = em.getTransactionContext();
-  if (trx) q.transacting(trx as never);
-  try {
-    return ((await q) as { rows: T[] }).rows;
-  } catch (err) {
-    throw em.getPlatform().getExceptionConverter().convertException(err as Error);
-  }
-}
-
-/** The scope an item names: it must exist; the request then writes its tenant (reach + revision). */
-export async function enterScope(b: Batch, scopeId: string, field: string): Promise<Row> {
-  const scope = await b.ref('scope', scopeId, field);
-  await b.tenant(scope.tenantId as string, field);
-  return scope;
-}
-
-/** A referenced row that must exist and belong to `tenantId` (`failed_precondition` otherwise). */
-export async function refIn(b: Batch, kind: KindName, id: string, field: string, tenantId: string): Promise<Row> {
-  const row = await b.ref(kind, id, field);
-  if (row.tenantId !== tenantId) {
-    throw constraint(`${(KINDS[kind] as KindDef).label} ${id} belongs to another tenant than the rest of the request`, field);
-  }
-  return row;
-}
-
-/** `already_exists` naming the field at fault. */
-export const taken = (field: string, message: string) => new DomainError('already_exists', `${field}: ${message}`, field);
-
-/** Distinct non-empty strings, for `in (?)` lists. */
-export const distinct = (xs: Iterable<string | undefined>): string[] => [...new Set([...xs].filter((x): x is string => !!x))];
+import {
+  createMany, distinct, enterScope, getOne, listMany, loadForWrite, refIn, taken, tenantOfRef, writeOne, type CreateSpec, type Deps,
+} from './kit.js';
+import { query } from '../../store/read.js';
 
 // --- resource types -----------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Code, ConnectError, type Client } from '@connectrpc/connect';
+import { Code, type Client } from '@connectrpc/connect';
 import { ResourceService } from '../../../gen/authz/v1/resource_service_pb.js';
 import { ResourceTypeService } from '../../../gen/authz/v1/resource_type_service_pb.js';
 import { PolicyService } from '../../../gen/authz/v1/policy_service_pb.js';
@@ -7,35 +7,10 @@ import { TagService } from '../../../gen/authz/v1/tag_service_pb.js';
 import { OwnershipGrantService } from '../../../gen/authz/v1/ownership_grant_service_pb.js';
 import { fromJson, toJson } from '@bufbuild/protobuf';
 import { KINDS, messageToChangeData, rowToJson, rowToMessage, type KindDef, type KindName, type Row } from '../../store/kinds.js';
-import { runWrite } from '../../store/write.js';
 import type { Database } from '../../store/db.js';
-import { BACKENDS, createTestApp, seedTenant, type TestApp } from '../../../test/harness.js';
-
-/** The error a call fails with (the test fails if it succeeds). */
-async function failure(p: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await p;
-  } catch (e) {
-    return ConnectError.from(e);
-  }
-  throw new Error('expected the call to fail');
-}
-
-async function expectError(p: Promise<unknown>, code: Code, text?: string) {
-  const err = await failure(p);
-  expect(Code[err.code], err.rawMessage).toBe(Code[code]);
-  if (text) expect(err.rawMessage).toContain(text);
-  return err;
-}
+import { BACKENDS, createTestApp, seedTenant, type TestApp, expectCode, seedRows } from '../../../test/harness.js';
 
 /** Writes rows of a tenant straight to the store. */
-async function seed(db: Database, tenantId: string, kind: KindName, rows: Row[]) {
-  await runWrite(db, async (tx) => {
-    await tx.useTenant(tenantId);
-    await tx.insert(kind, rows.map((r) => ({ tenantId, createdAt: new Date(), createdBy: 'test', ...r })));
-  });
-}
-
 async function changeLog(db: Database, ids: string[]): Promise<string[]> {
   const rows = (await db.orm.em.fork().execute(
     'select op, entity_id from change_log where entity_id in (?) order by revision, seq', [ids],
@@ -50,7 +25,7 @@ describe.each(BACKENDS)('ResourceService on %s', (backend) => {
     app = await createTestApp(backend);
     await seedTenant(app.db, 'tenant_a');
     await seedTenant(app.db, 'tenant_b');
-    await seed(app.db, 'tenant_a', 'scope', [
+    await seedRows(app.db, 'tenant_a', 'scope', [
       { id: 'scope_a1', name: 'a1', typeId: 'scope_type_project', parentId: 'scope_tenant_a' },
       { id: 'scope_a2', name: 'a2', typeId: 'scope_type_project', parentId: 'scope_a1' },
     ]);
@@ -96,52 +71,52 @@ describe.each(BACKENDS)('ResourceService on %s', (backend) => {
 
     it('accepts a type defined at an ancestor of the owner scope, refuses one defined below it', async () => {
       await c.createResource({ id: 'resource_local_ok', resourceTypeId: 'resource_type_local', ownerScopeId: 'scope_a2', externalResourceId: 'l1' });
-      await expectError(
+      await expectCode(
         c.createResource({ resourceTypeId: 'resource_type_local', ownerScopeId: 'scope_tenant_a', externalResourceId: 'l2' }),
         Code.FailedPrecondition, 'resourceTypeId',
       );
     });
 
     it('names the missing field with its batch index and writes nothing', async () => {
-      const err = await expectError(c.batchCreateResources({ items: [
+      const err = await expectCode(c.batchCreateResources({ items: [
         folder('resource_bad0'), folder('resource_bad1'), { ...folder('resource_bad2'), ownerScopeId: '' },
       ] }), Code.InvalidArgument, 'items[2].ownerScopeId: is required');
       expect(err.rawMessage).not.toContain('items[1]');
-      await expectError(c.getResource({ id: 'resource_bad0' }), Code.NotFound);
+      await expectCode(c.getResource({ id: 'resource_bad0' }), Code.NotFound);
     });
 
     it('refuses missing references with failed_precondition', async () => {
-      await expectError(c.createResource({ ...folder('resource_x'), ownerScopeId: 'scope_nope' }), Code.FailedPrecondition, 'ownerScopeId');
-      await expectError(c.createResource({ ...folder('resource_x'), resourceTypeId: 'resource_type_nope' }), Code.FailedPrecondition, 'resourceTypeId');
-      await expectError(c.createResource({ ...folder('resource_x'), resourceTypeId: 'resource_type_b' }), Code.FailedPrecondition, 'resourceTypeId');
+      await expectCode(c.createResource({ ...folder('resource_x'), ownerScopeId: 'scope_nope' }), Code.FailedPrecondition, 'ownerScopeId');
+      await expectCode(c.createResource({ ...folder('resource_x'), resourceTypeId: 'resource_type_nope' }), Code.FailedPrecondition, 'resourceTypeId');
+      await expectCode(c.createResource({ ...folder('resource_x'), resourceTypeId: 'resource_type_b' }), Code.FailedPrecondition, 'resourceTypeId');
     });
 
     it('keeps external ids unique per type, in the store and within a batch', async () => {
-      await expectError(c.createResource({ ...folder('resource_dup'), externalResourceId: 'ext-resource_r1' }), Code.AlreadyExists, 'externalResourceId');
-      await expectError(c.batchCreateResources({ items: [
+      await expectCode(c.createResource({ ...folder('resource_dup'), externalResourceId: 'ext-resource_r1' }), Code.AlreadyExists, 'externalResourceId');
+      await expectCode(c.batchCreateResources({ items: [
         { ...folder('resource_e1'), externalResourceId: 'same' }, { ...folder('resource_e2'), externalResourceId: 'same' },
       ] }), Code.AlreadyExists, 'items[1].externalResourceId');
       const odd = `it's "odd" \\ ? $1 \u00e9`;
       await c.createResource({ ...folder('resource_odd'), externalResourceId: odd });
-      await expectError(c.createResource({ ...folder('resource_odd2'), externalResourceId: odd }), Code.AlreadyExists, 'externalResourceId');
+      await expectCode(c.createResource({ ...folder('resource_odd2'), externalResourceId: odd }), Code.AlreadyExists, 'externalResourceId');
       // The same external id under another type is a different resource.
       await c.createResource({ id: 'resource_doc_same', resourceTypeId: 'resource_type_doc', ownerScopeId: 'scope_tenant_a', externalResourceId: 'ext-resource_r1' });
     });
 
     it('refuses duplicate ids in a batch, existing ids and foreign namespaces', async () => {
-      await expectError(c.batchCreateResources({ items: [folder('resource_d'), folder('resource_d')] }), Code.InvalidArgument, 'items[1].id');
-      await expectError(c.createResource({ ...folder('resource_r1'), externalResourceId: 'other' }), Code.AlreadyExists, 'resource_r1');
-      await expectError(c.createResource(folder('scope_wrong')), Code.InvalidArgument, 'id');
-      await expectError(c.createResource(folder('resource_bad id!')), Code.InvalidArgument, 'id');
+      await expectCode(c.batchCreateResources({ items: [folder('resource_d'), folder('resource_d')] }), Code.InvalidArgument, 'items[1].id');
+      await expectCode(c.createResource({ ...folder('resource_r1'), externalResourceId: 'other' }), Code.AlreadyExists, 'resource_r1');
+      await expectCode(c.createResource(folder('scope_wrong')), Code.InvalidArgument, 'id');
+      await expectCode(c.createResource(folder('resource_bad id!')), Code.InvalidArgument, 'id');
     });
 
     it('enforces the limits: 1,000 items, 256-character strings, 16 KiB of attributes', async () => {
       const items = Array.from({ length: 1001 }, (_, i) => folder(`resource_big${i}`));
-      await expectError(c.batchCreateResources({ items }), Code.InvalidArgument, '1000');
-      await expectError(c.createResource({ ...folder('resource_long'), displayName: 'x'.repeat(257) }), Code.InvalidArgument, 'displayName');
-      await expectError(c.createResource({ ...folder('resource_long'), externalResourceId: 'x'.repeat(257) }), Code.InvalidArgument, 'externalResourceId');
-      await expectError(c.createResource({ ...folder('resource_long'), attributes: { blob: 'x'.repeat(17 * 1024) } }), Code.InvalidArgument, 'attributes');
-      await expectError(c.getResource({ id: 'resource_big0' }), Code.NotFound);
+      await expectCode(c.batchCreateResources({ items }), Code.InvalidArgument, '1000');
+      await expectCode(c.createResource({ ...folder('resource_long'), displayName: 'x'.repeat(257) }), Code.InvalidArgument, 'displayName');
+      await expectCode(c.createResource({ ...folder('resource_long'), externalResourceId: 'x'.repeat(257) }), Code.InvalidArgument, 'externalResourceId');
+      await expectCode(c.createResource({ ...folder('resource_long'), attributes: { blob: 'x'.repeat(17 * 1024) } }), Code.InvalidArgument, 'attributes');
+      await expectCode(c.getResource({ id: 'resource_big0' }), Code.NotFound);
     });
 
     it('creates 1,000 resources in one batch', async () => {
@@ -160,8 +135,8 @@ describe.each(BACKENDS)('ResourceService on %s', (backend) => {
     it('lists by owner scope; an unknown scope is not_found; scopeId is required', async () => {
       const res = await c.listResources({ scopeId: 'scope_a2' });
       expect(res.resources.map((r) => r.ownerScopeId)).toEqual(res.resources.map(() => 'scope_a2'));
-      await expectError(c.listResources({ scopeId: 'scope_nope' }), Code.NotFound);
-      await expectError(c.listResources({}), Code.InvalidArgument, 'scopeId');
+      await expectCode(c.listResources({ scopeId: 'scope_nope' }), Code.NotFound);
+      await expectCode(c.listResources({}), Code.InvalidArgument, 'scopeId');
     });
 
     it('updates displayName and attributes; get of a missing id is not_found', async () => {
@@ -170,9 +145,9 @@ describe.each(BACKENDS)('ResourceService on %s', (backend) => {
       const res2 = await c.updateResource({ id: 'resource_r1', attributes: { size: 4 } });
       expect(res2.resource).toMatchObject({ displayName: 'Renamed', attributes: { size: 4 } });
       expect((await c.getResource({ id: 'resource_r1' })).resource?.attributes).toEqual({ size: 4 });
-      await expectError(c.updateResource({ id: 'resource_nope', displayName: 'x' }), Code.NotFound);
-      await expectError(c.updateResource({ id: 'resource_r1', attributes: { blob: 'x'.repeat(17 * 1024) } }), Code.InvalidArgument, 'attributes');
-      await expectError(c.getResource({ id: 'resource_nope' }), Code.NotFound);
+      await expectCode(c.updateResource({ id: 'resource_nope', displayName: 'x' }), Code.NotFound);
+      await expectCode(c.updateResource({ id: 'resource_r1', attributes: { blob: 'x'.repeat(17 * 1024) } }), Code.InvalidArgument, 'attributes');
+      await expectCode(c.getResource({ id: 'resource_nope' }), Code.NotFound);
     });
   });
 
@@ -210,29 +185,29 @@ describe.each(BACKENDS)('ResourceService on %s', (backend) => {
       expect(rest.resourceAncestors.map((a) => a.id)).toEqual(['resource_h_root']);
       expect(rest.nextCursor).toBe('');
       expect((await c.listResourceAncestors({ resourceId: 'resource_h_root' })).resourceAncestors).toEqual([]);
-      await expectError(c.listResourceAncestors({ resourceId: 'resource_nope' }), Code.NotFound);
+      await expectCode(c.listResourceAncestors({ resourceId: 'resource_nope' }), Code.NotFound);
     });
 
     it('answers children, parent and descendants (breadth first, paged)', async () => {
       expect((await c.listResourceChildren({ id: 'resource_h_root' })).resources.map((r) => r.id)).toEqual(['resource_h_mid']);
       expect((await c.getResourceParent({ id: 'resource_h_mid' })).resource?.id).toBe('resource_h_root');
-      await expectError(c.getResourceParent({ id: 'resource_h_root' }), Code.NotFound);
-      await expectError(c.getResourceParent({ id: 'resource_nope' }), Code.NotFound);
+      await expectCode(c.getResourceParent({ id: 'resource_h_root' }), Code.NotFound);
+      await expectCode(c.getResourceParent({ id: 'resource_nope' }), Code.NotFound);
       const all = await c.listResourceDescendants({ id: 'resource_h_root' });
       expect(all.resources.map((r) => r.id)).toEqual(['resource_h_mid', 'resource_h_leaf', 'resource_h_doc']);
       const p1 = await c.listResourceDescendants({ id: 'resource_h_root', limit: 2 });
       const p2 = await c.listResourceDescendants({ id: 'resource_h_root', limit: 2, cursor: p1.nextCursor });
       expect([...p1.resources, ...p2.resources].map((r) => r.id)).toEqual(all.resources.map((r) => r.id));
       expect(p2.nextCursor).toBe('');
-      await expectError(c.listResourceDescendants({ id: 'resource_h_root', cursor: 'garbage!' }), Code.InvalidArgument, 'cursor');
+      await expectCode(c.listResourceDescendants({ id: 'resource_h_root', cursor: 'garbage!' }), Code.InvalidArgument, 'cursor');
     });
 
     it('refuses a second parent, also when the first comes earlier in the same batch', async () => {
-      await expectError(
+      await expectCode(
         c.createResourceEdge({ parentResourceId: 'resource_h_other', childResourceId: 'resource_h_mid' }),
         Code.FailedPrecondition, 'at most one parent',
       );
-      await expectError(c.batchCreateResourceEdges({ items: [
+      await expectCode(c.batchCreateResourceEdges({ items: [
         { parentResourceId: 'resource_h_root', childResourceId: 'resource_h_other' },
         { parentResourceId: 'resource_h_mid', childResourceId: 'resource_h_other' },
       ] }), Code.FailedPrecondition, 'items[1].childResourceId');
@@ -240,10 +215,10 @@ describe.each(BACKENDS)('ResourceService on %s', (backend) => {
     });
 
     it('refuses cycles: self, through the store and through the batch', async () => {
-      await expectError(c.createResourceEdge({ parentResourceId: 'resource_h_other', childResourceId: 'resource_h_other' }), Code.FailedPrecondition);
-      await expectError(c.createResourceEdge({ parentResourceId: 'resource_h_leaf', childResourceId: 'resource_h_root' }), Code.FailedPrecondition, 'cycle');
+      await expectCode(c.createResourceEdge({ parentResourceId: 'resource_h_other', childResourceId: 'resource_h_other' }), Code.FailedPrecondition);
+      await expectCode(c.createResourceEdge({ parentResourceId: 'resource_h_leaf', childResourceId: 'resource_h_root' }), Code.FailedPrecondition, 'cycle');
       await c.batchCreateResources({ items: [folder('resource_cy1'), folder('resource_cy2')] });
-      await expectError(c.batchCreateResourceEdges({ items: [
+      await expectCode(c.batchCreateResourceEdges({ items: [
         { parentResourceId: 'resource_cy1', childResourceId: 'resource_cy2' },
         { parentResourceId: 'resource_cy2', childResourceId: 'resource_cy1' },
       ] }), Code.FailedPrecondition, 'cycle');
@@ -251,7 +226,7 @@ describe.each(BACKENDS)('ResourceService on %s', (backend) => {
 
     it('refuses pairs the type hierarchy does not allow, naming both types', async () => {
       await c.createResource({ id: 'resource_h_doc2', resourceTypeId: 'resource_type_doc', ownerScopeId: 'scope_tenant_a', externalResourceId: 'hdoc2' });
-      const err = await expectError(
+      const err = await expectCode(
         c.createResourceEdge({ parentResourceId: 'resource_h_doc2', childResourceId: 'resource_h_other' }), Code.FailedPrecondition,
       );
       expect(err.rawMessage).toContain('"doc"');
@@ -259,11 +234,11 @@ describe.each(BACKENDS)('ResourceService on %s', (backend) => {
     });
 
     it('refuses other tenants, missing resources, bad cascades and long relationship types', async () => {
-      await expectError(c.createResourceEdge({ parentResourceId: 'resource_h_other', childResourceId: 'resource_h_b' }), Code.FailedPrecondition, 'childResourceId');
-      await expectError(c.createResourceEdge({ parentResourceId: 'resource_nope', childResourceId: 'resource_h_other' }), Code.FailedPrecondition, 'parentResourceId');
-      await expectError(c.createResourceEdge({ parentResourceId: 'resource_h_root', childResourceId: 'resource_h_other', cascade: 'CASCADE_INHERIT' }), Code.InvalidArgument, 'cascade');
-      await expectError(c.createResourceEdge({ parentResourceId: 'resource_h_root', childResourceId: 'resource_h_other', relationshipType: 'x'.repeat(257) }), Code.InvalidArgument, 'relationshipType');
-      await expectError(c.createResourceEdge({ parentResourceId: 'resource_h_root', childResourceId: '' }), Code.InvalidArgument, 'childResourceId: is required');
+      await expectCode(c.createResourceEdge({ parentResourceId: 'resource_h_other', childResourceId: 'resource_h_b' }), Code.FailedPrecondition, 'childResourceId');
+      await expectCode(c.createResourceEdge({ parentResourceId: 'resource_nope', childResourceId: 'resource_h_other' }), Code.FailedPrecondition, 'parentResourceId');
+      await expectCode(c.createResourceEdge({ parentResourceId: 'resource_h_root', childResourceId: 'resource_h_other', cascade: 'CASCADE_INHERIT' }), Code.InvalidArgument, 'cascade');
+      await expectCode(c.createResourceEdge({ parentResourceId: 'resource_h_root', childResourceId: 'resource_h_other', relationshipType: 'x'.repeat(257) }), Code.InvalidArgument, 'relationshipType');
+      await expectCode(c.createResourceEdge({ parentResourceId: 'resource_h_root', childResourceId: '' }), Code.InvalidArgument, 'childResourceId: is required');
     });
 
     it('allows 64 levels and refuses the 65th, in a batch and across batches', async () => {
@@ -272,7 +247,7 @@ describe.each(BACKENDS)('ResourceService on %s', (backend) => {
       const chain = (from: number, to: number) =>
         Array.from({ length: to - from }, (_, i) => ({ parentResourceId: ids[from + i], childResourceId: ids[from + i + 1] }));
       // 0..64 is 65 levels: the last item is refused and nothing of the batch is written.
-      await expectError(c.batchCreateResourceEdges({ items: chain(0, 64) }), Code.FailedPrecondition, 'items[63].childResourceId');
+      await expectCode(c.batchCreateResourceEdges({ items: chain(0, 64) }), Code.FailedPrecondition, 'items[63].childResourceId');
       expect((await c.listResourceChildren({ id: ids[0] })).resources).toHaveLength(0);
       await c.batchCreateResourceEdges({ items: chain(0, 40) });
       await c.batchCreateResourceEdges({ items: chain(41, 63) }); // a separate subtree of 23 levels: 41..63
@@ -280,14 +255,14 @@ describe.each(BACKENDS)('ResourceService on %s', (backend) => {
       await c.createResourceEdge({ parentResourceId: ids[40], childResourceId: ids[41] });
       const anc = await c.listResourceAncestors({ resourceId: ids[63] });
       expect(anc.resourceAncestors).toHaveLength(63);
-      await expectError(c.createResourceEdge({ parentResourceId: ids[63], childResourceId: ids[64] }), Code.FailedPrecondition, '65 levels');
+      await expectCode(c.createResourceEdge({ parentResourceId: ids[63], childResourceId: ids[64] }), Code.FailedPrecondition, '65 levels');
     });
 
     it('deletes an edge by parent and child; a missing edge is not_found', async () => {
       await c.createResourceEdge({ parentResourceId: 'resource_h_root', childResourceId: 'resource_h_other' });
       await c.deleteResourceEdge({ parentResourceId: 'resource_h_root', childResourceId: 'resource_h_other' });
-      await expectError(c.getResourceParent({ id: 'resource_h_other' }), Code.NotFound);
-      await expectError(c.deleteResourceEdge({ parentResourceId: 'resource_h_root', childResourceId: 'resource_h_other' }), Code.NotFound);
+      await expectCode(c.getResourceParent({ id: 'resource_h_other' }), Code.NotFound);
+      await expectCode(c.deleteResourceEdge({ parentResourceId: 'resource_h_root', childResourceId: 'resource_h_other' }), Code.NotFound);
     });
   });
 
@@ -301,21 +276,21 @@ describe.each(BACKENDS)('ResourceService on %s', (backend) => {
       expect(res.resourceScopeLinks[1].id).toMatch(/^rsl_/);
       expect((await c.listResourceScopeLinks({ resourceId: 'resource_r1' })).resourceScopeLinks).toHaveLength(2);
       expect((await c.listResourceScopeLinks({ scopeId: 'scope_a1' })).resourceScopeLinks.map((l) => l.id)).toEqual(['rsl_one']);
-      await expectError(c.listResourceScopeLinks({}), Code.InvalidArgument, 'resourceId');
+      await expectCode(c.listResourceScopeLinks({}), Code.InvalidArgument, 'resourceId');
       const upd = await c.updateResourceScopeLink({ id: 'rsl_one', metadata: { why: 'audit' } });
       expect(upd.resourceScopeLink?.metadata).toEqual({ why: 'audit' });
       await c.deleteResourceScopeLink({ id: 'rsl_one' });
-      await expectError(c.deleteResourceScopeLink({ id: 'rsl_one' }), Code.NotFound);
-      await expectError(c.updateResourceScopeLink({ id: 'rsl_one', metadata: {} }), Code.NotFound);
+      await expectCode(c.deleteResourceScopeLink({ id: 'rsl_one' }), Code.NotFound);
+      await expectCode(c.updateResourceScopeLink({ id: 'rsl_one', metadata: {} }), Code.NotFound);
     });
 
     it('validates link type, tenant, duplicates and metadata size', async () => {
-      await expectError(c.createResourceScopeLink({ resourceId: 'resource_r1', scopeId: 'scope_a1', linkType: 'copy' }), Code.InvalidArgument, 'linkType');
-      await expectError(c.createResourceScopeLink({ resourceId: 'resource_r1', scopeId: 'scope_a1' }), Code.InvalidArgument, 'linkType');
-      await expectError(c.createResourceScopeLink({ resourceId: 'resource_r1', scopeId: 'scope_tenant_b', linkType: 'share' }), Code.FailedPrecondition, 'scopeId');
-      await expectError(c.createResourceScopeLink({ resourceId: 'resource_nope', scopeId: 'scope_a1', linkType: 'share' }), Code.FailedPrecondition, 'resourceId');
-      await expectError(c.createResourceScopeLink({ resourceId: 'resource_r1', scopeId: 'scope_a2', linkType: 'mirror' }), Code.AlreadyExists);
-      await expectError(c.createResourceScopeLink({ resourceId: 'resource_r1', scopeId: 'scope_a1', linkType: 'alias', metadata: { b: 'x'.repeat(17 * 1024) } }), Code.InvalidArgument, 'metadata');
+      await expectCode(c.createResourceScopeLink({ resourceId: 'resource_r1', scopeId: 'scope_a1', linkType: 'copy' }), Code.InvalidArgument, 'linkType');
+      await expectCode(c.createResourceScopeLink({ resourceId: 'resource_r1', scopeId: 'scope_a1' }), Code.InvalidArgument, 'linkType');
+      await expectCode(c.createResourceScopeLink({ resourceId: 'resource_r1', scopeId: 'scope_tenant_b', linkType: 'share' }), Code.FailedPrecondition, 'scopeId');
+      await expectCode(c.createResourceScopeLink({ resourceId: 'resource_nope', scopeId: 'scope_a1', linkType: 'share' }), Code.FailedPrecondition, 'resourceId');
+      await expectCode(c.createResourceScopeLink({ resourceId: 'resource_r1', scopeId: 'scope_a2', linkType: 'mirror' }), Code.AlreadyExists);
+      await expectCode(c.createResourceScopeLink({ resourceId: 'resource_r1', scopeId: 'scope_a1', linkType: 'alias', metadata: { b: 'x'.repeat(17 * 1024) } }), Code.InvalidArgument, 'metadata');
     });
   });
 
@@ -327,8 +302,8 @@ describe.each(BACKENDS)('ResourceService on %s', (backend) => {
         { id: 'resource_edge_down', parentResourceId: 'resource_del', childResourceId: 'resource_del_c' },
       ] });
       await c.createResourceScopeLink({ id: 'rsl_del', resourceId: 'resource_del', scopeId: 'scope_a1', linkType: 'share' });
-      await seed(app.db, 'tenant_a', 'subject', [{ id: 'subject_owner', type: 'user', externalId: 'owner' }]);
-      await seed(app.db, 'tenant_a', 'role', [{ id: 'role_owner', scopeId: 'scope_tenant_a', key: 'owner', name: 'Owner', description: '' }]);
+      await seedRows(app.db, 'tenant_a', 'subject', [{ id: 'subject_owner', type: 'user', externalId: 'owner' }]);
+      await seedRows(app.db, 'tenant_a', 'role', [{ id: 'role_owner', scopeId: 'scope_tenant_a', key: 'owner', name: 'Owner', description: '' }]);
       await app.client(OwnershipGrantService).createOwnershipGrant({ id: 'ownership_grant_del', subjectId: 'subject_owner', resourceId: 'resource_del', roleId: 'role_owner' });
       const tags = app.client(TagService);
       await tags.createTagGroup({ id: 'tag_group_del', scopeId: 'scope_tenant_a', name: 'Env', key: 'env' });
@@ -340,15 +315,15 @@ describe.each(BACKENDS)('ResourceService on %s', (backend) => {
 
       await c.deleteResource({ id: 'resource_del' });
 
-      await expectError(c.getResource({ id: 'resource_del' }), Code.NotFound);
-      await expectError(app.client(PolicyService).getResourcePolicy({ id: 'policy_del' }), Code.NotFound);
+      await expectCode(c.getResource({ id: 'resource_del' }), Code.NotFound);
+      await expectCode(app.client(PolicyService).getResourcePolicy({ id: 'policy_del' }), Code.NotFound);
       expect((await tags.listTagAssignments({ targetId: 'resource_del' })).tagAssignments).toEqual([]);
       expect((await c.listResourceChildren({ id: 'resource_del_p' })).resources).toEqual([]);
-      await expectError(c.getResourceParent({ id: 'resource_del_c' }), Code.NotFound);
+      await expectCode(c.getResourceParent({ id: 'resource_del_c' }), Code.NotFound);
       const removed = ['resource_edge_up', 'resource_edge_down', 'rsl_del', 'ownership_grant_del', 'tag_assignment_del', 'policy_del', 'resource_del'];
       const log = await changeLog(app.db, removed);
       for (const id of removed) expect(log).toContain(`delete:${id}`);
-      await expectError(c.deleteResource({ id: 'resource_del' }), Code.NotFound);
+      await expectCode(c.deleteResource({ id: 'resource_del' }), Code.NotFound);
     });
   });
 });

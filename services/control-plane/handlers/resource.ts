@@ -6,13 +6,11 @@ import type {
 } from '../../../gen/authz/v1/resource_service_pb.js';
 import { constraint, invalid, missingReference, notFound } from '../../common/errors.js';
 import { rowToMessage, type Row } from '../../store/kinds.js';
-import { decodeCursor, encodeCursor, listPage, loadByIds, type Page } from '../../store/read.js';
+import { decodeCursor, encodeCursor, listPage, loadByIds, type Page, query } from '../../store/read.js';
 import type { WriteTx } from '../../store/write.js';
 import { jsonObject, oneOf, optionalString, requireString } from '../validate.js';
 import {
-  createMany, getOne, listMany, loadForWrite, tenantOfRef, writeOne, type Batch, type CreateSpec, type Deps,
-} from './kit.js';
-import { distinct, query, refIn, taken } from './resource-type.js';
+  createMany, getOne, listMany, loadForWrite, tenantOfRef, writeOne, type CreateSpec, type Deps, distinct, refIn, taken } from './kit.js';
 import { MAX_DEPTH } from './scope.js';
 
 const CASCADES = ['inherit', 'none'] as const;

@@ -1,30 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Code, ConnectError, type Client } from '@connectrpc/connect';
+import { Code, type Client } from '@connectrpc/connect';
 import { ScopeOverrideService } from '../../../gen/authz/v1/scope_override_service_pb.js';
-import type { KindName, Row } from '../../store/kinds.js';
-import type { Database } from '../../store/db.js';
-import { runWrite } from '../../store/write.js';
-import { BACKENDS, createTestApp, seedTenant, type TestApp } from '../../../test/harness.js';
-
-async function expectError(p: Promise<unknown>, code: Code, text?: string): Promise<ConnectError> {
-  let err: ConnectError | undefined;
-  try {
-    await p;
-  } catch (e) {
-    err = ConnectError.from(e);
-  }
-  if (!err) throw new Error('expected the call to fail');
-  expect(Code[err.code], err.rawMessage).toBe(Code[code]);
-  if (text) expect(err.rawMessage).toContain(text);
-  return err;
-}
-
-async function seed(db: Database, tenantId: string, kind: KindName, rows: Row[]) {
-  await runWrite(db, async (tx) => {
-    await tx.useTenant(tenantId);
-    await tx.insert(kind, rows.map((r) => ({ tenantId, createdAt: new Date(), createdBy: 'test', ...r })));
-  });
-}
+import { BACKENDS, createTestApp, seedTenant, type TestApp, expectCode, seedRows } from '../../../test/harness.js';
 
 const permission = (id: string, scopeId: string) =>
   ({ id, scopeId, action: 'read', resourceType: '*', resourcePattern: '*', key: `*:read:*`, name: '', description: '' });
@@ -36,11 +13,11 @@ describe.each(BACKENDS)('ScopeOverrideService on %s', (backend) => {
     app = await createTestApp(backend);
     await seedTenant(app.db, 'tenant_a');
     await seedTenant(app.db, 'tenant_b');
-    await seed(app.db, 'tenant_a', 'scope', [{ id: 'scope_a1', name: 'a1', typeId: 'scope_type_project', parentId: 'scope_tenant_a' }]);
-    await seed(app.db, 'tenant_a', 'role', [{ id: 'role_editor', scopeId: 'scope_tenant_a', key: 'editor', name: 'Editor', description: '' }]);
-    await seed(app.db, 'tenant_a', 'permission', [permission('permission_read', 'scope_tenant_a'), permission('permission_write', 'scope_tenant_a')]);
-    await seed(app.db, 'tenant_b', 'role', [{ id: 'role_b', scopeId: 'scope_tenant_b', key: 'editor', name: 'Editor', description: '' }]);
-    await seed(app.db, 'tenant_b', 'permission', [permission('permission_b', 'scope_tenant_b')]);
+    await seedRows(app.db, 'tenant_a', 'scope', [{ id: 'scope_a1', name: 'a1', typeId: 'scope_type_project', parentId: 'scope_tenant_a' }]);
+    await seedRows(app.db, 'tenant_a', 'role', [{ id: 'role_editor', scopeId: 'scope_tenant_a', key: 'editor', name: 'Editor', description: '' }]);
+    await seedRows(app.db, 'tenant_a', 'permission', [permission('permission_read', 'scope_tenant_a'), permission('permission_write', 'scope_tenant_a')]);
+    await seedRows(app.db, 'tenant_b', 'role', [{ id: 'role_b', scopeId: 'scope_tenant_b', key: 'editor', name: 'Editor', description: '' }]);
+    await seedRows(app.db, 'tenant_b', 'permission', [permission('permission_b', 'scope_tenant_b')]);
     c = app.client(ScopeOverrideService);
   });
   afterAll(() => app?.close());
@@ -57,35 +34,35 @@ describe.each(BACKENDS)('ScopeOverrideService on %s', (backend) => {
     expect(res.scopeOverrides[0]).toMatchObject({ id: 'scope_override_block', tenantId: 'tenant_a', scopeId: 'scope_a1', roleId: 'role_editor' });
     expect(res.scopeOverrides[1].id).toMatch(/^scope_override_/);
     expect((await c.listScopeOverrides({ scopeId: 'scope_a1' })).scopeOverrides).toHaveLength(2);
-    await expectError(c.listScopeOverrides({}), Code.InvalidArgument, 'scopeId');
-    await expectError(c.listScopeOverrides({ scopeId: 'scope_nope' }), Code.NotFound);
+    await expectCode(c.listScopeOverrides({}), Code.InvalidArgument, 'scopeId');
+    await expectCode(c.listScopeOverrides({ scopeId: 'scope_nope' }), Code.NotFound);
   });
 
   it('requires permissionIds for add and remove and refuses them for block', async () => {
-    await expectError(c.createScopeOverride({ scopeId: 'scope_a1', roleId: 'role_editor', mode: 'add' }), Code.InvalidArgument, 'permissionIds: is required');
-    await expectError(c.createScopeOverride({ scopeId: 'scope_a1', roleId: 'role_editor', mode: 'remove', permissionIds: [] }), Code.InvalidArgument, 'permissionIds');
-    await expectError(c.createScopeOverride({ scopeId: 'scope_a1', roleId: 'role_editor', mode: 'block', permissionIds: ['permission_read'] }), Code.InvalidArgument, 'permissionIds: must be empty');
-    await expectError(c.createScopeOverride({ scopeId: 'scope_a1', roleId: 'role_editor', mode: 'grant' }), Code.InvalidArgument, 'mode');
-    await expectError(c.createScopeOverride({ scopeId: 'scope_a1', roleId: 'role_editor' }), Code.InvalidArgument, 'mode');
-    await expectError(c.createScopeOverride({ scopeId: 'scope_a1', roleId: 'role_editor', mode: 'add', permissionIds: ['permission_read', 'permission_read'] }), Code.InvalidArgument, 'permissionIds[1]');
+    await expectCode(c.createScopeOverride({ scopeId: 'scope_a1', roleId: 'role_editor', mode: 'add' }), Code.InvalidArgument, 'permissionIds: is required');
+    await expectCode(c.createScopeOverride({ scopeId: 'scope_a1', roleId: 'role_editor', mode: 'remove', permissionIds: [] }), Code.InvalidArgument, 'permissionIds');
+    await expectCode(c.createScopeOverride({ scopeId: 'scope_a1', roleId: 'role_editor', mode: 'block', permissionIds: ['permission_read'] }), Code.InvalidArgument, 'permissionIds: must be empty');
+    await expectCode(c.createScopeOverride({ scopeId: 'scope_a1', roleId: 'role_editor', mode: 'grant' }), Code.InvalidArgument, 'mode');
+    await expectCode(c.createScopeOverride({ scopeId: 'scope_a1', roleId: 'role_editor' }), Code.InvalidArgument, 'mode');
+    await expectCode(c.createScopeOverride({ scopeId: 'scope_a1', roleId: 'role_editor', mode: 'add', permissionIds: ['permission_read', 'permission_read'] }), Code.InvalidArgument, 'permissionIds[1]');
   });
 
   it('refuses missing and foreign references, naming the field, and writes nothing', async () => {
-    await expectError(c.createScopeOverride({ scopeId: 'scope_a1', roleId: 'role_editor', mode: 'add', permissionIds: ['permission_read', 'permission_nope'] }), Code.FailedPrecondition, 'permissionIds[1]');
-    await expectError(c.createScopeOverride({ scopeId: 'scope_a1', roleId: 'role_editor', mode: 'add', permissionIds: ['permission_b'] }), Code.FailedPrecondition, 'permissionIds[0]');
-    await expectError(c.createScopeOverride({ scopeId: 'scope_a1', roleId: 'role_b', mode: 'block' }), Code.FailedPrecondition, 'roleId');
-    await expectError(c.createScopeOverride({ scopeId: 'scope_nope', roleId: 'role_editor', mode: 'block' }), Code.FailedPrecondition, 'scopeId');
-    await expectError(c.batchCreateScopeOverrides({ items: [
+    await expectCode(c.createScopeOverride({ scopeId: 'scope_a1', roleId: 'role_editor', mode: 'add', permissionIds: ['permission_read', 'permission_nope'] }), Code.FailedPrecondition, 'permissionIds[1]');
+    await expectCode(c.createScopeOverride({ scopeId: 'scope_a1', roleId: 'role_editor', mode: 'add', permissionIds: ['permission_b'] }), Code.FailedPrecondition, 'permissionIds[0]');
+    await expectCode(c.createScopeOverride({ scopeId: 'scope_a1', roleId: 'role_b', mode: 'block' }), Code.FailedPrecondition, 'roleId');
+    await expectCode(c.createScopeOverride({ scopeId: 'scope_nope', roleId: 'role_editor', mode: 'block' }), Code.FailedPrecondition, 'scopeId');
+    await expectCode(c.batchCreateScopeOverrides({ items: [
       { id: 'scope_override_x', scopeId: 'scope_tenant_a', roleId: 'role_editor', mode: 'block' },
       { scopeId: 'scope_tenant_a', roleId: '', mode: 'block' },
     ] }), Code.InvalidArgument, 'items[1].roleId: is required');
-    await expectError(c.batchCreateScopeOverrides({ items: Array.from({ length: 1001 }, () => ({ scopeId: 'scope_a1', roleId: 'role_editor', mode: 'block' })) }), Code.InvalidArgument);
+    await expectCode(c.batchCreateScopeOverrides({ items: Array.from({ length: 1001 }, () => ({ scopeId: 'scope_a1', roleId: 'role_editor', mode: 'block' })) }), Code.InvalidArgument);
     expect((await c.listScopeOverrides({ scopeId: 'scope_tenant_a' })).scopeOverrides).toHaveLength(1);
   });
 
   it('deletes an override; a missing one is not_found', async () => {
     await c.deleteScopeOverride({ id: 'scope_override_block' });
     expect((await c.listScopeOverrides({ scopeId: 'scope_a1' })).scopeOverrides.map((o) => o.mode)).toEqual(['add']);
-    await expectError(c.deleteScopeOverride({ id: 'scope_override_block' }), Code.NotFound);
+    await expectCode(c.deleteScopeOverride({ id: 'scope_override_block' }), Code.NotFound);
   });
 });

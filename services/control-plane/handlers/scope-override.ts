@@ -3,8 +3,7 @@ import { ScopeOverrideService } from '../../../gen/authz/v1/scope_override_servi
 import type { CreateScopeOverrideRequest } from '../../../gen/authz/v1/scope_override_service_pb.js';
 import { invalid } from '../../common/errors.js';
 import { oneOf, requireString } from '../validate.js';
-import { createMany, listMany, loadForWrite, tenantOfRef, writeOne, type CreateSpec, type Deps } from './kit.js';
-import { enterScope, refIn } from './resource-type.js';
+import { createMany, listMany, loadForWrite, tenantOfRef, writeOne, type CreateSpec, type Deps, enterScope, refIn } from './kit.js';
 
 const MODES = ['block', 'add', 'remove'] as const;
 

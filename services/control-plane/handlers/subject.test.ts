@@ -1,17 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Code, ConnectError } from '@connectrpc/connect';
+import { Code } from '@connectrpc/connect';
 import { SubjectService } from '../../../gen/authz/v1/subject_service_pb.js';
 import { RoleService } from '../../../gen/authz/v1/role_service_pb.js';
 import { MembershipService } from '../../../gen/authz/v1/membership_service_pb.js';
 import { ApiKeyService } from '../../../gen/authz/v1/api_key_service_pb.js';
 import { runWrite } from '../../store/write.js';
-import { BACKENDS, createTestApp, seedTenant, userOf, type TestApp } from '../../../test/harness.js';
-
-async function expectCode(p: Promise<unknown>, code: Code, text?: string) {
-  const err = ConnectError.from(await p.then(() => { throw new Error('expected the call to fail'); }, (e: unknown) => e));
-  expect(Code[err.code]).toBe(Code[code]);
-  if (text) expect(err.rawMessage).toContain(text);
-}
+import { BACKENDS, createTestApp, seedTenant, userOf, type TestApp, expectCode } from '../../../test/harness.js';
 
 describe.each(BACKENDS)('SubjectService on %s', (backend) => {
   let app: TestApp;

@@ -5,12 +5,10 @@ import type {
 } from '../../../gen/authz/v1/tag_service_pb.js';
 import { constraint, invalid } from '../../common/errors.js';
 import { rowToMessage, type KindName, type Row } from '../../store/kinds.js';
-import { listPage } from '../../store/read.js';
+import { listPage, query } from '../../store/read.js';
 import { oneOf, optionalString, requireString } from '../validate.js';
 import {
-  createMany, getOne, listMany, loadForWrite, reach, tenantOfRef, writeOne, type Batch, type CreateSpec, type Deps,
-} from './kit.js';
-import { distinct, enterScope, query, refIn, taken } from './resource-type.js';
+  createMany, getOne, listMany, loadForWrite, reach, tenantOfRef, writeOne, type Batch, type CreateSpec, type Deps, distinct, enterScope, refIn, taken } from './kit.js';
 
 const TARGET_TYPES = ['resource', 'subject', 'scope'] as const;
 const TARGET_KIND: Record<(typeof TARGET_TYPES)[number], KindName> = { resource: 'resource', subject: 'subject', scope: 'scope' };

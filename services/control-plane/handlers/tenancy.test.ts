@@ -1,15 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Code, ConnectError } from '@connectrpc/connect';
+import { Code } from '@connectrpc/connect';
 import { TenancyService } from '../../../gen/authz/v1/tenancy_service_pb.js';
 import { ScopeService } from '../../../gen/authz/v1/scope_service_pb.js';
 import { runWrite } from '../../store/write.js';
-import { BACKENDS, createTestApp, seedTenant, userOf, type TestApp } from '../../../test/harness.js';
-
-async function expectCode(p: Promise<unknown>, code: Code, text?: string) {
-  const err = ConnectError.from(await p.then(() => { throw new Error('expected the call to fail'); }, (e: unknown) => e));
-  expect(Code[err.code]).toBe(Code[code]);
-  if (text) expect(err.rawMessage).toContain(text);
-}
+import { BACKENDS, createTestApp, seedTenant, userOf, type TestApp, expectCode } from '../../../test/harness.js';
 
 describe.each(BACKENDS)('TenancyService on %s', (backend) => {
   let app: TestApp;
