@@ -20,7 +20,7 @@ export type NodeServerResponse = Parameters<typeof universalResponseToNodeRespon
 import type { Logger } from 'pino';
 import { ErrorInfoSchema, ErrorReason, ErrorReasonSchema } from '../../../gen/authz/v1/error_reason_pb.js';
 import { connectErrorWithInfo, INTERNAL_MESSAGE } from '../errors.js';
-import { checkMessage, int64ToNumbers, invalidField, setAtPath, valueFromString } from './json.js';
+import { checkMessage, hasInt64, int64ToNumbers, invalidField, setAtPath, valueFromString } from './json.js';
 import { resolveFieldPath, RouteTable, type Route } from './routes.js';
 
 /** The request body limit of every surface (contract §6). */
@@ -147,6 +147,8 @@ export function createGateway(opts: GatewayOptions): Gateway {
       return sendError(res, errorFromConnectBody(uRes.status, text, opts.logger), undefined, out);
     }
 
+    const direct = unwrapDirect(route, text);
+    if (direct !== undefined) return send(res, 200, out, direct);
     let json: JsonValue;
     try {
       json = JSON.parse(text) as JsonValue;
@@ -318,4 +320,18 @@ function send(res: NodeServerResponse, status: number, headers: Record<string, s
   const buf = Buffer.from(body, 'utf8');
   res.writeHead(status, { ...headers, 'content-type': JSON_TYPE, 'content-length': String(buf.length) });
   res.end(buf);
+}
+
+/**
+ * The REST body without a parse and re-serialisation, for the common case: the output message
+ * has only its `response_body` field and no 64-bit integers anywhere (so nothing to convert),
+ * and Connect wrote `{"<jsonName>":<value>}` (JSON.stringify of a one-key object). Undefined
+ * when that does not hold; the caller then parses.
+ */
+export function unwrapDirect(route: Pick<Route, 'method' | 'responseBody'>, text: string): string | undefined {
+  const f = route.responseBody;
+  if (!f || route.method.output.fields.length !== 1 || hasInt64(route.method.output)) return undefined;
+  const head = `{"${f.jsonName}":`;
+  if (!text.startsWith(head) || !text.endsWith('}')) return undefined;
+  return text.slice(head.length, -1);
 }

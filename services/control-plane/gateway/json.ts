@@ -241,6 +241,24 @@ function existingKey(obj: JsonObject, f: DescField): string {
  * by the proto JSON rules) as a JSON number, walking the message descriptor. Struct, Value
  * and other free-form JSON are left alone.
  */
+/** Whether any message reachable from `desc` has a 64-bit integer field (cached per type). */
+export function hasInt64(desc: DescMessage, seen = new Set<string>()): boolean {
+  const hit = int64Cache.get(desc.typeName);
+  if (hit !== undefined) return hit;
+  if (seen.has(desc.typeName) || WKT_JSON[desc.typeName] !== undefined) return false;
+  seen.add(desc.typeName);
+  const found = desc.fields.some((f) => {
+    if (f.fieldKind === 'scalar') return INT64_TYPES.has(f.scalar);
+    if (f.fieldKind === 'message') return hasInt64(f.message, seen);
+    if (f.fieldKind === 'list') return f.listKind === 'scalar' ? INT64_TYPES.has(f.scalar) : f.listKind === 'message' && hasInt64(f.message, seen);
+    if (f.fieldKind === 'map') return (f.mapKind === 'scalar' && INT64_TYPES.has(f.scalar)) || (f.mapKind === 'message' && hasInt64(f.message, seen));
+    return false;
+  });
+  int64Cache.set(desc.typeName, found);
+  return found;
+}
+const int64Cache = new Map<string, boolean>();
+
 export function int64ToNumbers(desc: DescMessage, value: JsonValue): JsonValue {
   if (!isObject(value)) return value;
   const wkt = WKT_JSON[desc.typeName];
