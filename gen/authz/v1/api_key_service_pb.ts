@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file authz/v1/api_key_service.proto.
  */
 export const file_authz_v1_api_key_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch5hdXRoei92MS9hcGlfa2V5X3NlcnZpY2UucHJvdG8SCGF1dGh6LnYxIqUCChNDcmVhdGVBcGlLZXlSZXF1ZXN0Eg8KAmlkGAEgASgJSACIAQESDAoEbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIWCgl0ZW5hbnRfaWQYBCABKAlIAYgBARIbCg5lbnZpcm9ubWVudF9pZBgFIAEoCUgCiAEBEi4KCmV4cGlyZXNfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhQKDGludGVuZGVkX3VzZRgHIAEoCRIMCgRraW5kGAggASgJEikKCG1ldGFkYXRhGAkgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIFCgNfaWRCDAoKX3RlbmFudF9pZEIRCg9fZW52aXJvbm1lbnRfaWQiOQoUQ3JlYXRlQXBpS2V5UmVzcG9uc2USIQoHYXBpX2tleRgBIAEoCzIQLmF1dGh6LnYxLkFwaUtleSJKChpCYXRjaENyZWF0ZUFwaUtlaWVzUmVxdWVzdBIsCgVpdGVtcxgBIAMoCzIdLmF1dGh6LnYxLkNyZWF0ZUFwaUtleVJlcXVlc3QiQgobQmF0Y2hDcmVhdGVBcGlLZWllc1Jlc3BvbnNlEiMKCWFwaV9rZWllcxgBIAMoCzIQLmF1dGh6LnYxLkFwaUtleSJGChJMaXN0QXBpS2V5c1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEg0KBWxpbWl0GAIgASgFEg4KBmN1cnNvchgDIAEoCSJPChNMaXN0QXBpS2V5c1Jlc3BvbnNlEiMKCWFwaV9rZWllcxgBIAMoCzIQLmF1dGh6LnYxLkFwaUtleRITCgtuZXh0X2N1cnNvchgCIAEoCSIhChNEZWxldGVBcGlLZXlSZXF1ZXN0EgoKAmlkGAEgASgJIhYKFERlbGV0ZUFwaUtleVJlc3BvbnNlMvEDCg1BcGlLZXlTZXJ2aWNlEnAKDENyZWF0ZUFwaUtleRIdLmF1dGh6LnYxLkNyZWF0ZUFwaUtleVJlcXVlc3QaHi5hdXRoei52MS5DcmVhdGVBcGlLZXlSZXNwb25zZSIh6OAYAYLT5JMCFzoBKmIHYXBpX2tleSIJL2FwaS1rZXlzEpEBChNCYXRjaENyZWF0ZUFwaUtlaWVzEiQuYXV0aHoudjEuQmF0Y2hDcmVhdGVBcGlLZWllc1JlcXVlc3QaJS5hdXRoei52MS5CYXRjaENyZWF0ZUFwaUtlaWVzUmVzcG9uc2UiLejgGAGC0+STAiM6BWl0ZW1zYglhcGlfa2VpZXMiDy9hcGkta2V5cy9iYXRjaBJvCgtMaXN0QXBpS2V5cxIcLmF1dGh6LnYxLkxpc3RBcGlLZXlzUmVxdWVzdBodLmF1dGh6LnYxLkxpc3RBcGlLZXlzUmVzcG9uc2UiI5ACAejgGAGC0+STAhZiCWFwaV9rZWllcxIJL2FwaS1rZXlzEmkKDERlbGV0ZUFwaUtleRIdLmF1dGh6LnYxLkRlbGV0ZUFwaUtleVJlcXVlc3QaHi5hdXRoei52MS5EZWxldGVBcGlLZXlSZXNwb25zZSIa6OAYAYLT5JMCECoOL2FwaS1rZXlzL3tpZH1iBnByb3RvMw", [file_authz_v1_api_key, file_authz_v1_options, file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Ch5hdXRoei92MS9hcGlfa2V5X3NlcnZpY2UucHJvdG8SCGF1dGh6LnYxIqUCChNDcmVhdGVBcGlLZXlSZXF1ZXN0Eg8KAmlkGAEgASgJSACIAQESDAoEbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIWCgl0ZW5hbnRfaWQYBCABKAlIAYgBARIbCg5lbnZpcm9ubWVudF9pZBgFIAEoCUgCiAEBEi4KCmV4cGlyZXNfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhQKDGludGVuZGVkX3VzZRgHIAEoCRIMCgRraW5kGAggASgJEikKCG1ldGFkYXRhGAkgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIFCgNfaWRCDAoKX3RlbmFudF9pZEIRCg9fZW52aXJvbm1lbnRfaWQiOQoUQ3JlYXRlQXBpS2V5UmVzcG9uc2USIQoHYXBpX2tleRgBIAEoCzIQLmF1dGh6LnYxLkFwaUtleSJJChlCYXRjaENyZWF0ZUFwaUtleXNSZXF1ZXN0EiwKBWl0ZW1zGAEgAygLMh0uYXV0aHoudjEuQ3JlYXRlQXBpS2V5UmVxdWVzdCJAChpCYXRjaENyZWF0ZUFwaUtleXNSZXNwb25zZRIiCghhcGlfa2V5cxgBIAMoCzIQLmF1dGh6LnYxLkFwaUtleSJGChJMaXN0QXBpS2V5c1JlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEg0KBWxpbWl0GAIgASgFEg4KBmN1cnNvchgDIAEoCSJOChNMaXN0QXBpS2V5c1Jlc3BvbnNlEiIKCGFwaV9rZXlzGAEgAygLMhAuYXV0aHoudjEuQXBpS2V5EhMKC25leHRfY3Vyc29yGAIgASgJIiEKE0RlbGV0ZUFwaUtleVJlcXVlc3QSCgoCaWQYASABKAkiFgoURGVsZXRlQXBpS2V5UmVzcG9uc2Uy7AMKDUFwaUtleVNlcnZpY2UScAoMQ3JlYXRlQXBpS2V5Eh0uYXV0aHoudjEuQ3JlYXRlQXBpS2V5UmVxdWVzdBoeLmF1dGh6LnYxLkNyZWF0ZUFwaUtleVJlc3BvbnNlIiHo4BgBgtPkkwIXOgEqYgdhcGlfa2V5IgkvYXBpLWtleXMSjQEKEkJhdGNoQ3JlYXRlQXBpS2V5cxIjLmF1dGh6LnYxLkJhdGNoQ3JlYXRlQXBpS2V5c1JlcXVlc3QaJC5hdXRoei52MS5CYXRjaENyZWF0ZUFwaUtleXNSZXNwb25zZSIs6OAYAYLT5JMCIjoFaXRlbXNiCGFwaV9rZXlzIg8vYXBpLWtleXMvYmF0Y2gSbgoLTGlzdEFwaUtleXMSHC5hdXRoei52MS5MaXN0QXBpS2V5c1JlcXVlc3QaHS5hdXRoei52MS5MaXN0QXBpS2V5c1Jlc3BvbnNlIiKQAgHo4BgBgtPkkwIVYghhcGlfa2V5cxIJL2FwaS1rZXlzEmkKDERlbGV0ZUFwaUtleRIdLmF1dGh6LnYxLkRlbGV0ZUFwaUtleVJlcXVlc3QaHi5hdXRoei52MS5EZWxldGVBcGlLZXlSZXNwb25zZSIa6OAYAYLT5JMCECoOL2FwaS1rZXlzL3tpZH1iBnByb3RvMw", [file_authz_v1_api_key, file_authz_v1_options, file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message authz.v1.CreateApiKeyRequest
@@ -169,9 +169,9 @@ export const CreateApiKeyResponseSchema: GenMessage<CreateApiKeyResponse, {jsonT
   messageDesc(file_authz_v1_api_key_service, 1);
 
 /**
- * @generated from message authz.v1.BatchCreateApiKeiesRequest
+ * @generated from message authz.v1.BatchCreateApiKeysRequest
  */
-export type BatchCreateApiKeiesRequest = Message<"authz.v1.BatchCreateApiKeiesRequest"> & {
+export type BatchCreateApiKeysRequest = Message<"authz.v1.BatchCreateApiKeysRequest"> & {
   /**
    * At most 1,000; ids may be referenced by later items.
    *
@@ -181,9 +181,9 @@ export type BatchCreateApiKeiesRequest = Message<"authz.v1.BatchCreateApiKeiesRe
 };
 
 /**
- * @generated from message authz.v1.BatchCreateApiKeiesRequest
+ * @generated from message authz.v1.BatchCreateApiKeysRequest
  */
-export type BatchCreateApiKeiesRequestJson = {
+export type BatchCreateApiKeysRequestJson = {
   /**
    * At most 1,000; ids may be referenced by later items.
    *
@@ -193,37 +193,37 @@ export type BatchCreateApiKeiesRequestJson = {
 };
 
 /**
- * Describes the message authz.v1.BatchCreateApiKeiesRequest.
- * Use `create(BatchCreateApiKeiesRequestSchema)` to create a new message.
+ * Describes the message authz.v1.BatchCreateApiKeysRequest.
+ * Use `create(BatchCreateApiKeysRequestSchema)` to create a new message.
  */
-export const BatchCreateApiKeiesRequestSchema: GenMessage<BatchCreateApiKeiesRequest, {jsonType: BatchCreateApiKeiesRequestJson}> = /*@__PURE__*/
+export const BatchCreateApiKeysRequestSchema: GenMessage<BatchCreateApiKeysRequest, {jsonType: BatchCreateApiKeysRequestJson}> = /*@__PURE__*/
   messageDesc(file_authz_v1_api_key_service, 2);
 
 /**
- * @generated from message authz.v1.BatchCreateApiKeiesResponse
+ * @generated from message authz.v1.BatchCreateApiKeysResponse
  */
-export type BatchCreateApiKeiesResponse = Message<"authz.v1.BatchCreateApiKeiesResponse"> & {
+export type BatchCreateApiKeysResponse = Message<"authz.v1.BatchCreateApiKeysResponse"> & {
   /**
-   * @generated from field: repeated authz.v1.ApiKey api_keies = 1;
+   * @generated from field: repeated authz.v1.ApiKey api_keys = 1;
    */
-  apiKeies: ApiKey[];
+  apiKeys: ApiKey[];
 };
 
 /**
- * @generated from message authz.v1.BatchCreateApiKeiesResponse
+ * @generated from message authz.v1.BatchCreateApiKeysResponse
  */
-export type BatchCreateApiKeiesResponseJson = {
+export type BatchCreateApiKeysResponseJson = {
   /**
-   * @generated from field: repeated authz.v1.ApiKey api_keies = 1;
+   * @generated from field: repeated authz.v1.ApiKey api_keys = 1;
    */
-  apiKeies?: ApiKeyJson[];
+  apiKeys?: ApiKeyJson[];
 };
 
 /**
- * Describes the message authz.v1.BatchCreateApiKeiesResponse.
- * Use `create(BatchCreateApiKeiesResponseSchema)` to create a new message.
+ * Describes the message authz.v1.BatchCreateApiKeysResponse.
+ * Use `create(BatchCreateApiKeysResponseSchema)` to create a new message.
  */
-export const BatchCreateApiKeiesResponseSchema: GenMessage<BatchCreateApiKeiesResponse, {jsonType: BatchCreateApiKeiesResponseJson}> = /*@__PURE__*/
+export const BatchCreateApiKeysResponseSchema: GenMessage<BatchCreateApiKeysResponse, {jsonType: BatchCreateApiKeysResponseJson}> = /*@__PURE__*/
   messageDesc(file_authz_v1_api_key_service, 3);
 
 /**
@@ -286,9 +286,9 @@ export const ListApiKeysRequestSchema: GenMessage<ListApiKeysRequest, {jsonType:
  */
 export type ListApiKeysResponse = Message<"authz.v1.ListApiKeysResponse"> & {
   /**
-   * @generated from field: repeated authz.v1.ApiKey api_keies = 1;
+   * @generated from field: repeated authz.v1.ApiKey api_keys = 1;
    */
-  apiKeies: ApiKey[];
+  apiKeys: ApiKey[];
 
   /**
    * Sent as the `x-next-cursor` header on REST; empty on the last page.
@@ -303,9 +303,9 @@ export type ListApiKeysResponse = Message<"authz.v1.ListApiKeysResponse"> & {
  */
 export type ListApiKeysResponseJson = {
   /**
-   * @generated from field: repeated authz.v1.ApiKey api_keies = 1;
+   * @generated from field: repeated authz.v1.ApiKey api_keys = 1;
    */
-  apiKeies?: ApiKeyJson[];
+  apiKeys?: ApiKeyJson[];
 
   /**
    * Sent as the `x-next-cursor` header on REST; empty on the last page.
@@ -385,14 +385,14 @@ export const ApiKeyService: GenService<{
     output: typeof CreateApiKeyResponseSchema;
   },
   /**
-   * Creates up to 1,000 api keies in one transaction: all or nothing.
+   * Creates up to 1,000 API keys in one transaction: all or nothing.
    *
-   * @generated from rpc authz.v1.ApiKeyService.BatchCreateApiKeies
+   * @generated from rpc authz.v1.ApiKeyService.BatchCreateApiKeys
    */
-  batchCreateApiKeies: {
+  batchCreateApiKeys: {
     methodKind: "unary";
-    input: typeof BatchCreateApiKeiesRequestSchema;
-    output: typeof BatchCreateApiKeiesResponseSchema;
+    input: typeof BatchCreateApiKeysRequestSchema;
+    output: typeof BatchCreateApiKeysResponseSchema;
   },
   /**
    * Lists the keys of a tenant, never their secrets.

@@ -51,14 +51,14 @@ describe.each(BACKENDS)('ApiKeyService on %s', (backend) => {
   });
 
   it('creates service and platform keys; a user key cannot mint platform keys', async () => {
-    const { apiKeies } = await app.client(ApiKeyService).batchCreateApiKeies({ items: [
+    const { apiKeys } = await app.client(ApiKeyService).batchCreateApiKeys({ items: [
       { name: 'svc', kind: 'service', tenantId: 'tenant_b', expiresAt: timestampFromDate(new Date(Date.now() + 3_600_000)) },
       { name: 'svc2', kind: 'service', tenantId: 'tenant_b' },
     ] });
-    expect(apiKeies.map((k) => k.tenantId)).toEqual(['tenant_b', 'tenant_b']);
-    expect(apiKeies[0].secretKey).not.toBe(apiKeies[1].secretKey);
-    expect(apiKeies[0].expiresAt).toBeDefined();
-    expect((await verifier.verify(apiKeies[0].secretKey!))?.kind).toBe('service');
+    expect(apiKeys.map((k) => k.tenantId)).toEqual(['tenant_b', 'tenant_b']);
+    expect(apiKeys[0].secretKey).not.toBe(apiKeys[1].secretKey);
+    expect(apiKeys[0].expiresAt).toBeDefined();
+    expect((await verifier.verify(apiKeys[0].secretKey!))?.kind).toBe('service');
 
     let header: string | null = 'unset';
     const { apiKey } = await app.client(ApiKeyService).createApiKey({ id: 'apk_ops', name: 'ops', kind: 'platform' }, {
@@ -86,12 +86,12 @@ describe.each(BACKENDS)('ApiKeyService on %s', (backend) => {
     await expectCode(c.createApiKey({ name: 'x', tenantId: 'tenant_a', environmentId: 'environment_b' }), Code.InvalidArgument, 'environmentId');
     await expectCode(c.createApiKey({ name: 'x', tenantId: 'tenant_a', environmentId: 'environment_gone' }), Code.FailedPrecondition, 'environmentId');
     await expectCode(c.createApiKey({ id: 'apk_first', name: 'x', tenantId: 'tenant_a' }), Code.AlreadyExists);
-    await expectCode(c.batchCreateApiKeies({ items: [
+    await expectCode(c.batchCreateApiKeys({ items: [
       { id: 'apk_dup', name: 'a', tenantId: 'tenant_a' }, { id: 'apk_dup', name: 'b', tenantId: 'tenant_a' },
     ] }), Code.InvalidArgument, 'items[1].id');
-    await expectCode(c.batchCreateApiKeies({ items: [{ id: 'apk_ok', name: 'a', tenantId: 'tenant_a' }, { name: '', tenantId: 'tenant_a' }] }), Code.InvalidArgument, 'items[1].name');
+    await expectCode(c.batchCreateApiKeys({ items: [{ id: 'apk_ok', name: 'a', tenantId: 'tenant_a' }, { name: '', tenantId: 'tenant_a' }] }), Code.InvalidArgument, 'items[1].name');
     await expectCode(app.client(ApiKeyService, userOf('tenant_a')).createApiKey({ name: 'x', tenantId: 'tenant_b' }), Code.PermissionDenied);
-    const names = (await c.listApiKeys({ tenantId: 'tenant_a' })).apiKeies.map((k) => k.id);
+    const names = (await c.listApiKeys({ tenantId: 'tenant_a' })).apiKeys.map((k) => k.id);
     expect(names).not.toContain('apk_ok');
   });
 
@@ -100,12 +100,12 @@ describe.each(BACKENDS)('ApiKeyService on %s', (backend) => {
     const { apiKey } = await c.createApiKey({ id: 'apk_soon', name: 'soon', tenantId: 'tenant_a', expiresAt: timestampFromDate(new Date(Date.now() + 60_000)) });
     await app.db.orm.em.fork().execute(`update api_keys set expires_at = now() - interval '1 minute' where id = 'apk_soon'`);
     const mine = await app.client(ApiKeyService, userOf('tenant_a')).listApiKeys({});
-    expect(mine.apiKeies.every((k) => k.tenantId === 'tenant_a' && k.secretKey === undefined)).toBe(true);
-    expect(mine.apiKeies.find((k) => k.id === 'apk_soon')?.status).toBe('expired');
-    expect(mine.apiKeies.find((k) => k.id === 'apk_first')?.status).toBe('active');
+    expect(mine.apiKeys.every((k) => k.tenantId === 'tenant_a' && k.secretKey === undefined)).toBe(true);
+    expect(mine.apiKeys.find((k) => k.id === 'apk_soon')?.status).toBe('expired');
+    expect(mine.apiKeys.find((k) => k.id === 'apk_first')?.status).toBe('active');
     expect(await verifier.verify(apiKey!.secretKey!)).toBeNull();
-    expect((await c.listApiKeys({ tenantId: 'tenant_b' })).apiKeies).toHaveLength(2);
-    const all = (await c.listApiKeys({})).apiKeies;
+    expect((await c.listApiKeys({ tenantId: 'tenant_b' })).apiKeys).toHaveLength(2);
+    const all = (await c.listApiKeys({})).apiKeys;
     expect(all.some((k) => k.id === 'apk_ops')).toBe(true);
     await expectCode(app.client(ApiKeyService, userOf('tenant_a')).listApiKeys({ tenantId: 'tenant_b' }), Code.PermissionDenied);
     await expectCode(c.listApiKeys({ tenantId: 'tenant_gone' }), Code.NotFound);
@@ -119,13 +119,13 @@ describe.each(BACKENDS)('ApiKeyService on %s', (backend) => {
     await u.deleteApiKey({ id: 'apk_temp' }, { onHeader: (h) => { header = h.get('x-revision') ?? ''; } });
     expect(Number(header)).toBeGreaterThan(0);
     expect(await verifier.verify(apiKey!.secretKey!)).toBeNull();
-    expect((await u.listApiKeys({})).apiKeies.find((k) => k.id === 'apk_temp')?.status).toBe('revoked');
+    expect((await u.listApiKeys({})).apiKeys.find((k) => k.id === 'apk_temp')?.status).toBe('revoked');
     await u.deleteApiKey({ id: 'apk_temp' }); // already revoked: a no-op
     await expectCode(u.deleteApiKey({ id: 'apk_missing' }), Code.NotFound);
     await expectCode(u.deleteApiKey({ id: 'apk_ops' }), Code.PermissionDenied);
-    const other = (await app.client(ApiKeyService).listApiKeys({ tenantId: 'tenant_b' })).apiKeies[0];
+    const other = (await app.client(ApiKeyService).listApiKeys({ tenantId: 'tenant_b' })).apiKeys[0];
     await expectCode(u.deleteApiKey({ id: other.id }), Code.PermissionDenied);
     await app.client(ApiKeyService).deleteApiKey({ id: 'apk_ops' });
-    expect((await app.client(ApiKeyService).listApiKeys({})).apiKeies.find((k) => k.id === 'apk_ops')?.status).toBe('revoked');
+    expect((await app.client(ApiKeyService).listApiKeys({})).apiKeys.find((k) => k.id === 'apk_ops')?.status).toBe('revoked');
   });
 });

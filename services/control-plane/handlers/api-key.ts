@@ -92,8 +92,8 @@ export function apiKeyService(deps: Deps): ServiceImpl<typeof ApiKeyService> {
     async createApiKey(req, ctx) {
       return { apiKey: (await create(deps, ctx, [req], false))[0] };
     },
-    async batchCreateApiKeies(req, ctx) {
-      return { apiKeies: await create(deps, ctx, req.items, true) };
+    async batchCreateApiKeys(req, ctx) {
+      return { apiKeys: await create(deps, ctx, req.items, true) };
     },
     /**
      * `?tenantId=` defaults to the caller's tenant; a platform key without it lists every
@@ -111,7 +111,7 @@ export function apiKeyService(deps: Deps): ServiceImpl<typeof ApiKeyService> {
       }
       const { rows, nextCursor } = await listPage(deps.db.orm.em.fork(), 'apiKey', where, req);
       const now = new Date();
-      return { apiKeies: rows.map((r) => apiKeyMessage(r, now)), nextCursor };
+      return { apiKeys: rows.map((r) => apiKeyMessage(r, now)), nextCursor };
     },
     /** Revokes the key (it stays listed as `revoked`); revoking a revoked key is a no-op. */
     async deleteApiKey(req, ctx) {
