@@ -31,6 +31,7 @@ import type { Database } from '../services/store/db.js';
 import { runWrite } from '../services/store/write.js';
 import { startControlPlane, type ControlPlane } from '../services/control-plane/app.js';
 import { loadConfig } from '../services/control-plane/config.js';
+import { createScratchDatabase } from '../test/databases.js';
 
 const CALLS = 10;
 const PER_CALL = 1000;
@@ -57,25 +58,6 @@ function item(tag: string, call: number, i: number) {
     externalResourceId: `${tag}-${call}-${i}`,
     displayName: `Resource ${call}/${i}`,
     attributes: { department: 'engineering', index: i, labels: ['a', 'b'] },
-  };
-}
-
-async function createDatabase(admin: string): Promise<{ url: string; drop: () => Promise<void> }> {
-  const name = `authz_bench_${randomBytes(6).toString('hex')}`;
-  const c = new pg.Client({ connectionString: admin });
-  await c.connect();
-  await c.query(`create database ${name}`);
-  await c.end();
-  const url = new URL(admin);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const d = new pg.Client({ connectionString: admin });
-      await d.connect();
-      await d.query(`drop database if exists ${name} with (force)`);
-      await d.end();
-    },
   };
 }
 
@@ -161,7 +143,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 async function main() {
   const admin = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-  const { url, drop } = await createDatabase(admin);
+  const { url, drop } = await createScratchDatabase(admin, 'authz_bench');
   let cp: ControlPlane | undefined;
   const raw = new pg.Client({ connectionString: url });
   try {

@@ -1,9 +1,10 @@
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { expect } from 'vitest';
 import { Code, ConnectError, createClient, createRouterTransport, type Client, type Interceptor } from '@connectrpc/connect';
 import type { DescService } from '@bufbuild/protobuf';
 import { openDatabase, type Database } from '../services/store/db.js';
+import { createScratchDatabase } from './databases.js';
+
+export { createScratchDatabase };
 import { principalKey, type Principal } from '../services/control-plane/auth/principal.js';
 import type { Deps } from '../services/control-plane/handlers/kit.js';
 import { runWrite } from '../services/store/write.js';
@@ -24,22 +25,12 @@ export const BACKENDS: Backend[] = process.env.DATABASE_URL ? ['postgres', 'embe
 /** A fresh database: a new PostgreSQL database (dropped on close) or an in-memory PGlite. */
 export async function openTestDatabase(backend: Backend): Promise<Database> {
   if (backend === 'embedded') return openDatabase({ dataDir: 'memory://' });
-  const admin = process.env.DATABASE_URL!;
-  const name = `authz_test_${randomBytes(6).toString('hex')}`;
-  const c = new pg.Client({ connectionString: admin });
-  await c.connect();
-  await c.query(`create database ${name}`);
-  await c.end();
-  const url = new URL(admin);
-  url.pathname = `/${name}`;
-  const db = await openDatabase({ databaseUrl: url.toString(), dataDir: 'memory://' });
+  const scratch = await createScratchDatabase(process.env.DATABASE_URL!);
+  const db = await openDatabase({ databaseUrl: scratch.url, dataDir: 'memory://' });
   const close = db.close.bind(db);
   db.close = async () => {
     await close();
-    const d = new pg.Client({ connectionString: admin });
-    await d.connect();
-    await d.query(`drop database if exists ${name} with (force)`);
-    await d.end();
+    await scratch.drop();
   };
   return db;
 }
