@@ -1,5 +1,11 @@
 /**
  * Deterministic tenant generator shared by bench/engine.ts and bench/engine-profile.ts.
+ *
+ * Rows and requests are handed out as they would arrive in a server: decoded from JSON (a
+ * snapshot from the store or the Watch stream, a request body). That matters for V8: an id
+ * built here with a template literal is a ConsString (two heap objects, compared piecewise),
+ * while a decoded one is a flat string, so generating in place would make every lookup of the
+ * benchmark touch memory that no real deployment touches.
  */
 import type { EvaluateRequest } from '../services/engine/evaluate.js';
 import type { Permission, Policy, Resource, ResourceEdge, TenantSnapshot } from '../services/engine/model.js';
@@ -36,6 +42,35 @@ const T0 = '2025-01-01T00:00:00.000Z';
  * inheritance), 1 by external id. Subjects have a membership at an environment and one at a
  * project, 1–2 roles each. Policies target random resources directly.
  */
+/**
+ * Draws item indexes in [0, size) with P(rank k) ∝ 1 / k^s (k = 1..size), ranks assigned to
+ * items by a random permutation. Inverse-CDF sampling over a precomputed table.
+ */
+function zipfSampler(size: number, s: number, q: () => number): () => number {
+  const cdf = new Float64Array(size);
+  let sum = 0;
+  for (let k = 0; k < size; k++) cdf[k] = sum += 1 / Math.pow(k + 1, s);
+  const item = new Int32Array(size);
+  for (let i = 0; i < size; i++) item[i] = i;
+  for (let i = size - 1; i > 0; i--) {
+    const j = Math.floor(q() * (i + 1));
+    const t = item[i];
+    item[i] = item[j];
+    item[j] = t;
+  }
+  return () => {
+    const u = q() * sum;
+    let lo = 0;
+    let hi = size - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (cdf[mid] < u) lo = mid + 1;
+      else hi = mid;
+    }
+    return item[lo];
+  };
+}
+
 export function generateTenant(shape: Shape, seed: number) {
   const r = rng(seed);
   const int = (n: number) => Math.floor(r() * n);
@@ -135,21 +170,30 @@ export function generateTenant(shape: Shape, seed: number) {
       resource_edge: edges, policy: policies,
     },
   };
+  // As decoded from the wire (see the module comment); one kind at a time keeps each JSON text small.
+  const rows = snapshot.rows as Record<string, unknown[]>;
+  for (const kind of Object.keys(rows)) rows[kind] = JSON.parse(JSON.stringify(rows[kind])) as unknown[];
 
   /**
    * Role-based requests on resources without policies; a quarter at the subject's environment,
-   * most of the rest in its project. With `working`, requests draw from a fixed random subset
-   * of that many resources and subjects (a hot working set) instead of the whole tenant.
+   * most of the rest in its project, decoded from JSON like request bodies. By default subjects
+   * and resources are uniformly random over the whole tenant. With `working`, requests draw
+   * from a fixed random subset of that many resources and subjects (a hot working set); with
+   * `zipf`, subjects and resources are Zipf-distributed with that exponent (YCSB uses 0.99) over
+   * a random ranking, so a few are hot and most are cold.
    */
-  const requests = (n: number, seed2: number, working?: { resources: number; subjects: number }): EvaluateRequest[] => {
+  const requests = (n: number, seed2: number, working?: { resources: number; subjects: number } | { zipf: number }): EvaluateRequest[] => {
     const q = rng(seed2);
     const pickFrom = (size: number, k: number | undefined): (() => number) => {
       if (k === undefined || k >= size) return () => Math.floor(q() * size);
       const subset = Array.from({ length: k }, () => Math.floor(q() * size));
       return () => subset[Math.floor(q() * k)];
     };
-    const nextSubject = pickFrom(shape.subjects, working?.subjects);
-    const nextResource = pickFrom(shape.resources, working?.resources);
+    const pick = (size: number, k: number | undefined): (() => number) =>
+      working !== undefined && 'zipf' in working ? zipfSampler(size, working.zipf, q) : pickFrom(size, k);
+    const ws = working !== undefined && 'resources' in working ? working : undefined;
+    const nextSubject = pick(shape.subjects, ws?.subjects);
+    const nextResource = pick(shape.resources, ws?.resources);
     const out: EvaluateRequest[] = [];
     while (out.length < n) {
       const s = nextSubject();
@@ -160,7 +204,7 @@ export function generateTenant(shape: Shape, seed: number) {
       const scopeId = q() < 0.25 ? env : q() < 0.66 ? pe[Math.floor(q() * pe.length)] : envs[Math.floor(q() * envs.length)];
       out.push({ actor: { subjectId: `subject_${s}` }, scopeId, action: ACTIONS[Math.floor(q() * 4)], resource: { resourceId: res } });
     }
-    return out;
+    return JSON.parse(JSON.stringify(out)) as EvaluateRequest[];
   };
   return { snapshot, requests, envsOfProject, scopes };
 }

@@ -41,6 +41,7 @@ import type { Collection, OwnershipGrant, Policy, Resource, ResourceScopeLink, S
 import {
   collectRoles,
   coversWith,
+  type RoleList,
   heldRoles,
   overrideDecisions,
   pathHasOverrides,
@@ -188,13 +189,13 @@ interface Ctx {
 // allocates nothing but its Decision (and a few small objects on rare paths). `evaluate` is
 // synchronous and never re-entered (nothing it calls can call back into it), so one set is safe.
 /** The distinct roles the subject holds at the evaluation scope. */
-const ROLES: RoleInfo[] = [];
+const ROLES: RoleList = { items: [], n: 0 };
 /** Query of the direct role and ownership legs. */
 const DIRECT: CoverQuery = { action: '', type: null, p0: undefined, p1: undefined, p2: undefined };
 /** Query of one hierarchy step. */
 const VIA: CoverQuery = { action: '', type: null, p0: undefined, p1: undefined, p2: undefined };
-/** Ancestors visited by the hierarchy walk (cycle detection). */
-const VISITED: ResourceNode[] = [];
+/** Ancestors visited by the hierarchy walk (cycle detection): `VISITED[0..visited)`. */
+const VISITED: (ResourceNode | undefined)[] = [];
 
 function decisionsOf(ctx: Ctx, roleId: string): OverrideDecisions | null {
   if (!ctx.hasOverrides) return null;
@@ -237,10 +238,13 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
     detail: { scopePath: [...path.ids] },
   });
 
-  // Resource, and the subject's node looked up right after it: the two lookups in the big maps
-  // are independent, so back to back their cache misses overlap. Nothing is decided on the
+  // Resource, its parent node, then the subject's node. On a large tenant each of these reads
+  // misses every cache; they do not depend on one another, so issued back to back (before any
+  // work that uses them) their misses overlap instead of adding up. Nothing is decided on the
   // subject before the resource and gate legs, as the order of the decision path requires.
   const target = resolveTarget(index, request, path);
+  const up = target !== null && target.kind === 'known' && !index.upIsPlain(target.node) ? target.node.up : undefined;
+  const upPatterns = up !== undefined ? up.patterns : 0;
   const subjectNode = index.subjectNode(subjectId);
   if (target === null) {
     trace?.push({ leg: 'resource', outcome: 'fail', message: `resource ${(request.resource as { resourceId: string }).resourceId} not found` });
@@ -282,20 +286,22 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
 
   // Role-based permissions.
   ctx.hasOverrides = pathHasOverrides(index, path);
-  let roles: readonly RoleInfo[];
+  let roles: RoleList;
   if (trace) {
     const skipped: SkippedRole[] = [];
     const held = heldRoles(index, subjectNode, path, skipped);
-    roles = distinctRoleIds(held).map((id) => index.roleInfo(id) as RoleInfo);
+    const infos = distinctRoleIds(held).map((id) => index.roleInfo(id) as RoleInfo);
+    roles = { items: infos, n: infos.length };
     traceHeld(trace, held, skipped);
   } else {
     collectRoles(index, subjectNode, path, ROLES);
     roles = ROLES;
   }
   const direct = directQuery(DIRECT, action, target);
-  for (let k = 0; k < roles.length; k++) {
-    const roleId = roles[k].id;
-    const p = coversWith(index, roles[k].cover, direct, decisionsOf(ctx, roleId));
+  for (let k = 0; k < roles.n; k++) {
+    const role = roles.items[k];
+    const roleId = role.id;
+    const p = coversWith(index, role.cover, direct, decisionsOf(ctx, roleId));
     if (p) {
       trace?.push({ leg: 'role', outcome: 'allow', message: `role ${roleId} has permission ${p.id} (${p.key}) covering the request`, detail: { roleId, permissionId: p.id } });
       return done(ctx, true, 'role');
@@ -327,7 +333,7 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
   } else trace?.push({ leg: 'ownership', outcome: 'fail', message: 'no ownership grant on the resource' });
 
   // Hierarchy inheritance through `inherit` edges.
-  return inherit(ctx, action, target, roles, subjectNode);
+  return inherit(ctx, action, target, roles, subjectNode, upPatterns);
 }
 
 /**
@@ -336,14 +342,25 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
  * lookup in the roles' cover indexes, and its id string is read only for a subject holding
  * ownership grants or for the explanation.
  */
-function inherit(ctx: Ctx, action: string, target: Extract<Target, { kind: 'known' }>, roles: readonly RoleInfo[], subjectNode: SubjectNode): Decision {
+function inherit(
+  ctx: Ctx,
+  action: string,
+  target: Extract<Target, { kind: 'known' }>,
+  roles: RoleList,
+  subjectNode: SubjectNode,
+  /** `patterns` of the first ancestor, read early by the caller (see decide). */
+  upPatterns: number,
+): Decision {
   const { index, trace } = ctx;
   const q = VIA;
   q.action = action;
   q.type = target.typeKey;
   const walked: string[] | undefined = trace ? [] : undefined;
   const grantsByResource = subjectNode.grantsByResource;
-  VISITED.length = 0;
+  // Without grants (and without an explanation to write), a plain ancestor ends the walk
+  // unread: it exists, no permission names it and nothing lies above it.
+  const skipPlain = grantsByResource === undefined && trace === undefined;
+  let visited = 0;
   let node: ResourceNode = target.node;
   let stop = 'no parent';
   try {
@@ -352,6 +369,7 @@ function inherit(ctx: Ctx, action: string, target: Extract<Target, { kind: 'know
         if (trace) stop = `depth limit ${MAX_HIERARCHY_DEPTH}`;
         break;
       }
+      if (skipPlain && index.upIsPlain(node)) break;
       const parentNode = node.up;
       if (!parentNode) break;
       if (!node.upInherit) {
@@ -366,20 +384,23 @@ function inherit(ctx: Ctx, action: string, target: Extract<Target, { kind: 'know
         break;
       }
       // One node per id, so identity is the id comparison.
-      if (parentNode === target.node || VISITED.includes(parentNode)) {
+      let seen = parentNode === target.node;
+      for (let k = 0; k < visited && !seen; k++) seen = VISITED[k] === parentNode;
+      if (seen) {
         if (trace) stop = `cycle at ${parentNode.id}`;
         break;
       }
-      VISITED.push(parentNode);
+      VISITED[visited++] = parentNode;
       walked?.push(parentNode.id);
       // A role permission is inherited when its pattern is the ancestor's id.
-      if (parentNode.patterns > 0) {
+      if ((depth === 0 ? upPatterns : parentNode.patterns) > 0) {
         q.p0 = parentNode.id;
         q.p1 = undefined;
         q.p2 = undefined;
-        for (let k = 0; k < roles.length; k++) {
-          const roleId = roles[k].id;
-          const p = coversWith(index, roles[k].cover, q, decisionsOf(ctx, roleId));
+        for (let k = 0; k < roles.n; k++) {
+          const role = roles.items[k];
+          const roleId = role.id;
+          const p = coversWith(index, role.cover, q, decisionsOf(ctx, roleId));
           if (p) {
             trace?.push({ leg: 'hierarchy', outcome: 'allow', message: `ancestor ${parentNode.id} via ${(walked as string[]).join(' → ')}: role ${roleId} has permission ${p.id} (${p.key})`, detail: { hierarchyPath: [...(walked as string[])], roleId, permissionId: p.id } });
             return done(ctx, true, 'inherited');
@@ -404,7 +425,8 @@ function inherit(ctx: Ctx, action: string, target: Extract<Target, { kind: 'know
       node = parentNode;
     }
   } finally {
-    VISITED.length = 0;
+    // Drop the references (a replaced index must not stay reachable from here).
+    for (let k = 0; k < visited; k++) VISITED[k] = undefined;
   }
   trace?.push({ leg: 'hierarchy', outcome: 'fail', message: `walked ${walked?.length ? walked.join(' → ') : '(no inheriting ancestor)'}; stopped: ${stop}; nothing inherited`, detail: { hierarchyPath: walked } });
   return done(ctx, false, 'no_match');

@@ -13,6 +13,16 @@
  * {@link ResourceNode}, so a check pays one lookup in each of the big maps. Derived entries
  * hold the row objects themselves, not ids, saving a second lookup per hop.
  *
+ * On a tenant larger than the CPU caches every object a check touches for the first time costs
+ * a trip to DRAM, so the nodes also carry copies that spare a check the other objects: the
+ * subject's type and its first role assignments (no row, no array), the resource's type slot
+ * (key and collection count), owner scope and a count of the permissions that name it (when 0,
+ * its id and external id strings are never read), and a bitmap tells whether a resource's
+ * parent is "plain" (nothing can be inherited through it) without reading the parent. Roles
+ * are one {@link RoleInfo} each (row and cover index behind one lookup). Every copy is kept
+ * current by `apply` in O(1) per changed row, except a permission change, which updates the
+ * nodes of the resources whose id or external id equals its pattern.
+ *
  * Bad data never loops: scope and resource walks stop at a missing row, at a revisit (cycle)
  * and after {@link MAX_HIERARCHY_DEPTH} ancestors.
  */
@@ -294,6 +304,10 @@ export interface ResourceNode {
   readonly up: ResourceNode | undefined;
   /** Whether the chosen link's edge cascades (`inherit`). */
   readonly upInherit: boolean;
+  /** This node's number: its slot in the index's plain-node bitmap (see TenantIndex.upIsPlain). */
+  readonly num: number;
+  /** `up.num`, or -1 without a parent: reads the parent's bit without touching the parent. */
+  readonly upNum: number;
   /** Policies targeting it directly. */
   readonly policies: RowBag<Policy> | undefined;
   readonly links: RowBag<ResourceScopeLink> | undefined;
@@ -352,6 +366,8 @@ interface MutableResourceNode {
   parents: MutableRowBag<MutableParentLink> | undefined;
   up: MutableResourceNode | undefined;
   upInherit: boolean;
+  readonly num: number;
+  upNum: number;
   /** Number of parent links pointing at this node: it must not be dropped while any does. */
   refs: number;
   policies: MutableRowBag<Policy> | undefined;
@@ -469,9 +485,10 @@ export class TenantIndex {
   private readonly rpByRole: Multi = new Map();
   private readonly rpByPermission: Multi = new Map();
   /**
-   * role → resourcePattern → action → entries. A check looks up the few patterns that can
-   * cover the resource (`*`, its external id, its id) and the action or `*`, then verifies the
-   * type on the row: no key building, no scan of the role's permissions.
+   * role → its row and cover index (resourcePattern → action → entries). A check looks up the
+   * few patterns that can cover the resource (`*`, and its external id and id when a permission
+   * names them) and the action or `*`, then verifies the type on the row: no key building, no
+   * scan of the role's permissions.
    */
   private readonly roleInfos = new Map<string, MutableRoleInfo>();
   // memberships (assignments are joined into subject nodes through their membership)
@@ -481,6 +498,16 @@ export class TenantIndex {
   private readonly resourcesByExternal: Multi = new Map();
   /** resourcePattern → number of permission rows with that pattern (feeds ResourceNode.patterns). */
   private readonly patternCounts = new Map<string, number>();
+  /**
+   * One byte per resource node number: 1 when the node is "plain" (its row exists, no
+   * permission names it, it has no parent), else 0. A hierarchy walk whose next ancestor is
+   * plain can stop without reading that ancestor's node: nothing can be inherited from it or
+   * above it. Kept current on every change of a node's row, patterns or parent: O(1) each.
+   */
+  private plain = new Uint8Array(1024);
+  private nextNum = 0;
+  /** Numbers of dropped nodes, reused so the bitmap does not grow with churn. */
+  private readonly freeNums: number[] = [];
   private readonly collectionsByTypeScope = new Map<string, Map<string, MutableRowBag<Collection>>>();
   private readonly policiesByCollection = new Map<string, MutableRowBag<Policy>>();
   // tags
@@ -562,12 +589,14 @@ export class TenantIndex {
   private subjectNodeFor(id: string): MutableSubjectNode {
     let n = this.subjects.get(id);
     if (!n) {
+      // Fields in the order a check reads them (V8 lays them out in this order): the first
+      // cache line or two of the node hold everything a role-based check needs.
       n = {
         row: undefined,
         type: undefined,
-        assignments: [],
-        assignmentsByScope: undefined,
         inline: 0,
+        grantsByResource: undefined,
+        tags: undefined,
         s0: undefined,
         r0: undefined,
         s1: undefined,
@@ -576,8 +605,8 @@ export class TenantIndex {
         r2: undefined,
         s3: undefined,
         r3: undefined,
-        grantsByResource: undefined,
-        tags: undefined,
+        assignments: [],
+        assignmentsByScope: undefined,
       };
       this.subjects.set(id, n);
     }
@@ -593,19 +622,22 @@ export class TenantIndex {
   private resourceNodeFor(id: string): MutableResourceNode {
     let n = this.resources.get(id);
     if (!n) {
+      // Fields in the order a check reads them (V8 lays them out in this order).
       n = {
-        id,
         row: undefined,
         type: undefined,
-        ext: undefined,
-        owner: undefined,
+        policies: undefined,
         patterns: this.patternCounts.get(id) ?? 0,
-        parents: undefined,
         up: undefined,
         upInherit: false,
-        refs: 0,
-        policies: undefined,
+        num: this.takeNum(),
+        upNum: -1,
+        owner: undefined,
         links: undefined,
+        id,
+        ext: undefined,
+        parents: undefined,
+        refs: 0,
         tags: undefined,
       };
       this.resources.set(id, n);
@@ -615,7 +647,28 @@ export class TenantIndex {
 
   private pruneResource(id: string): void {
     const n = this.resources.get(id);
-    if (n && !n.row && !n.parents && !n.policies && !n.links && !n.tags && n.refs === 0) this.resources.delete(id);
+    if (n && !n.row && !n.parents && !n.policies && !n.links && !n.tags && n.refs === 0) {
+      this.resources.delete(id);
+      this.plain[n.num] = 0;
+      this.freeNums.push(n.num);
+    }
+  }
+
+  private takeNum(): number {
+    const reused = this.freeNums.pop();
+    if (reused !== undefined) return reused;
+    const num = this.nextNum++;
+    if (num >= this.plain.length) {
+      const grown = new Uint8Array(this.plain.length * 2);
+      grown.set(this.plain);
+      this.plain = grown;
+    }
+    return num;
+  }
+
+  /** Re-derives a node's bit in the plain-node bitmap (after its row, patterns or parent changed). */
+  private refreshPlain(n: MutableResourceNode): void {
+    this.plain[n.num] = n.row !== undefined && n.patterns === 0 && n.up === undefined ? 1 : 0;
   }
 
   /** Re-derives a node's `up`/`upInherit` from its chosen parent link. */
@@ -623,6 +676,8 @@ export class TenantIndex {
     const link = this.parentOf(n) as MutableParentLink | undefined;
     n.up = link?.parent;
     n.upInherit = link?.inherit ?? false;
+    n.upNum = link ? link.parent.num : -1;
+    this.refreshPlain(n);
   }
 
   private typeSlot(typeId: string): MutableTypeSlot {
@@ -638,12 +693,18 @@ export class TenantIndex {
     if (c === 0) this.patternCounts.delete(pattern);
     else this.patternCounts.set(pattern, c);
     const byId = this.resources.get(pattern);
-    if (byId) byId.patterns += delta;
+    if (byId) {
+      byId.patterns += delta;
+      this.refreshPlain(byId);
+    }
     const ext = this.resourcesByExternal.get(pattern);
     if (ext === undefined) return;
     for (const id of typeof ext === 'string' ? [ext] : ext) {
       const n = this.resources.get(id);
-      if (n) n.patterns += delta;
+      if (n) {
+        n.patterns += delta;
+        this.refreshPlain(n);
+      }
     }
   }
 
@@ -756,6 +817,7 @@ export class TenantIndex {
         n.ext = r.externalResourceId;
         n.owner = this.t.scope.get(r.ownerScopeId)?.id ?? r.ownerScopeId;
         n.patterns += this.patternCounts.get(r.externalResourceId) ?? 0;
+        this.refreshPlain(n);
         bagAdd(this.resourcesByExternal, r.externalResourceId, r.id);
         break;
       }
@@ -892,6 +954,7 @@ export class TenantIndex {
           n.ext = undefined;
           n.owner = undefined;
           n.patterns -= this.patternCounts.get(r.externalResourceId) ?? 0;
+          this.refreshPlain(n);
         }
         this.pruneResource(r.id);
         bagDelete(this.resourcesByExternal, r.externalResourceId, r.id);
@@ -977,7 +1040,8 @@ export class TenantIndex {
 
   private addCover(rp: RolePermission, p: Permission): void {
     const info = this.roleInfoFor(rp.roleId);
-    rbAdd(nested((info.cover ??= new Map()), p.resourcePattern), p.action, { id: rp.id, permission: p });
+    info.cover ??= new Map<string, Map<string, MutableRowBag<CoverEntry>>>();
+    rbAdd(nested(info.cover, p.resourcePattern), p.action, { id: rp.id, permission: p });
   }
 
   private deleteCover(rp: RolePermission, p: Permission): void {
@@ -1189,6 +1253,15 @@ export class TenantIndex {
   }
 
   /**
+   * True when the node has a parent and that parent is plain: it exists, no permission names it
+   * (by id or external id) and it has no parent itself. Reads one byte of a small bitmap
+   * instead of the parent's node (on a large tenant, a cache miss).
+   */
+  upIsPlain(node: ResourceNode): boolean {
+    return node.upNum >= 0 && this.plain[node.upNum] === 1;
+  }
+
+  /**
    * The link to a resource's parent. A child has at most one parent; should bad data hold
    * several, the edge with the smallest id is used so every process picks the same one.
    */
@@ -1269,6 +1342,11 @@ export class TenantIndex {
             patterns: n.patterns,
             up: n.up === this.parentOf(n)?.parent && n.upInherit === (this.parentOf(n)?.inherit ?? false) ? (n.up?.id ?? null) : 'stale',
             refs: n.refs,
+            // Numbers differ between builds; their use must agree with the node.
+            plain:
+              n.upNum === (n.up ? n.up.num : -1) && this.plain[n.num] === (n.row !== undefined && n.patterns === 0 && n.up === undefined ? 1 : 0)
+                ? 'ok'
+                : 'stale',
             // Each link must point at the live node of its parent.
             parents: [...bagRows(n.parents)]
               .sort((x, y) => (x.id < y.id ? -1 : 1))

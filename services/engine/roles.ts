@@ -59,14 +59,29 @@ export function pathHasOverrides(index: TenantIndex, path: ScopePath): boolean {
   return index.pathHasOverrides(path);
 }
 
-/** Every (role, source) the subject holds at `path.ids[0]`, nearest source first. */
 /**
- * The roles of {@link heldRoles}, distinct and in the same order, written into `out` (cleared
- * first) as their RoleInfo without allocating per source: the decision path's version.
- * Returns their number.
+ * A reusable list of roles: `items[0..n)` are the entries (later slots are stale). Truncating
+ * a plain array (`length = 0`) is a slow builtin call; resetting `n` is not.
  */
-export function collectRoles(index: TenantIndex, subject: SubjectNode | undefined, path: ScopePath, out: RoleInfo[]): number {
-  out.length = 0;
+export interface RoleList {
+  items: RoleInfo[];
+  n: number;
+}
+
+/** Appends a role to the list unless it is already there. */
+export function addRole(list: RoleList, info: RoleInfo): void {
+  const items = list.items;
+  for (let k = 0; k < list.n; k++) if (items[k] === info) return;
+  items[list.n++] = info;
+}
+
+/**
+ * The roles of {@link heldRoles}, distinct and in the same order, written into `out` (reset
+ * first) as their RoleInfo without allocating: the decision path's version. Returns their
+ * number.
+ */
+export function collectRoles(index: TenantIndex, subject: SubjectNode | undefined, path: ScopePath, out: RoleList): number {
+  out.n = 0;
   if (!subject) return 0;
   const tagIds = subject.tags === undefined ? undefined : index.existingTagIds(subject.tags);
   const overrides = pathHasOverrides(index, path);
@@ -98,14 +113,15 @@ export function collectRoles(index: TenantIndex, subject: SubjectNode | undefine
       }
     }
   }
-  return out.length;
+  return out.n;
 }
 
-function holdInto(index: TenantIndex, path: ScopePath, i: number, roleId: string, overrides: boolean, out: RoleInfo[]): void {
+function holdInto(index: TenantIndex, path: ScopePath, i: number, roleId: string, overrides: boolean, out: RoleList): void {
   const info = index.roleInfo(roleId);
-  if (info !== undefined && sourceStatus(index, path, i, info, overrides) === HELD && !out.includes(info)) out.push(info);
+  if (info !== undefined && sourceStatus(index, path, i, info, overrides) === HELD) addRole(out, info);
 }
 
+/** Every (role, source) the subject holds at `path.ids[0]`, nearest source first. */
 export function heldRoles(index: TenantIndex, subject: SubjectNode | undefined, path: ScopePath, skipped?: SkippedRole[]): HeldRole[] {
   const out: HeldRole[] = [];
   if (!subject) return out;
