@@ -13,8 +13,8 @@ import { evaluate, resolveResource, type Decision } from './evaluate.js';
 import { TenantIndex } from './index.js';
 import { ENTITY_KINDS, type Change, type EntityKind, type RowsByKind, type TenantSnapshot } from './model.js';
 import { CANARY, UNKNOWN_SUBJECT, genMatch, genRequest, genTenant, int, rng, chance, type GenCase, type Rng } from './testdata/generate.js';
-import { RefScopeNotFound, refMatch, referenceEvaluate, type RefDecision } from './testdata/reference.js';
-import { matchesDefinition } from './match.js';
+import { RefScopeNotFound, refMatch, refMatchOutcome, referenceEvaluate, type RefDecision } from './testdata/reference.js';
+import { matchOutcome, matchesDefinition } from './match.js';
 
 const FIXED_SEED = 20250101;
 const envSeed = process.env.ENGINE_PROP_SEED ? Number(process.env.ENGINE_PROP_SEED) : undefined;
@@ -52,6 +52,8 @@ let failClosedDenies = 0;
 let failClosedAllows = 0;
 /** Conditions that hit a limit while evaluating (not refused up front by validation). */
 let runtimeErrors = 0;
+/** Decisions won by a deny reached through a collection whose match definition errored. */
+let collectionErrorDenies = 0;
 
 describe.each(seeds)('engine vs reference (%s seed %i)', (_label, seed) => {
   it(`agrees on ${TENANTS * REQUESTS} generated requests`, () => {
@@ -83,6 +85,7 @@ describe.each(seeds)('engine vs reference (%s seed %i)', (_label, seed) => {
             if (got.reason === 'policy_deny' && text.includes('deny policy is applied to fail closed')) failClosedDenies++;
             if (text.includes('allow policy is not applied (fail closed)')) failClosedAllows++;
             if (text.includes('errored (merge result too large)')) runtimeErrors++;
+            if (got.reason === 'policy_deny' && new RegExp(`policy ${got.policyId} \\(collection \\w+, match definition errored`).test(text)) collectionErrorDenies++;
           }
           // Explanations never change the decision.
           if (i % 4 === 0 && !('thrown' in got)) {
@@ -99,6 +102,7 @@ describe.each(seeds)('engine vs reference (%s seed %i)', (_label, seed) => {
     expect(failClosedDenies).toBeGreaterThan(0);
     expect(failClosedAllows).toBeGreaterThan(0);
     expect(runtimeErrors).toBeGreaterThan(0);
+    expect(collectionErrorDenies).toBeGreaterThan(0);
   });
 });
 
@@ -242,6 +246,7 @@ describe.each(seeds)('effective permissions agree with evaluate (%s seed %i)', (
 describe.each(seeds)('match definitions agree with the reference (%s seed %i)', (_label, seed) => {
   it('on generated definitions and resources', () => {
     let matched = 0;
+    let errored = 0;
     let total = 0;
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), (s) => {
@@ -255,8 +260,11 @@ describe.each(seeds)('match definitions agree with the reference (%s seed %i)', 
           for (const def of defs) {
             const got = matchesDefinition(def, { resource: res, tags: () => tags });
             expect(got, JSON.stringify({ def, res, pairs })).toBe(refMatch(def, res, pairs));
+            const outcome = matchOutcome(def, { resource: res, tags: () => tags });
+            expect(outcome, JSON.stringify({ def, res, pairs })).toBe(refMatchOutcome(def, res, pairs));
             total++;
             if (got) matched++;
+            if (outcome === 'error') errored++;
           }
         }
       }),
@@ -265,5 +273,6 @@ describe.each(seeds)('match definitions agree with the reference (%s seed %i)', 
     // Both outcomes must be well represented for the comparison to mean anything.
     expect(matched).toBeGreaterThan(total * 0.1);
     expect(total - matched).toBeGreaterThan(total * 0.1);
+    expect(errored).toBeGreaterThan(0);
   });
 });

@@ -18,8 +18,13 @@
  *   limit hit while evaluating, an exception) fails closed: on a `deny` policy it counts as
  *   passing, so the deny applies; on an `allow` policy it counts as failing, so the allow does
  *   not apply. A condition that merely evaluates to a falsy value (a missing variable reads as
- *   null) is not an error. An unparsable `validFrom`/`validUntil` makes the window inactive. A
- *   non-numeric priority counts as 0.
+ *   null) is not an error. An unparsable `validFrom`/`validUntil` bound fails closed the same
+ *   way: it counts as holding on a deny (the other bound still decides), as not holding on an
+ *   allow. A non-numeric priority counts as 0.
+ * - A collection whose match definition errors against the resource (invalid definition or
+ *   regex, a `condition` that errors or hits a safety limit) fails closed: its deny policies
+ *   are considered as if it matched (still subject to their action, window and conditions),
+ *   its allow policies are not. A definition that merely does not match is not an error.
  * - Ownership: `owns(subject, R, role)` gives the subject, independently of any membership,
  *   the role's permissions at S (add/remove overrides applied, block overrides not, as a block
  *   stops flow from a membership) bound to R: each permission whose pattern covers R (`*`,
@@ -36,7 +41,7 @@
 import { ScopeNotFoundError } from './errors.js';
 import { MAX_HIERARCHY_DEPTH, bagRows, type ParentLink, type ResourceNode, type RoleInfo, type ScopePath, type SubjectNode, type TenantIndex } from './index.js';
 import { applyJsonLogic, logicTruthy, missingVariables } from './jsonlogic.js';
-import { matchesDefinition, type ResourceTags } from './match.js';
+import { matchOutcome, type ResourceTags } from './match.js';
 import type { Collection, OwnershipGrant, Policy, Resource, ResourceScopeLink, Subject } from './model.js';
 import {
   collectRoles,
@@ -596,7 +601,11 @@ interface Candidate {
   via: string;
 }
 
-/** Policies of the matching collections defined at S or an ancestor for the resource's type. */
+/**
+ * Policies of the matching collections defined at S or an ancestor for the resource's type. A
+ * collection whose match definition errors fails closed: its deny policies are considered (as if
+ * it matched, still subject to their action, window and conditions), its allow policies are not.
+ */
 function collectionCandidates(index: TenantIndex, resource: Resource, path: ScopePath, out: Candidate[], trace: TraceStep[] | undefined): void {
   let tags: ResourceTags | undefined;
   const subject = { resource, tags: (): ResourceTags => (tags ??= index.resourceTags(resource.id)) };
@@ -604,10 +613,19 @@ function collectionCandidates(index: TenantIndex, resource: Resource, path: Scop
     for (const c of bagRows<Collection>(index.collectionsAt(resource.resourceTypeId, s))) {
       const policies = index.collectionPolicies(c.id);
       if (policies === undefined && !trace) continue;
-      const matched = matchesDefinition(c.matchDefinition, subject);
-      trace?.push({ leg: 'policy', outcome: matched ? 'pass' : 'fail', message: `collection ${c.id} at ${s} ${matched ? 'matches' : 'does not match'} the resource`, detail: { collectionId: c.id } });
-      if (!matched) continue;
-      for (const p of bagRows<Policy>(policies)) out.push({ policy: p, via: `collection ${c.id}` });
+      const outcome = matchOutcome(c.matchDefinition, subject);
+      if (trace) {
+        const message =
+          outcome === 'match'
+            ? `collection ${c.id} at ${s} matches the resource`
+            : outcome === 'no_match'
+              ? `collection ${c.id} at ${s} does not match the resource`
+              : `collection ${c.id} at ${s}: its match definition errored against the resource, so its deny policies apply to fail closed (its allow policies do not)`;
+        trace.push({ leg: 'policy', outcome: outcome === 'match' ? 'pass' : 'fail', message, detail: { collectionId: c.id, match: outcome } });
+      }
+      if (outcome === 'no_match') continue;
+      const via = outcome === 'match' ? `collection ${c.id}` : `collection ${c.id}, match definition errored`;
+      for (const p of bagRows<Policy>(policies)) if (outcome === 'match' || p.effect === 'deny') out.push({ policy: p, via });
     }
   }
 }
@@ -648,14 +666,18 @@ function evaluatePolicies(
   const matching: Policy[] = [];
   for (const { policy: p, via } of candidates) {
     const actionOk = p.actions.includes(action) || p.actions.includes('*');
+    // A bound or condition that cannot be evaluated fails closed: it counts as holding on a
+    // deny, not holding on an allow.
+    const failClosed = p.effect === 'deny';
     const from = validTime(p.validFrom);
     const until = validTime(p.validUntil);
-    const windowOk = (from === null || now >= from) && (until === null || now < until);
+    const badWindow = Number.isNaN(from) || Number.isNaN(until);
+    const windowOk =
+      (from === null || (Number.isNaN(from) ? failClosed : now >= from)) &&
+      (until === null || (Number.isNaN(until) ? failClosed : now < until));
     const hasSubjectCond = p.subjectCondition !== undefined && p.subjectCondition !== null;
     const hasContextCond = p.contextCondition !== undefined && p.contextCondition !== null;
     // Cheap checks first; conditions run only when they can still matter, except when explaining.
-    // A condition that errors fails closed: it counts as passing on a deny, failing on an allow.
-    const failClosed = p.effect === 'deny';
     let subjectOk: boolean | undefined;
     let contextOk: boolean | undefined;
     let subjectError: string | undefined;
@@ -689,7 +711,7 @@ function evaluatePolicies(
     if (trace) {
       const parts = [
         `action ${actionOk ? 'matches' : 'does not match'}`,
-        `window ${windowOk ? 'active' : 'inactive'}`,
+        `window ${windowOk ? 'active' : 'inactive'}${badWindow ? ` (unparsable validFrom/validUntil counted as ${failClosed ? 'holding on a deny' : 'not holding on an allow'}, to fail closed)` : ''}`,
         hasSubjectCond ? conditionText('subjectCondition', subjectOk, subjectError, failClosed) : 'no subjectCondition',
         hasContextCond
           ? `${conditionText('contextCondition', contextOk, contextError, failClosed)}${missing && missing.length ? ` (missing: ${missing.join(', ')})` : ''}`

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compileMatch, matchesDefinition, validateMatchDefinition, type ResourceTags } from './match.js';
+import { compileMatch, matchOutcome, matchesDefinition, validateMatchDefinition, type ResourceTags } from './match.js';
 import type { JsonValue, Resource } from './model.js';
 
 const resource: Resource = {
@@ -202,5 +202,27 @@ describe('regular expressions run in linear time', () => {
   it('(a+)+$ against 100,000 characters via fields.regex', { timeout: 2000 }, () => {
     expect(m({ fields: { 'attributes.text': { regex: '^(a|aa)+$' } } }, big)).toBe(false);
     expect(m({ fields: { 'attributes.text': { regex: '(a+)+$' } } }, big)).toBe(false);
+  });
+});
+
+describe('matchOutcome: errors are kept apart from non-matches', () => {
+  const o = (def: JsonValue, r: Resource = resource) => matchOutcome(def, { resource: r, tags: () => tags });
+  // Doubles an array once per element of attributes.long: 14 elements exceed the merge limit.
+  const errs = { condition: { reduce: [{ var: 'resource.attributes.long' }, { merge: [{ var: 'accumulator' }, { var: 'accumulator' }, [0]] }, []] } };
+  const long: Resource = { ...resource, attributes: { ...resource.attributes, long: Array.from({ length: 14 }, (_, i) => i) } };
+  it.each([
+    ['a condition hitting a run-time limit', errs, long, 'error'],
+    ['the same condition over a missing field', errs, resource, 'no_match'],
+    ['an invalid stored regex', { patterns: { displayName: '(' } }, resource, 'error'],
+    ['an invalid definition', { nope: 1 }, resource, 'error'],
+    ['a missing field', { fields: { 'attributes.missing': 'x' } }, resource, 'no_match'],
+    ['any: a matching part decides', { any: [errs, { fields: { 'attributes.size': 10 } }] }, long, 'match'],
+    ['any: otherwise the error stands', { any: [errs, { fields: { 'attributes.size': 11 } }] }, long, 'error'],
+    ['all: a failing part decides', { all: [errs, { fields: { 'attributes.size': 11 } }] }, long, 'no_match'],
+    ['top-level AND: a failing key decides', { ...errs, fields: { 'attributes.size': 11 } }, long, 'no_match'],
+    ['none of an error is an error', { none: [errs] }, long, 'error'],
+  ] as [string, JsonValue, Resource, string][])('%s', (_name, def, r, want) => {
+    expect(o(def, r)).toBe(want);
+    expect(matchesDefinition(def, { resource: r, tags: () => tags })).toBe(want === 'match');
   });
 });

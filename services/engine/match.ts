@@ -25,11 +25,19 @@
  * MongoDB). `gt`..`lte` compare two numbers or two strings (code-unit order), anything else is
  * false. `in`/`nin` take an array of scalars. `contains` is substring on strings and element
  * membership on arrays. `startsWith`/`endsWith` need strings. `regex` and `patterns` use RE2
- * syntax on a linear-time engine. Anything that cannot be evaluated (an invalid regex, an
- * invalid definition) does not match.
+ * syntax on a linear-time engine.
+ *
+ * Evaluation is tri-state ({@link matchOutcome}): `match`, `no_match` or `error`. A definition
+ * that cannot be evaluated (invalid, an invalid stored regex, a `condition` that errors or hits
+ * a run-time limit) is an `error`, which the engine keeps apart from `no_match` so that deny
+ * policies of the collection still apply (fail closed, see evaluate.ts). A field that is merely
+ * absent is `no_match`, never an error. `any`/`all`/`none` combine outcomes in three-valued
+ * (Kleene) logic: an error decides only when the other parts cannot (`any` with one matching
+ * part matches, `all` with one failing part does not match, `none` negates). The boolean
+ * {@link compileMatch} / {@link matchesDefinition} count an error as not matching.
  */
 import { RE2JS } from 're2js';
-import { conditionPasses, getPath, validateJsonLogic } from './jsonlogic.js';
+import { conditionOutcome, getPath, validateJsonLogic } from './jsonlogic.js';
 import type { Resource } from './model.js';
 
 export const MATCH_MAX_DEPTH = 32;
@@ -56,6 +64,11 @@ export interface MatchSubject {
 
 export type Matcher = (s: MatchSubject) => boolean;
 
+/** Outcome of a definition against one resource; `error` when it could not be evaluated. */
+export type MatchOutcome = 'match' | 'no_match' | 'error';
+/** A compiled definition reporting {@link MatchOutcome}. */
+export type OutcomeMatcher = (s: MatchSubject) => MatchOutcome;
+
 // --- regular expressions --------------------------------------------------------------------
 
 const REGEX_CACHE_LIMIT = 10_000;
@@ -77,14 +90,16 @@ export function compileRegex(pattern: string): RE2JS | null {
   return re;
 }
 
-function regexFinds(pattern: string, value: unknown): boolean {
-  if (typeof value !== 'string') return false;
+/** A non-string value does not match; an invalid pattern or a failing engine is an error. */
+function regexFinds(pattern: unknown, value: unknown): MatchOutcome {
+  if (typeof pattern !== 'string') return 'error';
   const re = compileRegex(pattern);
-  if (!re) return false;
+  if (!re) return 'error';
+  if (typeof value !== 'string') return 'no_match';
   try {
-    return re.test(value);
+    return re.test(value) ? 'match' : 'no_match';
   } catch {
-    return false;
+    return 'error';
   }
 }
 
@@ -170,7 +185,7 @@ function applyOperator(op: string, v: unknown, x: unknown): boolean {
     case 'endsWith':
       return typeof v === 'string' && typeof x === 'string' && v.endsWith(x);
     case 'regex':
-      return typeof x === 'string' && regexFinds(x, v);
+      return regexFinds(x, v) === 'match';
     default:
       return false;
   }
@@ -318,42 +333,92 @@ function validateAt(def: unknown, path: string, depth: number, budget: { defs: n
 // --- compilation ----------------------------------------------------------------------------
 
 const NEVER: Matcher = () => false;
+const ERROR: OutcomeMatcher = () => 'error';
 const compiledDefs = new WeakMap<object, Matcher>();
+const compiledOutcomes = new WeakMap<object, OutcomeMatcher>();
+
+const outcomeOf = (b: boolean): MatchOutcome => (b ? 'match' : 'no_match');
 
 /**
- * Compiles a definition into a matcher, once per definition object (definitions are immutable
- * once indexed). An invalid definition compiles to a matcher that never matches.
+ * Compiles a definition into a tri-state matcher, once per definition object (definitions are
+ * immutable once indexed). An invalid definition compiles to a matcher that always errors.
+ * The matcher may throw; {@link matchOutcome} turns that into `error`.
+ */
+export function compileMatchOutcome(def: unknown): OutcomeMatcher {
+  if (def === null || typeof def !== 'object') return ERROR;
+  let m = compiledOutcomes.get(def);
+  if (!m) {
+    m = validateMatchDefinition(def) === null ? build(def as Record<string, unknown>) : ERROR;
+    compiledOutcomes.set(def, m);
+  }
+  return m;
+}
+
+/**
+ * Compiles a definition into a boolean matcher, once per definition object. A definition that
+ * errors (invalid, or failing at evaluation) does not match: callers that must fail closed use
+ * {@link matchOutcome} instead.
  */
 export function compileMatch(def: unknown): Matcher {
   if (def === null || typeof def !== 'object') return NEVER;
   let m = compiledDefs.get(def);
   if (!m) {
-    m = validateMatchDefinition(def) === null ? build(def as Record<string, unknown>) : NEVER;
+    const outcome = compileMatchOutcome(def);
+    m = outcome === ERROR ? NEVER : (s) => outcome(s) === 'match';
     compiledDefs.set(def, m);
   }
   return m;
 }
 
-/** True when `def` matches the resource. */
-export function matchesDefinition(def: unknown, subject: MatchSubject): boolean {
+/** How `def` comes out against the resource; never throws. */
+export function matchOutcome(def: unknown, subject: MatchSubject): MatchOutcome {
   try {
-    return compileMatch(def)(subject);
+    return compileMatchOutcome(def)(subject);
   } catch {
-    return false;
+    return 'error';
   }
 }
 
+/** True when `def` matches the resource (an error counts as not matching). */
+export function matchesDefinition(def: unknown, subject: MatchSubject): boolean {
+  return matchOutcome(def, subject) === 'match';
+}
+
+/** Kleene AND: no_match if any part does not match, else error if any errors, else match. */
+function allOf(parts: readonly OutcomeMatcher[], s: MatchSubject): MatchOutcome {
+  let out: MatchOutcome = 'match';
+  for (const m of parts) {
+    const o = m(s);
+    if (o === 'no_match') return o;
+    if (o === 'error') out = o;
+  }
+  return out;
+}
+
+/** Kleene OR: match if any part matches, else error if any errors, else no_match. */
+function anyOf(parts: readonly OutcomeMatcher[], s: MatchSubject): MatchOutcome {
+  let out: MatchOutcome = 'no_match';
+  for (const m of parts) {
+    const o = m(s);
+    if (o === 'match') return o;
+    if (o === 'error') out = o;
+  }
+  return out;
+}
+
 /** Builds from a validated definition. */
-function build(def: Record<string, unknown>): Matcher {
-  const parts: Matcher[] = [];
+function build(def: Record<string, unknown>): OutcomeMatcher {
+  const parts: OutcomeMatcher[] = [];
   for (const [key, v] of Object.entries(def)) {
     switch (key) {
       case 'fields':
         for (const [field, spec] of Object.entries(v as Record<string, unknown>)) {
           const ops: [string, unknown][] = isPlainObject(spec) ? Object.entries(spec) : [['eq', spec]];
           for (const [op, x] of ops) {
-            if (op === 'regex') compileRegex(x as string); // warm the cache
-            parts.push((s) => applyOperator(op, resourceField(s.resource, field), x));
+            if (op === 'regex') {
+              compileRegex(x as string); // warm the cache
+              parts.push((s) => regexFinds(x, resourceField(s.resource, field)));
+            } else parts.push((s) => outcomeOf(applyOperator(op, resourceField(s.resource, field), x)));
           }
         }
         break;
@@ -362,14 +427,14 @@ function build(def: Record<string, unknown>): Matcher {
           const wanted = typeof want === 'string' ? [want] : (want as string[]);
           parts.push((s) => {
             const have = s.tags().get(group);
-            return have !== undefined && wanted.some((w) => have.has(w));
+            return outcomeOf(have !== undefined && wanted.some((w) => have.has(w)));
           });
         }
         break;
       case 'patterns':
         for (const [field, re] of Object.entries(v as Record<string, unknown>)) {
           compileRegex(re as string);
-          parts.push((s) => regexFinds(re as string, resourceField(s.resource, field)));
+          parts.push((s) => regexFinds(re, resourceField(s.resource, field)));
         }
         break;
       case 'time': {
@@ -379,36 +444,42 @@ function build(def: Record<string, unknown>): Matcher {
         const between = t.between ? [timeOf(t.between[0]), timeOf(t.between[1])] : undefined;
         parts.push((s) => {
           const at = timeOf(resourceField(s.resource, t.field));
-          if (Number.isNaN(at)) return false;
-          if (before !== undefined && !(at < before)) return false;
-          if (after !== undefined && !(at > after)) return false;
-          if (between !== undefined && !(at >= between[0] && at < between[1])) return false;
-          return true;
+          if (Number.isNaN(at)) return 'no_match';
+          if (before !== undefined && !(at < before)) return 'no_match';
+          if (after !== undefined && !(at > after)) return 'no_match';
+          if (between !== undefined && !(at >= between[0] && at < between[1])) return 'no_match';
+          return 'match';
         });
         break;
       }
       case 'condition':
-        parts.push((s) => conditionPasses(v, conditionData(s.resource)));
+        parts.push((s) => {
+          const o = conditionOutcome(v, conditionData(s.resource));
+          return o === 'pass' ? 'match' : o === 'fail' ? 'no_match' : 'error';
+        });
         break;
       case 'any': {
         const subs = (v as unknown[]).map((d) => build(d as Record<string, unknown>));
-        parts.push((s) => subs.some((m) => m(s)));
+        parts.push((s) => anyOf(subs, s));
         break;
       }
       case 'all': {
         const subs = (v as unknown[]).map((d) => build(d as Record<string, unknown>));
-        parts.push((s) => subs.every((m) => m(s)));
+        parts.push((s) => allOf(subs, s));
         break;
       }
       case 'none': {
         const subs = (v as unknown[]).map((d) => build(d as Record<string, unknown>));
-        parts.push((s) => !subs.some((m) => m(s)));
+        parts.push((s) => {
+          const o = anyOf(subs, s);
+          return o === 'match' ? 'no_match' : o === 'no_match' ? 'match' : 'error';
+        });
         break;
       }
     }
   }
   if (parts.length === 1) return parts[0];
-  return (s) => parts.every((m) => m(s));
+  return (s) => allOf(parts, s);
 }
 
 /** The data a `condition` reads. */

@@ -35,9 +35,13 @@ export {
 export {
   validateMatchDefinition,
   compileMatch,
+  compileMatchOutcome,
   matchesDefinition,
+  matchOutcome,
   MATCH_MAX_DEPTH,
   type Matcher,
+  type MatchOutcome,
+  type OutcomeMatcher,
   type MatchSubject,
   type ResourceTags,
 } from './match.js';

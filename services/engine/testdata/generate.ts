@@ -37,7 +37,10 @@ const EXTS = ['e0', 'e1', 'e2', 'e3'];
 const ACTIONS = ['read', 'write', '*'];
 const TYPE_KEYS = ['doc', 'folder', '*'];
 
-/** A definition drawn from every match feature, occasionally invalid (bad regex). */
+/**
+ * A definition drawn from every match feature, occasionally invalid (bad regex) or erroring at
+ * run time (a doubling `condition` over a long `attributes.xs`).
+ */
 export function genMatch(r: Rng, depth = 0): JsonValue {
   const def: Record<string, JsonValue> = {};
   const n = int(r, 0, 2);
@@ -79,6 +82,7 @@ export function genMatch(r: Rng, depth = 0): JsonValue {
           { '>': [{ var: 'resource.attributes.size' }, 2] },
           { in: ['scope_0', [{ var: 'resource.ownerScopeId' }]] },
           { var: 'resource.attributes.__proto__' },
+          doublingCondition('resource.attributes.xs'),
         ] as JsonValue[]);
         break;
       case 5:
@@ -168,6 +172,7 @@ export function genTenant(r: Rng): TenantSnapshot {
           labels: subset(r, ['x', 'y']),
           ...(chance(r, 0.3) ? { nested: { deep: chance(r, 0.5) } } : {}),
           ...(chance(r, 0.3) ? { since: pick(r, TIMES) } : {}),
+          ...maybeList(r),
         }
       : null,
     createdAt: pick(r, TIMES),
@@ -278,8 +283,9 @@ export function genTenant(r: Rng): TenantSnapshot {
         };
         if (chance(r, 0.5)) p.subjectCondition = pick(r, SUBJECT_CONDITIONS);
         if (chance(r, 0.35)) p.contextCondition = pick(r, CONTEXT_CONDITIONS);
-        if (chance(r, 0.25)) p.validFrom = pick(r, TIMES);
-        if (chance(r, 0.25)) p.validUntil = pick(r, TIMES);
+        // Rarely unparsable: fails closed (holds on a deny, not on an allow).
+        if (chance(r, 0.25)) p.validFrom = pick(r, [...TIMES, 'not a time']);
+        if (chance(r, 0.25)) p.validUntil = pick(r, [...TIMES, '2025-13-45']);
         return p;
       })
     : [];

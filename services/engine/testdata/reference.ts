@@ -5,7 +5,7 @@
  * the RE2 regex engine. Used only by the differential tests: slow and simple on purpose.
  */
 import { RE2JS } from 're2js';
-import { applyJsonLogic, conditionPasses, logicTruthy } from '../jsonlogic.js';
+import { applyJsonLogic, logicTruthy } from '../jsonlogic.js';
 import { validateMatchDefinition } from '../match.js';
 import type { JsonValue, Permission, Policy, Resource, TenantSnapshot } from '../model.js';
 
@@ -131,8 +131,12 @@ export function referenceEvaluate(snap: TenantSnapshot, req: RefRequest, opts: R
     const applicable: Policy[] = policies.filter((p) => p.target.kind === 'resource' && p.target.resourceId === r.id);
     for (const c of collections) {
       if (c.resourceTypeId !== r.resourceTypeId || !S.includes(c.scopeId)) continue;
-      if (!refMatch(c.matchDefinition, r, resourceTags)) continue;
-      for (const p of policies) if (p.target.kind === 'collection' && p.target.collectionId === c.id) applicable.push(p);
+      // A definition that errors fails closed: its deny policies are considered, its allows are not.
+      const m = refMatchOutcome(c.matchDefinition, r, resourceTags);
+      if (m === 'no_match') continue;
+      for (const p of policies) {
+        if (p.target.kind === 'collection' && p.target.collectionId === c.id && (m === 'match' || p.effect === 'deny')) applicable.push(p);
+      }
     }
     const now = opts.now.getTime();
     const ctx: Record<string, unknown> = { ...(req.context ?? {}) };
@@ -142,8 +146,10 @@ export function referenceEvaluate(snap: TenantSnapshot, req: RefRequest, opts: R
     const subjData = { subject: { id: subject.id, type: subject.type, externalId: subject.externalId, meta: subject.metadata ?? {} } };
     const matching = applicable.filter((p) => {
       if (!(p.actions.includes(req.action) || p.actions.includes('*'))) return false;
-      if (p.validFrom != null && !(now >= Date.parse(p.validFrom))) return false;
-      if (p.validUntil != null && !(now < Date.parse(p.validUntil))) return false;
+      // An unparsable bound fails closed too: it holds on a deny, not on an allow.
+      const t = (iso: unknown) => (typeof iso === 'string' ? Date.parse(iso) : NaN);
+      if (p.validFrom != null && (Number.isNaN(t(p.validFrom)) ? p.effect !== 'deny' : !(now >= t(p.validFrom)))) return false;
+      if (p.validUntil != null && (Number.isNaN(t(p.validUntil)) ? p.effect !== 'deny' : !(now < t(p.validUntil)))) return false;
       // A condition that cannot be evaluated fails closed: a deny still applies, an allow does not.
       const holds = (rule: unknown, data: unknown) => {
         const out = applyJsonLogic(rule, data);
@@ -251,10 +257,38 @@ export function referenceEvaluate(snap: TenantSnapshot, req: RefRequest, opts: R
 
 // --- match definitions, interpreted directly --------------------------------------------------
 
-/** Match definition against a resource and its (group key, identifier) tags. */
+type Tri = 'match' | 'no_match' | 'error';
+
+/** Match definition against a resource and its (group key, identifier) tags; an error does not match. */
 export function refMatch(def: JsonValue, r: Resource, resourceTags: [string, string][]): boolean {
-  if (validateMatchDefinition(def) !== null) return false;
+  return refMatchOutcome(def, r, resourceTags) === 'match';
+}
+
+/** Three-valued: an invalid definition, or one whose regex or condition fails, is an `error`. */
+export function refMatchOutcome(def: JsonValue, r: Resource, resourceTags: [string, string][]): Tri {
+  if (validateMatchDefinition(def) !== null) return 'error';
   return refMatchValid(def as Record<string, JsonValue>, r, resourceTags);
+}
+
+const tri = (b: boolean): Tri => (b ? 'match' : 'no_match');
+/** Kleene AND / OR over outcomes. */
+const and = (xs: Tri[]): Tri => (xs.includes('no_match') ? 'no_match' : xs.includes('error') ? 'error' : 'match');
+const or = (xs: Tri[]): Tri => (xs.includes('match') ? 'match' : xs.includes('error') ? 'error' : 'no_match');
+const not = (x: Tri): Tri => (x === 'error' ? x : x === 'match' ? 'no_match' : 'match');
+
+function refRegex(pattern: string, v: unknown): Tri {
+  let re: RE2JS;
+  try {
+    re = RE2JS.compile(pattern);
+  } catch {
+    return 'error';
+  }
+  if (typeof v !== 'string') return 'no_match';
+  try {
+    return tri(re.test(v));
+  } catch {
+    return 'error';
+  }
 }
 
 function field(r: Resource, name: string): unknown {
@@ -279,7 +313,12 @@ function field(r: Resource, name: string): unknown {
   return v;
 }
 
-function refOp(op: string, v: unknown, x: unknown): boolean {
+function refOp(op: string, v: unknown, x: unknown): Tri {
+  if (op === 'regex') return refRegex(x as string, v);
+  return tri(refBoolOp(op, v, x));
+}
+
+function refBoolOp(op: string, v: unknown, x: unknown): boolean {
   const same = (a: unknown, b: unknown) => (b === null ? a === null || a === undefined : a === b);
   const comparable = (typeof v === 'number' && typeof x === 'number') || (typeof v === 'string' && typeof x === 'string');
   switch (op) {
@@ -294,39 +333,40 @@ function refOp(op: string, v: unknown, x: unknown): boolean {
     case 'contains': return typeof v === 'string' ? typeof x === 'string' && v.indexOf(x) >= 0 : Array.isArray(v) && v.indexOf(x) >= 0;
     case 'startsWith': return typeof v === 'string' && v.startsWith(x as string);
     case 'endsWith': return typeof v === 'string' && v.endsWith(x as string);
-    case 'regex': return typeof v === 'string' && RE2JS.compile(x as string).test(v);
   }
   return false;
 }
 
-function refMatchValid(def: Record<string, JsonValue>, r: Resource, resourceTags: [string, string][]): boolean {
+function refMatchValid(def: Record<string, JsonValue>, r: Resource, resourceTags: [string, string][]): Tri {
+  const parts: Tri[] = [];
   if (def.fields) {
     for (const [name, spec] of Object.entries(def.fields as Record<string, JsonValue>)) {
       const v = field(r, name);
       const ops = spec !== null && typeof spec === 'object' && !Array.isArray(spec) ? Object.entries(spec) : [['eq', spec] as const];
-      for (const [op, x] of ops) if (!refOp(op, v, x)) return false;
+      for (const [op, x] of ops) parts.push(refOp(op, v, x));
     }
   }
   if (def.tags) {
     for (const [group, want] of Object.entries(def.tags as Record<string, JsonValue>)) {
       const wanted = Array.isArray(want) ? want : [want];
-      if (!resourceTags.some(([g, id]) => g === group && wanted.includes(id))) return false;
+      parts.push(tri(resourceTags.some(([g, id]) => g === group && wanted.includes(id))));
     }
   }
   if (def.patterns) {
-    for (const [name, re] of Object.entries(def.patterns as Record<string, JsonValue>)) {
-      const v = field(r, name);
-      if (typeof v !== 'string' || !RE2JS.compile(re as string).test(v)) return false;
-    }
+    for (const [name, re] of Object.entries(def.patterns as Record<string, JsonValue>)) parts.push(refRegex(re as string, field(r, name)));
   }
   if (def.time) {
     const t = def.time as { field: string; before?: string; after?: string; between?: [string, string] };
     const v = field(r, t.field);
     const at = typeof v === 'string' ? Date.parse(v) : NaN;
-    if (Number.isNaN(at)) return false;
-    if (t.before !== undefined && !(at < Date.parse(t.before))) return false;
-    if (t.after !== undefined && !(at > Date.parse(t.after))) return false;
-    if (t.between !== undefined && !(at >= Date.parse(t.between[0]) && at < Date.parse(t.between[1]))) return false;
+    parts.push(
+      tri(
+        !Number.isNaN(at) &&
+          (t.before === undefined || at < Date.parse(t.before)) &&
+          (t.after === undefined || at > Date.parse(t.after)) &&
+          (t.between === undefined || (at >= Date.parse(t.between[0]) && at < Date.parse(t.between[1]))),
+      ),
+    );
   }
   if (def.condition !== undefined) {
     const data = {
@@ -341,11 +381,12 @@ function refMatchValid(def: Record<string, JsonValue>, r: Resource, resourceTags
         attributes: r.attributes ?? {},
       },
     };
-    if (!conditionPasses(def.condition, data)) return false;
+    const out = applyJsonLogic(def.condition, data);
+    parts.push(out.ok ? tri(logicTruthy(out.value)) : 'error');
   }
   const sub = (d: JsonValue) => refMatchValid(d as Record<string, JsonValue>, r, resourceTags);
-  if (def.any && !(def.any as JsonValue[]).some(sub)) return false;
-  if (def.all && !(def.all as JsonValue[]).every(sub)) return false;
-  if (def.none && (def.none as JsonValue[]).some(sub)) return false;
-  return true;
+  if (def.any) parts.push(or((def.any as JsonValue[]).map(sub)));
+  if (def.all) parts.push(and((def.all as JsonValue[]).map(sub)));
+  if (def.none) parts.push(not(or((def.none as JsonValue[]).map(sub))));
+  return and(parts);
 }
