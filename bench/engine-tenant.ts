@@ -9,19 +9,9 @@
  */
 import type { EvaluateRequest } from '../services/engine/evaluate.js';
 import type { Permission, Policy, Resource, ResourceEdge, TenantSnapshot } from '../services/engine/model.js';
+import { rng } from '../services/engine/testdata/generate.js';
 
 // --- deterministic generation -------------------------------------------------------------------
-
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export interface Shape {
   name: string;

@@ -19,7 +19,8 @@ import { newEnforcer, newModelFromString, type Enforcer } from 'casbin';
 import { evaluate, type EvaluateRequest } from '../services/engine/evaluate.js';
 import { TenantIndex } from '../services/engine/index.js';
 import type { Change, TenantSnapshot } from '../services/engine/model.js';
-import { generateTenant as generate, rng, type Shape } from './engine-tenant.js';
+import { generateTenant as generate, type Shape } from './engine-tenant.js';
+import { rng } from '../services/engine/testdata/generate.js';
 
 const QUICK = process.argv.includes('--quick');
 /** Exponent of the secondary, skewed request distribution (YCSB's default). */
