@@ -39,7 +39,26 @@
  *   ScopeNotFoundError.
  */
 import { ScopeNotFoundError } from './errors.js';
-import { MAX_HIERARCHY_DEPTH, bagRows, type ParentLink, type ResourceNode, type RoleInfo, type ScopePath, type SubjectNode, type TenantIndex } from './index.js';
+import {
+  FACT_FLAGS,
+  FACT_UP_NUM,
+  F_EXISTS,
+  F_LINKS,
+  F_NAMED,
+  F_POLICIES,
+  F_TYPE_SHIFT,
+  F_UP,
+  F_UP_INHERIT,
+  MAX_HIERARCHY_DEPTH,
+  bagRows,
+  type ParentLink,
+  type ResourceNode,
+  type RoleInfo,
+  type ScopePath,
+  type SubjectNode,
+  type TenantIndex,
+  type TypeSlot,
+} from './index.js';
 import { applyJsonLogic, logicTruthy, missingVariables } from './jsonlogic.js';
 import { matchOutcome, type ResourceTags } from './match.js';
 import type { Collection, OwnershipGrant, Policy, Resource, ResourceScopeLink, Subject } from './model.js';
@@ -123,11 +142,35 @@ export interface Decision {
   trace?: TraceStep[];
 }
 
+/**
+ * A resource the tenant holds, as first resolved: its slot facts (see `ResourceFacts` in
+ * index.ts), enough for the common check. Its node, one more trip to DRAM on a large tenant,
+ * is read by {@link nodeOf} only on a leg that needs more (policies, links, a parent to walk,
+ * a permission naming it, an explanation).
+ */
+interface KnownTarget {
+  kind: 'known';
+  /** The resource id. */
+  id: string;
+  slot: number;
+  flags: number;
+  upNum: number;
+  type: TypeSlot | undefined;
+  typeKey: string | undefined;
+  node: ResourceNode | undefined;
+}
+
 /** How the request's resource resolved. */
-type Target =
-  | { kind: 'none' }
-  | { kind: 'known'; resource: Resource; node: ResourceNode; typeKey: string | undefined }
-  | { kind: 'external'; externalResourceId: string; typeKey: string };
+type Target = { kind: 'none' } | KnownTarget | { kind: 'external'; externalResourceId: string; typeKey: string };
+
+function nodeOf(index: TenantIndex, t: KnownTarget): ResourceNode {
+  return (t.node ??= index.resourceNodeAt(t.slot));
+}
+
+/** The row of a known target (it exists: resolution checked). */
+function rowOf(index: TenantIndex, t: KnownTarget): Resource {
+  return nodeOf(index, t).row as Resource;
+}
 
 class MalformedRequestError extends Error {}
 
@@ -248,19 +291,20 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
   // work that uses them) their misses overlap instead of adding up. Nothing is decided on the
   // subject before the resource and gate legs, as the order of the decision path requires.
   const target = resolveTarget(index, request, path);
-  const up = target !== null && target.kind === 'known' && !index.upIsPlain(target.node) ? target.node.up : undefined;
+  const up =
+    target !== null && target.kind === 'known' && (target.flags & F_UP) !== 0 && !index.isPlainNum(target.upNum) ? nodeOf(index, target).up : undefined;
   const upPatterns = up !== undefined ? up.patterns : 0;
   const subjectNode = index.subjectNode(subjectId);
   if (target === null) {
     trace?.push({ leg: 'resource', outcome: 'fail', message: `resource ${(request.resource as { resourceId: string }).resourceId} not found` });
     return done(ctx, false, 'resource_not_found');
   }
-  if (trace) traceTarget(trace, target);
+  if (trace) traceTarget(index, trace, target);
 
   // Reachability gate.
   if (target.kind !== 'none' && gate !== 'off') {
-    const reachable = gateReachable(target, path, gate);
-    trace?.push({ leg: 'gate', outcome: reachable ? 'pass' : 'fail', message: gateMessage(target, path, gate, reachable) });
+    const reachable = gateReachable(index, target, path, gate);
+    trace?.push({ leg: 'gate', outcome: reachable ? 'pass' : 'fail', message: gateMessage(index, target, path, gate, reachable) });
     if (!reachable) return done(ctx, false, 'gate_unreachable');
   } else if (target.kind !== 'none') trace?.push({ leg: 'gate', outcome: 'pass', message: 'gate off' });
 
@@ -280,8 +324,7 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
   // Resource policies: direct ones on the node, and collections of its type (counted on the
   // type slot), so a resource without either costs no further lookup.
   if (target.kind === 'known') {
-    const node = target.node;
-    if (node.policies !== undefined || (node.type !== undefined && node.type.collections > 0)) {
+    if ((target.flags & F_POLICIES) !== 0 || (target.type !== undefined && target.type.collections > 0)) {
       const winner = evaluatePolicies(index, request, target, path, now, subjectNode.row, trace);
       if (winner) return done(ctx, winner.effect === 'allow', winner.effect === 'allow' ? 'policy_allow' : 'policy_deny', winner);
     } else trace?.push({ leg: 'policy', outcome: 'skip', message: 'no policy targets the resource or a matching collection' });
@@ -302,7 +345,7 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
     collectRoles(index, subjectNode, path, ROLES);
     roles = ROLES;
   }
-  const direct = directQuery(DIRECT, action, target);
+  const direct = directQuery(index, DIRECT, action, target);
   for (let k = 0; k < roles.n; k++) {
     const role = roles.items[k];
     const roleId = role.id;
@@ -323,7 +366,7 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
   // Ownership grants on the resource.
   const grantsByResource = subjectNode.grantsByResource;
   if (grantsByResource !== undefined) {
-    const grants = grantsByResource.get(target.node.id);
+    const grants = grantsByResource.get(target.id);
     let grantCount = 0;
     for (const g of bagRows<OwnershipGrant>(grants)) {
       if (!index.role(g.roleId)) continue;
@@ -350,7 +393,7 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
 function inherit(
   ctx: Ctx,
   action: string,
-  target: Extract<Target, { kind: 'known' }>,
+  target: KnownTarget,
   roles: RoleList,
   subjectNode: SubjectNode,
   /** `patterns` of the first ancestor, read early by the caller (see decide). */
@@ -366,10 +409,15 @@ function inherit(
   // unread: it exists, no permission names it and nothing lies above it.
   const skipPlain = grantsByResource === undefined && trace === undefined;
   let visited = 0;
-  let node: ResourceNode = target.node;
   let stop = 'no parent';
+  // The slot facts end the commonest walks without reading the node: no parent, or (with no
+  // explanation to write) a first edge that does not cascade or a plain parent.
+  const f = target.flags;
+  const settled = (f & F_UP) === 0 || (trace === undefined && ((f & F_UP_INHERIT) === 0 || (skipPlain && index.isPlainNum(target.upNum))));
+  const start = settled ? undefined : nodeOf(index, target);
+  let node: ResourceNode | undefined = start;
   try {
-    for (let depth = 0; ; depth++) {
+    for (let depth = 0; node !== undefined; depth++) {
       if (depth >= MAX_HIERARCHY_DEPTH) {
         if (trace) stop = `depth limit ${MAX_HIERARCHY_DEPTH}`;
         break;
@@ -389,7 +437,7 @@ function inherit(
         break;
       }
       // One node per id, so identity is the id comparison.
-      let seen = parentNode === target.node;
+      let seen = parentNode === start;
       for (let k = 0; k < visited && !seen; k++) seen = VISITED[k] === parentNode;
       if (seen) {
         if (trace) stop = `cycle at ${parentNode.id}`;
@@ -437,13 +485,14 @@ function inherit(
   return done(ctx, false, 'no_match');
 }
 
-function traceTarget(trace: TraceStep[], target: Target): void {
+function traceTarget(index: TenantIndex, trace: TraceStep[], target: Target): void {
   if (target.kind === 'none') trace.push({ leg: 'resource', outcome: 'info', message: 'no resource: only permissions with pattern * apply' });
   else if (target.kind === 'known') {
+    const r = rowOf(index, target);
     trace.push({
       leg: 'resource',
       outcome: 'info',
-      message: `resource ${target.resource.id} (type ${target.typeKey ?? '(unknown type)'}, external id ${target.resource.externalResourceId}, owner scope ${target.resource.ownerScopeId})`,
+      message: `resource ${r.id} (type ${target.typeKey ?? '(unknown type)'}, external id ${r.externalResourceId}, owner scope ${r.ownerScopeId})`,
     });
   } else {
     trace.push({
@@ -462,7 +511,7 @@ function traceTarget(trace: TraceStep[], target: Target): void {
 export function resolveResource(index: TenantIndex, scopeId: string, ref: ResourceRef): Resource | undefined {
   if (!index.scope(scopeId)) throw new ScopeNotFoundError(scopeId);
   const t = resolveTarget(index, { actor: { subjectId: '' }, scopeId, action: '', resource: ref }, index.scopePath(scopeId));
-  return t?.kind === 'known' ? t.resource : undefined;
+  return t?.kind === 'known' ? rowOf(index, t) : undefined;
 }
 
 const NO_RESOURCE: Target = { kind: 'none' };
@@ -470,17 +519,21 @@ const NO_RESOURCE: Target = { kind: 'none' };
 function resolveTarget(index: TenantIndex, request: EvaluateRequest, path: ScopePath): Target | null {
   const ref = request.resource;
   if (!ref) return NO_RESOURCE;
-  if ('resourceId' in ref && typeof ref.resourceId === 'string') {
-    const node = index.resourceNode(ref.resourceId);
-    const r = node?.row;
-    if (!node || !r) return null;
-    return { kind: 'known', resource: r, node, typeKey: node.type?.key };
-  }
+  if ('resourceId' in ref && typeof ref.resourceId === 'string') return knownTarget(index, ref.resourceId, undefined);
   const { externalResourceId, resourceType } = ref as { externalResourceId: string; resourceType: string };
   const candidates = index.resourcesByExternalId(resourceType, externalResourceId);
   if (candidates.length === 0) return { kind: 'external', externalResourceId, typeKey: resourceType };
-  const r = pickCandidate(candidates, path);
-  return { kind: 'known', resource: r, node: index.resourceNode(r.id) as ResourceNode, typeKey: resourceType };
+  return knownTarget(index, pickCandidate(candidates, path).id, resourceType);
+}
+
+/** The target of an existing resource from its slot facts (null when its row does not exist). */
+function knownTarget(index: TenantIndex, id: string, typeKey: string | undefined): KnownTarget | null {
+  const slot = index.resourceSlot(id);
+  if (slot < 0) return null;
+  const flags = index.resourceFact(slot, FACT_FLAGS);
+  if ((flags & F_EXISTS) === 0) return null;
+  const type = index.typeSlotAt((flags >>> F_TYPE_SHIFT) - 1);
+  return { kind: 'known', id, slot, flags, upNum: index.resourceFact(slot, FACT_UP_NUM), type, typeKey: typeKey ?? type?.key, node: undefined };
 }
 
 /** Several resources under one external id and type key: nearest owner on the path, else smallest id. */
@@ -495,27 +548,27 @@ function pickCandidate(candidates: Resource[], path: ScopePath): Resource {
 }
 
 /** Whether the gate lets the request reach its resource (gate is not `off`). */
-function gateReachable(target: Target, path: ScopePath, gate: GateMode): boolean {
+function gateReachable(index: TenantIndex, target: Target, path: ScopePath, gate: GateMode): boolean {
   if (target.kind === 'external') return gate !== 'strict';
   if (target.kind !== 'known') return true;
-  const node = target.node;
+  if (gate === 'links-fallback' && (target.flags & F_LINKS) === 0) return true;
+  const node = nodeOf(index, target);
   const links = node.links;
-  if (gate === 'links-fallback' && links === undefined) return true;
   if (path.set.has(node.owner as string)) return true;
   for (const l of bagRows<ResourceScopeLink>(links)) if (path.set.has(l.scopeId)) return true;
   return false;
 }
 
 /** The explanation of a gate outcome. */
-function gateMessage(target: Target, path: ScopePath, gate: GateMode, reachable: boolean): string {
+function gateMessage(index: TenantIndex, target: Target, path: ScopePath, gate: GateMode, reachable: boolean): string {
   if (target.kind === 'external') {
     return gate === 'strict'
       ? 'strict gate: an unknown resource is never reachable'
       : 'links-fallback gate: an unknown resource has no links, so it is reachable';
   }
   if (target.kind !== 'known') return 'no resource';
-  const r = target.resource;
-  const links = target.node.links;
+  const r = rowOf(index, target);
+  const links = nodeOf(index, target).links;
   if (gate === 'links-fallback' && links === undefined) return 'links-fallback gate: resource has no scope links, reachable from every scope';
   if (path.set.has(r.ownerScopeId)) return `${gate} gate: owner scope ${r.ownerScopeId} is the evaluation scope or an ancestor`;
   for (const l of bagRows<ResourceScopeLink>(links)) {
@@ -529,7 +582,7 @@ function gateMessage(target: Target, path: ScopePath, gate: GateMode, reachable:
  * Fills the cover query of the direct role and ownership legs. A resource no permission names
  * (`patterns` 0) is looked up under `*` only: its id and external id cannot match anything.
  */
-function directQuery(q: CoverQuery, action: string, target: Target): CoverQuery {
+function directQuery(index: TenantIndex, q: CoverQuery, action: string, target: Target): CoverQuery {
   q.action = action;
   q.p0 = '*';
   q.p1 = undefined;
@@ -544,9 +597,10 @@ function directQuery(q: CoverQuery, action: string, target: Target): CoverQuery 
       break;
     case 'known':
       q.type = target.typeKey;
-      if (target.node.patterns > 0) {
-        q.p1 = target.node.ext;
-        q.p2 = target.node.id;
+      if ((target.flags & F_NAMED) !== 0) {
+        const node = nodeOf(index, target);
+        q.p1 = node.ext;
+        q.p2 = node.id;
       }
       break;
   }
@@ -638,14 +692,14 @@ function collectionCandidates(index: TenantIndex, resource: Resource, path: Scop
 function evaluatePolicies(
   index: TenantIndex,
   request: EvaluateRequest,
-  target: Extract<Target, { kind: 'known' }>,
+  target: KnownTarget,
   path: ScopePath,
   now: number,
   subject: Subject,
   trace: TraceStep[] | undefined,
 ): Policy | undefined {
-  const resource = target.resource;
-  const direct = target.node.policies;
+  const resource = rowOf(index, target);
+  const direct = nodeOf(index, target).policies;
   const hasCollections = index.hasCollectionsOfType(resource.resourceTypeId);
   if (direct === undefined && !hasCollections) {
     trace?.push({ leg: 'policy', outcome: 'skip', message: 'no policy targets the resource or a matching collection' });

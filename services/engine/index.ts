@@ -27,6 +27,7 @@
  * and after {@link MAX_HIERARCHY_DEPTH} ancestors.
  */
 import { InvalidChangeError } from './errors.js';
+import { IdTable } from './id-table.js';
 import {
   ENTITY_KINDS,
   type Change,
@@ -277,6 +278,8 @@ export const INLINE_ASSIGNMENTS = 4;
 export interface TypeSlot {
   /** The resource type id. */
   readonly id: string;
+  /** Its number, stored in the resource table's hot words (see {@link ResourceFacts}). */
+  readonly num: number;
   readonly key: string | undefined;
   /** Number of collections for this resource type (any scope): 0 lets a check skip them. */
   readonly collections: number;
@@ -315,6 +318,43 @@ export interface ResourceNode {
   readonly tags: RowBag<TagAssignment> | undefined;
 }
 
+/**
+ * What a check learns about a resource from its slot in the resource table alone, without
+ * reading its node: two int32 words kept current by the index (see {@link IdTable}). On a large
+ * tenant the node is one more trip to DRAM, and the common check (a resource without policies,
+ * links or permissions naming it, whose parent is plain or absent) needs nothing else.
+ *
+ * Word {@link FACT_FLAGS}: the `F_*` bits, and the number of its type slot plus one from bit
+ * {@link F_TYPE_SHIFT} (0: no type slot). Word {@link FACT_UP_NUM}: the node's `upNum`.
+ */
+export const FACT_FLAGS = 0;
+export const FACT_UP_NUM = 1;
+/** The resource row exists. */
+export const F_EXISTS = 1;
+/** Some policy targets it directly. */
+export const F_POLICIES = 2;
+/** It has scope links. */
+export const F_LINKS = 4;
+/** Some permission names it by id or external id (`patterns` > 0). */
+export const F_NAMED = 8;
+/** It has a parent link. */
+export const F_UP = 16;
+/** Its parent link cascades (`inherit`). */
+export const F_UP_INHERIT = 32;
+export const F_TYPE_SHIFT = 8;
+
+function factFlags(n: MutableResourceNode): number {
+  return (
+    (n.row !== undefined ? F_EXISTS : 0) |
+    (n.policies !== undefined ? F_POLICIES : 0) |
+    (n.links !== undefined ? F_LINKS : 0) |
+    (n.patterns > 0 ? F_NAMED : 0) |
+    (n.up !== undefined ? F_UP : 0) |
+    (n.upInherit ? F_UP_INHERIT : 0) |
+    ((n.type !== undefined ? n.type.num + 1 : 0) << F_TYPE_SHIFT)
+  );
+}
+
 interface MutableSubjectNode {
   row: Subject | undefined;
   type: string | undefined;
@@ -335,6 +375,7 @@ interface MutableSubjectNode {
 
 interface MutableTypeSlot {
   readonly id: string;
+  readonly num: number;
   key: string | undefined;
   collections: number;
 }
@@ -474,7 +515,10 @@ export class TenantIndex {
   private readonly subjects = new Map<string, MutableSubjectNode>();
   /** typeId → slot holding the type's current key (never dropped: one per type id seen). */
   private readonly typeSlots = new Map<string, MutableTypeSlot>();
-  private readonly resources = new Map<string, MutableResourceNode>();
+  /** Resource nodes by id, with each node's {@link ResourceFacts} in its slot. */
+  private readonly resources = new IdTable<MutableResourceNode>();
+  /** Type slots by their number. */
+  private readonly typeSlotsByNum: MutableTypeSlot[] = [];
   // scopes
   private readonly scopeChildren: Multi = new Map();
   private readonly pathCache = new Map<string, CachedPath>();
@@ -641,6 +685,7 @@ export class TenantIndex {
         tags: undefined,
       };
       this.resources.set(id, n);
+      this.refreshCopies(n);
     }
     return n;
   }
@@ -666,9 +711,14 @@ export class TenantIndex {
     return num;
   }
 
-  /** Re-derives a node's bit in the plain-node bitmap (after its row, patterns or parent changed). */
-  private refreshPlain(n: MutableResourceNode): void {
+  /**
+   * Re-derives a node's copies outside the node: its bit in the plain-node bitmap and its
+   * facts in the resource table (after its row, type, patterns, parent, policies or links changed).
+   */
+  private refreshCopies(n: MutableResourceNode): void {
     this.plain[n.num] = n.row !== undefined && n.patterns === 0 && n.up === undefined ? 1 : 0;
+    this.resources.setWord(n.id, FACT_FLAGS, factFlags(n));
+    this.resources.setWord(n.id, FACT_UP_NUM, n.upNum);
   }
 
   /** Re-derives a node's `up`/`upInherit` from its chosen parent link. */
@@ -677,13 +727,17 @@ export class TenantIndex {
     n.up = link?.parent;
     n.upInherit = link?.inherit ?? false;
     n.upNum = link ? link.parent.num : -1;
-    this.refreshPlain(n);
+    this.refreshCopies(n);
   }
 
   private typeSlot(typeId: string): MutableTypeSlot {
     let slot = this.typeSlots.get(typeId);
     // Every collection row goes through here, so a slot created later starts with none.
-    if (!slot) this.typeSlots.set(typeId, (slot = { id: typeId, key: this.t.resource_type.get(typeId)?.key, collections: 0 }));
+    if (!slot) {
+      slot = { id: typeId, num: this.typeSlotsByNum.length, key: this.t.resource_type.get(typeId)?.key, collections: 0 };
+      this.typeSlots.set(typeId, slot);
+      this.typeSlotsByNum.push(slot);
+    }
     return slot;
   }
 
@@ -695,7 +749,7 @@ export class TenantIndex {
     const byId = this.resources.get(pattern);
     if (byId) {
       byId.patterns += delta;
-      this.refreshPlain(byId);
+      this.refreshCopies(byId);
     }
     const ext = this.resourcesByExternal.get(pattern);
     if (ext === undefined) return;
@@ -703,7 +757,7 @@ export class TenantIndex {
       const n = this.resources.get(id);
       if (n) {
         n.patterns += delta;
-        this.refreshPlain(n);
+        this.refreshCopies(n);
       }
     }
   }
@@ -817,7 +871,7 @@ export class TenantIndex {
         n.ext = r.externalResourceId;
         n.owner = this.t.scope.get(r.ownerScopeId)?.id ?? r.ownerScopeId;
         n.patterns += this.patternCounts.get(r.externalResourceId) ?? 0;
-        this.refreshPlain(n);
+        this.refreshCopies(n);
         bagAdd(this.resourcesByExternal, r.externalResourceId, r.id);
         break;
       }
@@ -825,6 +879,7 @@ export class TenantIndex {
         const l = row as ResourceScopeLink;
         const n = this.resourceNodeFor(l.resourceId);
         n.links = rbWith(n.links, l);
+        this.refreshCopies(n);
         break;
       }
       case 'resource_edge': {
@@ -847,6 +902,7 @@ export class TenantIndex {
         if (p.target.kind === 'resource') {
           const n = this.resourceNodeFor(p.target.resourceId);
           n.policies = rbWith(n.policies, p);
+          this.refreshCopies(n);
         } else rbAdd(this.policiesByCollection, p.target.collectionId, p);
         break;
       }
@@ -954,7 +1010,7 @@ export class TenantIndex {
           n.ext = undefined;
           n.owner = undefined;
           n.patterns -= this.patternCounts.get(r.externalResourceId) ?? 0;
-          this.refreshPlain(n);
+          this.refreshCopies(n);
         }
         this.pruneResource(r.id);
         bagDelete(this.resourcesByExternal, r.externalResourceId, r.id);
@@ -963,7 +1019,10 @@ export class TenantIndex {
       case 'resource_scope_link': {
         const l = row as ResourceScopeLink;
         const n = this.resources.get(l.resourceId);
-        if (n) n.links = rbWithout(n.links, l.id);
+        if (n) {
+          n.links = rbWithout(n.links, l.id);
+          this.refreshCopies(n);
+        }
         this.pruneResource(l.resourceId);
         break;
       }
@@ -991,7 +1050,10 @@ export class TenantIndex {
         const p = row as Policy;
         if (p.target.kind === 'resource') {
           const n = this.resources.get(p.target.resourceId);
-          if (n) n.policies = rbWithout(n.policies, p.id);
+          if (n) {
+            n.policies = rbWithout(n.policies, p.id);
+            this.refreshCopies(n);
+          }
           this.pruneResource(p.target.resourceId);
         } else rbDelete(this.policiesByCollection, p.target.collectionId, p.id);
         break;
@@ -1175,6 +1237,34 @@ export class TenantIndex {
     return this.resources.get(resourceId);
   }
 
+  /**
+   * The slot of a resource in the resource table, or -1 when nothing refers to it. A slot is
+   * valid until the next {@link apply}; it gives the resource's facts without its node.
+   */
+  resourceSlot(resourceId: string): number {
+    return this.resources.slotOf(resourceId);
+  }
+
+  /** Word {@link FACT_FLAGS} or {@link FACT_UP_NUM} of a resource slot. */
+  resourceFact(slot: number, word: number): number {
+    return this.resources.word(slot, word);
+  }
+
+  /** The node in a resource slot. */
+  resourceNodeAt(slot: number): ResourceNode {
+    return this.resources.valueAt(slot);
+  }
+
+  /** The type slot numbered `num` (from a resource's flags), or undefined for -1. */
+  typeSlotAt(num: number): TypeSlot | undefined {
+    return num < 0 ? undefined : this.typeSlotsByNum[num];
+  }
+
+  /** Whether the node numbered `num` is plain (see `upIsPlain`); false for -1. */
+  isPlainNum(num: number): boolean {
+    return num >= 0 && this.plain[num] === 1;
+  }
+
   /** Overrides defined at a scope, by role; undefined when the scope has none. */
   overridesAt(scopeId: string): ReadonlyMap<string, RowBag<ScopeOverride>> | undefined {
     return this.overridesByScopeRole.get(scopeId);
@@ -1288,6 +1378,18 @@ export class TenantIndex {
     return this.policiesByCollection.get(collectionId);
   }
 
+  /** Whether a node's facts in the resource table are those its node implies. */
+  private factsOk(id: string, n: MutableResourceNode): boolean {
+    const slot = this.resources.slotOf(id);
+    return (
+      slot >= 0 &&
+      this.resources.valueAt(slot) === n &&
+      this.resources.word(slot, FACT_FLAGS) === factFlags(n) &&
+      this.resources.word(slot, FACT_UP_NUM) === n.upNum &&
+      (n.type === undefined || this.typeSlotsByNum[n.type.num] === n.type)
+    );
+  }
+
   /**
    * A canonical dump of every derived map and node (not the lazy path cache), for tests that
    * compare an incrementally updated index with a freshly built one.
@@ -1354,6 +1456,7 @@ export class TenantIndex {
             policies: ids(n.policies),
             links: ids(n.links),
             tags: ids(n.tags),
+            facts: this.factsOk(k, n) ? 'ok' : 'stale',
           },
         ]),
       ),

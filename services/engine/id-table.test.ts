@@ -1,0 +1,96 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { HOT_WORDS, INLINE_KEY_CHARS, IdTable, MAX_PROBE, hashId } from './id-table.js';
+
+/** Keys that exercise every comparison path: short, inline limit, too long, above U+00FE. */
+const keyArb = fc.oneof(
+  fc.constantFrom('a', 'b', 'ab', 'ba', '', 'resource_1', 'resource_10', 'ÿ', 'Ā', 'x'.repeat(INLINE_KEY_CHARS), 'x'.repeat(INLINE_KEY_CHARS + 1)),
+  fc.string({ maxLength: 70 }),
+  fc.integer({ min: 0, max: 300 }).map((n) => `resource_${n}`),
+);
+
+type Op = { op: 'set'; key: string; value: number } | { op: 'delete'; key: string } | { op: 'word'; key: string; k: number; value: number };
+
+const opArb: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 5, arbitrary: fc.record({ op: fc.constant('set' as const), key: keyArb, value: fc.integer() }) },
+  { weight: 3, arbitrary: fc.record({ op: fc.constant('delete' as const), key: keyArb }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('word' as const), key: keyArb, k: fc.integer({ min: 0, max: HOT_WORDS - 1 }), value: fc.integer() }) },
+);
+
+describe('IdTable', () => {
+  it('behaves like a Map (with hot words) under any sequence of writes', () => {
+    fc.assert(
+      fc.property(fc.array(opArb, { maxLength: 400 }), fc.integer(), (ops, seed) => {
+        const table = new IdTable<number>(16, seed);
+        const model = new Map<string, { value: number; words: number[] }>();
+        for (const o of ops) {
+          if (o.op === 'set') {
+            table.set(o.key, o.value);
+            const prev = model.get(o.key);
+            model.set(o.key, { value: o.value, words: prev ? prev.words : new Array<number>(HOT_WORDS).fill(0) });
+          } else if (o.op === 'delete') {
+            expect(table.delete(o.key)).toBe(model.delete(o.key));
+          } else if (model.has(o.key)) {
+            table.setWord(o.key, o.k, o.value);
+            model.get(o.key)!.words[o.k] = o.value;
+          }
+          expect(table.size).toBe(model.size);
+        }
+        for (const [k, { value, words }] of model) {
+          const slot = table.slotOf(k);
+          expect(slot).toBeGreaterThanOrEqual(0);
+          expect(table.valueAt(slot)).toBe(value);
+          for (let w = 0; w < HOT_WORDS; w++) expect(table.word(slot, w)).toBe(words[w] | 0);
+        }
+        for (const o of ops) if (!model.has(o.key)) expect(table.get(o.key)).toBeUndefined();
+        expect(new Map(table.entries())).toEqual(new Map([...model].map(([k, v]) => [k, v.value])));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('tells apart keys that share a hash and a length', () => {
+    // A one-slot-per-run table is enough: equal hashes are compared character by character.
+    const t = new IdTable<string>(16, 7);
+    const keys = ['resource_a', 'resource_b', 'resourcea_', 'x'.repeat(INLINE_KEY_CHARS + 5), 'x'.repeat(INLINE_KEY_CHARS + 4) + 'y', 'Āb', 'Āc'];
+    for (const k of keys) t.set(k, k);
+    for (const k of keys) expect(t.get(k)).toBe(k);
+    expect(t.get('resource_c')).toBeUndefined();
+    expect(t.get('x'.repeat(INLINE_KEY_CHARS + 4) + 'z')).toBeUndefined();
+    expect(t.get('Ād')).toBeUndefined();
+  });
+
+  it('rehashes with a new seed when keys pile up in one probe run, and stays correct', () => {
+    // Keys chosen to share a home slot under the table's seed (what an attacker who knew the
+    // seed would send): the run passes MAX_PROBE, the table reseeds and the pile-up is gone.
+    const seed = 12345;
+    const capacity = 4096;
+    const t = new IdTable<number>(capacity * 0.7, seed);
+    const mask = 8191; // the capacity chosen for that request (power of two ≥ 4/3 of it)
+    const colliding: string[] = [];
+    for (let n = 0; colliding.length < MAX_PROBE + 10; n++) {
+      const k = `resource_${n}`;
+      if ((hashId(k, seed) & mask) === 0) colliding.push(k);
+    }
+    colliding.forEach((k, i) => t.set(k, i));
+    expect(t.reseeds).toBeGreaterThanOrEqual(1);
+    colliding.forEach((k, i) => expect(t.get(k)).toBe(i));
+    expect(t.size).toBe(colliding.length);
+  });
+
+  it('keeps hot words and values through growth and deletes', () => {
+    const t = new IdTable<number>();
+    for (let i = 0; i < 5000; i++) {
+      t.set(`k${i}`, i);
+      t.setWord(`k${i}`, 0, i * 3);
+      t.setWord(`k${i}`, 1, -i);
+    }
+    for (let i = 0; i < 5000; i += 2) t.delete(`k${i}`);
+    for (let i = 1; i < 5000; i += 2) {
+      const s = t.slotOf(`k${i}`);
+      expect([t.valueAt(s), t.word(s, 0), t.word(s, 1)]).toEqual([i, i * 3, -i]);
+    }
+    expect(t.size).toBe(2500);
+    expect(t.slotOf('k0')).toBe(-1);
+  });
+});

@@ -1,0 +1,239 @@
+/**
+ * A hash table from string ids to values whose lookups touch one cache line on a large table.
+ *
+ * Why not a `Map`: in V8 a `Map.get` on a million string keys walks a bucket, a chain entry
+ * and the stored key string, then the caller reads the value object: four or five dependent
+ * trips to DRAM, each with a TLB miss on a gigabyte heap (about 0.8 µs per resource lookup
+ * measured on the benchmark tenant). Here every slot is 64 bytes of one typed array holding
+ * the key's hash, a few int32 "hot words" the caller keeps there (a copy of what a check reads
+ * about the value) and the key's characters, so a lookup that needs only the hot words reads
+ * one slot, found by linear probing. Values stay in a plain array next to it and are read only
+ * when the caller needs more than the hot words.
+ *
+ * Keys of up to {@link INLINE_KEY_CHARS} characters in U+0000..U+00FE (every id the service
+ * issues or accepts) are compared against the slot's bytes; any other key is marked in its
+ * slot and compared as a string. Each table hashes with its own random seed, and an insert
+ * whose probe run grows past {@link MAX_PROBE} rebuilds the table with a fresh seed, so a
+ * tenant choosing ids cannot make lookups degrade for long.
+ *
+ * Slot numbers move when the table grows, is rebuilt or deletes (backward-shift deletion keeps
+ * probe runs short without tombstones): callers must not keep them across writes.
+ */
+
+/** Bytes per slot: one cache line. */
+const SLOT_BYTES = 64;
+const SLOT_WORDS = SLOT_BYTES / 4;
+/** Hot words per slot (after the hash word). */
+export const HOT_WORDS = 2;
+/** Byte offset, inside a slot, of the key length; the key's characters follow it. */
+const KEY_AT = 4 * (1 + HOT_WORDS);
+/** Longest key kept in the slot itself. */
+export const INLINE_KEY_CHARS = SLOT_BYTES - KEY_AT - 1;
+/** Key-length byte of a key kept only as a string (too long, or a character above U+00FE). */
+const OUT_OF_LINE = 255;
+/** An insert probing further than this rebuilds the table with a new seed. */
+export const MAX_PROBE = 64;
+const MIN_CAPACITY = 16;
+
+function randomSeed(): number {
+  return (Math.random() * 0x100000000) | 0;
+}
+
+/** Seeded FNV-1a with a murmur3 finaliser (spreads the low bits a mask keeps); never 0. */
+export function hashId(key: string, seed: number): number {
+  let h = seed ^ 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h === 0 ? 1 : h;
+}
+
+export class IdTable<V> {
+  private words: Int32Array;
+  private bytes: Uint8Array;
+  private keys: (string | undefined)[];
+  private vals: (V | undefined)[];
+  private mask: number;
+  private seed: number;
+  private _size = 0;
+  /** Inserts since the last rebuild: a reseed waits for enough of them to stay amortised O(1). */
+  private inserts = 0;
+  /** Rebuilds forced by long probe runs (for tests and diagnostics). */
+  reseeds = 0;
+
+  constructor(capacity = MIN_CAPACITY, seed = randomSeed()) {
+    let cap = MIN_CAPACITY;
+    while (cap * 3 < capacity * 4) cap *= 2;
+    this.mask = cap - 1;
+    this.seed = seed;
+    this.words = new Int32Array(cap * SLOT_WORDS);
+    this.bytes = new Uint8Array(this.words.buffer);
+    this.keys = new Array<string | undefined>(cap).fill(undefined);
+    this.vals = new Array<V | undefined>(cap).fill(undefined);
+  }
+
+  get size(): number {
+    return this._size;
+  }
+
+  private hash(key: string): number {
+    return hashId(key, this.seed);
+  }
+
+  /** The slot holding `key`, or -1. Valid until the next write. */
+  slotOf(key: string): number {
+    return this.find(key, this.hash(key));
+  }
+
+  private find(key: string, h: number): number {
+    const words = this.words;
+    const bytes = this.bytes;
+    const mask = this.mask;
+    const len = key.length;
+    for (let i = h & mask; ; i = (i + 1) & mask) {
+      const base = i * SLOT_WORDS;
+      const stored = words[base];
+      if (stored === 0) return -1;
+      if (stored !== h) continue;
+      const at = i * SLOT_BYTES + KEY_AT;
+      const kl = bytes[at];
+      if (kl === OUT_OF_LINE) {
+        if (this.keys[i] === key) return i;
+      } else if (kl === len) {
+        let c = 0;
+        while (c < len && bytes[at + 1 + c] === key.charCodeAt(c)) c++;
+        if (c === len) return i;
+      }
+    }
+  }
+
+  get(key: string): V | undefined {
+    const i = this.slotOf(key);
+    return i < 0 ? undefined : this.vals[i];
+  }
+
+  has(key: string): boolean {
+    return this.slotOf(key) >= 0;
+  }
+
+  /** The value in a slot returned by {@link slotOf}. */
+  valueAt(slot: number): V {
+    return this.vals[slot] as V;
+  }
+
+  /** Hot word `k` (0 ≤ k < HOT_WORDS) of a slot. */
+  word(slot: number, k: number): number {
+    return this.words[slot * SLOT_WORDS + 1 + k];
+  }
+
+  /** Sets hot word `k` of the entry for `key` (which must be present). */
+  setWord(key: string, k: number, value: number): void {
+    const i = this.slotOf(key);
+    if (i < 0) throw new Error(`IdTable.setWord: no entry ${key}`);
+    this.words[i * SLOT_WORDS + 1 + k] = value;
+  }
+
+  /** Inserts or replaces; a new entry's hot words start at 0. */
+  set(key: string, value: V): this {
+    const h = this.hash(key);
+    const found = this.find(key, h);
+    if (found >= 0) {
+      this.vals[found] = value;
+      return this;
+    }
+    if ((this._size + 1) * 4 > (this.mask + 1) * 3) this.rebuild((this.mask + 1) * 2, this.seed);
+    const distance = this.place(key, h, value, 0, 0);
+    this._size++;
+    this.inserts++;
+    // A long run under a fresh seed means crafted or unlucky keys: rehash with another seed,
+    // at most once per size/2 inserts so that keys colliding under every seed cost O(1) each.
+    if (distance > MAX_PROBE && this.inserts * 2 >= this._size) this.rebuild(this.mask + 1, randomSeed(), true);
+    return this;
+  }
+
+  /** Writes an entry into the first free slot of its run; returns the probe distance. */
+  private place(key: string, h: number, value: V, w0: number, w1: number): number {
+    const mask = this.mask;
+    let i = h & mask;
+    let distance = 0;
+    while (this.words[i * SLOT_WORDS] !== 0) {
+      i = (i + 1) & mask;
+      distance++;
+    }
+    const base = i * SLOT_WORDS;
+    this.words[base] = h;
+    this.words[base + 1] = w0;
+    this.words[base + 2] = w1;
+    this.keys[i] = key;
+    this.vals[i] = value;
+    const at = i * SLOT_BYTES + KEY_AT;
+    let inline = key.length <= INLINE_KEY_CHARS;
+    for (let c = 0; inline && c < key.length; c++) if (key.charCodeAt(c) >= OUT_OF_LINE) inline = false;
+    if (inline) {
+      this.bytes[at] = key.length;
+      for (let c = 0; c < key.length; c++) this.bytes[at + 1 + c] = key.charCodeAt(c);
+    } else this.bytes[at] = OUT_OF_LINE;
+    return distance;
+  }
+
+  /** Re-places every entry into `capacity` slots, rehashing with `seed` when it changed. */
+  private rebuild(capacity: number, seed: number, reseed = false): void {
+    const { words, keys, vals } = this;
+    const oldCap = this.mask + 1;
+    const rehash = seed !== this.seed;
+    this.mask = capacity - 1;
+    this.seed = seed;
+    this.words = new Int32Array(capacity * SLOT_WORDS);
+    this.bytes = new Uint8Array(this.words.buffer);
+    this.keys = new Array<string | undefined>(capacity).fill(undefined);
+    this.vals = new Array<V | undefined>(capacity).fill(undefined);
+    this.inserts = 0;
+    if (reseed) this.reseeds++;
+    for (let i = 0; i < oldCap; i++) {
+      const base = i * SLOT_WORDS;
+      if (words[base] === 0) continue;
+      const key = keys[i] as string;
+      this.place(key, rehash ? this.hash(key) : words[base], vals[i] as V, words[base + 1], words[base + 2]);
+    }
+  }
+
+  delete(key: string): boolean {
+    let i = this.slotOf(key);
+    if (i < 0) return false;
+    // Backward-shift deletion: pull later entries of the run into the hole when their home
+    // slot allows, so no tombstone is left behind.
+    const mask = this.mask;
+    const words = this.words;
+    for (let j = (i + 1) & mask; words[j * SLOT_WORDS] !== 0; j = (j + 1) & mask) {
+      const home = words[j * SLOT_WORDS] & mask;
+      // Entry j may move to hole i when its home is not in (i, j] cyclically.
+      const movable = i <= j ? home <= i || home > j : home <= i && home > j;
+      if (!movable) continue;
+      this.bytes.copyWithin(i * SLOT_BYTES, j * SLOT_BYTES, (j + 1) * SLOT_BYTES);
+      this.keys[i] = this.keys[j];
+      this.vals[i] = this.vals[j];
+      i = j;
+    }
+    this.bytes.fill(0, i * SLOT_BYTES, (i + 1) * SLOT_BYTES);
+    this.keys[i] = undefined;
+    this.vals[i] = undefined;
+    this._size--;
+    return true;
+  }
+
+  *entries(): IterableIterator<[string, V]> {
+    for (let i = 0; i <= this.mask; i++) if (this.words[i * SLOT_WORDS] !== 0) yield [this.keys[i] as string, this.vals[i] as V];
+  }
+
+  *values(): IterableIterator<V> {
+    for (let i = 0; i <= this.mask; i++) if (this.words[i * SLOT_WORDS] !== 0) yield this.vals[i] as V;
+  }
+
+  /** Bytes of typed-array storage (for memory reports). */
+  get storageBytes(): number {
+    return this.words.byteLength;
+  }
+}
