@@ -70,6 +70,7 @@ import {
   overrideDecisions,
   pathHasOverrides,
   roleCovers,
+  setTerms,
   type CoverQuery,
   type HeldRole,
   type OverrideDecisions,
@@ -239,9 +240,9 @@ interface Ctx {
 /** The distinct roles the subject holds at the evaluation scope. */
 const ROLES: RoleList = { items: [], n: 0 };
 /** Query of the direct role and ownership legs. */
-const DIRECT: CoverQuery = { action: '', type: null, p0: undefined, p1: undefined, p2: undefined };
+const DIRECT: CoverQuery = { action: '', type: null, p0: undefined, p1: undefined, p2: undefined, actionTerm: 0, typeTerm: 0 };
 /** Query of one hierarchy step. */
-const VIA: CoverQuery = { action: '', type: null, p0: undefined, p1: undefined, p2: undefined };
+const VIA: CoverQuery = { action: '', type: null, p0: undefined, p1: undefined, p2: undefined, actionTerm: 0, typeTerm: 0 };
 /** Ancestors visited by the hierarchy walk (cycle detection): `VISITED[0..visited)`. */
 const VISITED: (ResourceNode | undefined)[] = [];
 
@@ -349,7 +350,7 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
   for (let k = 0; k < roles.n; k++) {
     const role = roles.items[k];
     const roleId = role.id;
-    const p = coversWith(index, role.cover, direct, decisionsOf(ctx, roleId));
+    const p = coversWith(index, role, direct, decisionsOf(ctx, roleId));
     if (p) {
       trace?.push({ leg: 'role', outcome: 'allow', message: `role ${roleId} has permission ${p.id} (${p.key}) covering the request`, detail: { roleId, permissionId: p.id } });
       return done(ctx, true, 'role');
@@ -403,6 +404,7 @@ function inherit(
   const q = VIA;
   q.action = action;
   q.type = target.typeKey;
+  setTerms(index, q);
   const walked: string[] | undefined = trace ? [] : undefined;
   const grantsByResource = subjectNode.grantsByResource;
   // Without grants (and without an explanation to write), a plain ancestor ends the walk
@@ -453,7 +455,7 @@ function inherit(
         for (let k = 0; k < roles.n; k++) {
           const role = roles.items[k];
           const roleId = role.id;
-          const p = coversWith(index, role.cover, q, decisionsOf(ctx, roleId));
+          const p = coversWith(index, role, q, decisionsOf(ctx, roleId));
           if (p) {
             trace?.push({ leg: 'hierarchy', outcome: 'allow', message: `ancestor ${parentNode.id} via ${(walked as string[]).join(' → ')}: role ${roleId} has permission ${p.id} (${p.key})`, detail: { hierarchyPath: [...(walked as string[])], roleId, permissionId: p.id } });
             return done(ctx, true, 'inherited');
@@ -604,6 +606,7 @@ function directQuery(index: TenantIndex, q: CoverQuery, action: string, target: 
       }
       break;
   }
+  setTerms(index, q);
   return q;
 }
 

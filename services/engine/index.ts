@@ -343,6 +343,11 @@ export const F_UP = 16;
 export const F_UP_INHERIT = 32;
 export const F_TYPE_SHIFT = 8;
 
+function sameStar(a: StarCover | undefined, b: StarCover | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
 function factFlags(n: MutableResourceNode): number {
   return (
     (n.row !== undefined ? F_EXISTS : 0) |
@@ -426,19 +431,39 @@ export interface CoverEntry {
 export type CoverIndex = ReadonlyMap<string, ReadonlyMap<string, RowBag<CoverEntry>>>;
 
 /**
+ * A role's permissions with pattern `*` (the ones most checks use), flattened for a scan:
+ * `[action, type, permission, …]`, the action and type as term numbers of the index (see
+ * {@link TenantIndex.termNum}; {@link ANY_TERM} for `*`). Entries with a named action come
+ * first, those with action `*` last, so a scan finds the permission the cover index would.
+ * A handful of small integers in one array, where the cover index is two maps deep.
+ */
+export type StarCover = readonly (number | Permission)[];
+export const STAR_STRIDE = 3;
+/** Term number of `*` in a {@link StarCover}. */
+export const ANY_TERM = -1;
+/** Term number of a string no `*`-pattern permission uses. */
+export const NO_TERM = -2;
+
+/**
  * What a check reads about one role, behind one lookup: its row (undefined while the role does
- * not exist) and its cover index (undefined while it has no permission).
+ * not exist), its cover index (undefined while it has no permission) and its {@link StarCover}
+ * (undefined while it has no permission with pattern `*`).
  */
 export interface RoleInfo {
   readonly id: string;
   readonly row: Role | undefined;
+  /** `row.scopeId` as the scope row's own string when that exists (compared by reference). */
+  readonly scope: string | undefined;
   readonly cover: CoverIndex | undefined;
+  readonly star: StarCover | undefined;
 }
 
 interface MutableRoleInfo {
   readonly id: string;
   row: Role | undefined;
+  scope: string | undefined;
   cover: Map<string, Map<string, MutableRowBag<CoverEntry>>> | undefined;
+  star: StarCover | undefined;
 }
 
 // --- row validation -----------------------------------------------------------------------------
@@ -535,6 +560,11 @@ export class TenantIndex {
    * scan of the role's permissions.
    */
   private readonly roleInfos = new Map<string, MutableRoleInfo>();
+  /**
+   * Term numbers of the actions and type keys of permissions with pattern `*` (see
+   * {@link StarCover}). Never shrinks: a term outlives its last permission, harmlessly.
+   */
+  private readonly terms = new Map<string, number>();
   // memberships (assignments are joined into subject nodes through their membership)
   private readonly assignmentsByMembership: Multi = new Map();
   // resources
@@ -922,9 +952,12 @@ export class TenantIndex {
         rbAdd2(this.bindingsByTagScope, b.tagId, b.scopeId, b);
         break;
       }
-      case 'role':
-        this.roleInfoFor(row.id).row = row as Role;
+      case 'role': {
+        const info = this.roleInfoFor(row.id);
+        info.row = row as Role;
+        info.scope = this.t.scope.get(info.row.scopeId)?.id ?? info.row.scopeId;
         break;
+      }
       case 'tag_group':
       case 'tag':
         // Read directly from their tables at evaluation time.
@@ -1080,6 +1113,7 @@ export class TenantIndex {
         const info = this.roleInfos.get(row.id);
         if (info) {
           info.row = undefined;
+          info.scope = undefined;
           this.pruneRoleInfo(info);
         }
         break;
@@ -1092,7 +1126,7 @@ export class TenantIndex {
 
   private roleInfoFor(id: string): MutableRoleInfo {
     let info = this.roleInfos.get(id);
-    if (!info) this.roleInfos.set(id, (info = { id, row: undefined, cover: undefined }));
+    if (!info) this.roleInfos.set(id, (info = { id, row: undefined, scope: undefined, cover: undefined, star: undefined }));
     return info;
   }
 
@@ -1104,6 +1138,39 @@ export class TenantIndex {
     const info = this.roleInfoFor(rp.roleId);
     info.cover ??= new Map<string, Map<string, MutableRowBag<CoverEntry>>>();
     rbAdd(nested(info.cover, p.resourcePattern), p.action, { id: rp.id, permission: p });
+    if (p.resourcePattern === '*') info.star = this.starCoverOf(info);
+  }
+
+  /** Builds a role's {@link StarCover} from its cover index (interning new terms). */
+  private starCoverOf(info: MutableRoleInfo): StarCover | undefined {
+    const byAction = info.cover?.get('*');
+    if (byAction === undefined) return undefined;
+    const out: (number | Permission)[] = [];
+    const push = (bag: MutableRowBag<CoverEntry>) => {
+      for (const e of bagRows<CoverEntry>(bag)) {
+        const p = e.permission;
+        out.push(this.intern(p.action), this.intern(p.resourceType), p);
+      }
+    };
+    for (const [action, bag] of byAction) if (action !== '*') push(bag);
+    const any = byAction.get('*');
+    if (any !== undefined) push(any);
+    return out;
+  }
+
+  private intern(term: string): number {
+    if (term === '*') return ANY_TERM;
+    let n = this.terms.get(term);
+    if (n === undefined) this.terms.set(term, (n = this.terms.size));
+    return n;
+  }
+
+  /**
+   * The number of an action or type key in the {@link StarCover}s, or {@link NO_TERM} when no
+   * permission with pattern `*` uses it (then only entries with `*` there can match it).
+   */
+  termNum(term: string): number {
+    return this.terms.get(term) ?? NO_TERM;
   }
 
   private deleteCover(rp: RolePermission, p: Permission): void {
@@ -1115,6 +1182,7 @@ export class TenantIndex {
       rbDelete(byAction, p.action, rp.id);
       if (byAction.size === 0) byPattern.delete(p.resourcePattern);
     }
+    if (p.resourcePattern === '*') info.star = this.starCoverOf(info);
     if (byPattern.size === 0) {
       info.cover = undefined;
       this.pruneRoleInfo(info);
@@ -1296,15 +1364,7 @@ export class TenantIndex {
     return out;
   }
 
-  /**
-   * A role's cover index: resourcePattern → action → entries (any type); undefined when the
-   * role has no permission.
-   */
-  coverIndexOf(roleId: string): CoverIndex | undefined {
-    return this.roleInfos.get(roleId)?.cover;
-  }
-
-  /** A role's row and cover index behind one lookup (undefined when neither exists). */
+  /** A role's row, cover index and star cover behind one lookup (undefined when neither exists). */
   roleInfo(roleId: string): RoleInfo | undefined {
     return this.roleInfos.get(roleId);
   }
@@ -1469,9 +1529,12 @@ export class TenantIndex {
           role,
           {
             row: info.row === this.t.role.get(role) ? (info.row ? 'ok' : null) : 'stale',
+            scope: info.scope === info.row?.scopeId ? 'ok' : 'stale',
             cover: info.cover
               ? sortKeys([...info.cover.entries()].map(([pat, byAction]) => [pat, sortKeys([...byAction.entries()].map(([a, b]) => [a, ids(b)]))]))
               : null,
+            // Term numbers differ between builds: compare with a fresh compile of this index's cover.
+            star: sameStar(info.star, this.starCoverOf(info)) ? 'ok' : 'stale',
           },
         ]),
       ),

@@ -18,6 +18,7 @@
  * comes from a membership, a tag binding or an ownership grant.
  */
 import {
+  ANY_TERM,
   A_MEMBERSHIP,
   A_ROLE,
   A_SCOPE,
@@ -28,6 +29,8 @@ import {
   type RoleInfo,
   type RowBag,
   type ScopePath,
+  STAR_STRIDE,
+  type StarCover,
   type SubjectNode,
   type TenantIndex,
 } from './index.js';
@@ -176,12 +179,12 @@ const BLOCKED = 3;
 
 /** Whether the source at path index i gives its role (HELD), and if not, why. */
 function sourceStatus(index: TenantIndex, path: ScopePath, i: number, info: RoleInfo | undefined, overrides: boolean): number {
-  const role = info?.row;
-  if (!role) return ROLE_MISSING;
-  const roleId = role.id;
+  if (info === undefined || info.row === undefined) return ROLE_MISSING;
+  const roleId = info.id;
+  const scope = info.scope as string;
   // The source's ancestors are usually the rest of the path; the source's own path settles
   // the rare cases (a path cut at the depth limit or by a cycle).
-  if (path.ids.indexOf(role.scopeId, i) < 0 && !index.scopePath(path.ids[i]).set.has(role.scopeId)) return NOT_USABLE;
+  if (path.ids.indexOf(scope, i) < 0 && !index.scopePath(path.ids[i]).set.has(scope)) return NOT_USABLE;
   if (overrides && blockingScope(index, path, i, roleId) !== undefined) return BLOCKED;
   return HELD;
 }
@@ -241,7 +244,22 @@ export interface CoverQuery {
   p0: string | undefined;
   p1: string | undefined;
   p2: string | undefined;
+  /** `action` and `type` as term numbers of the index (set by {@link setTerms}). */
+  actionTerm: number;
+  typeTerm: number;
 }
+
+/** `typeTerm` of a query without a resource: every type is accepted. */
+const ALL_TYPES = -3;
+
+/** Sets a query's term numbers from its action and type (after those are set). */
+export function setTerms(index: TenantIndex, q: CoverQuery): void {
+  q.actionTerm = index.termNum(q.action);
+  q.typeTerm = q.type === null ? ALL_TYPES : q.type === undefined ? NO_TYPE : index.termNum(q.type);
+}
+
+/** `typeTerm` of a resource whose type is unknown: only type `*` is accepted. */
+const NO_TYPE = -4;
 
 /** The permission-cover rule of contract §5 on one permission row. */
 export function permissionCovers(p: Permission, q: CoverQuery): boolean {
@@ -252,9 +270,9 @@ export function permissionCovers(p: Permission, q: CoverQuery): boolean {
 }
 
 /**
- * A permission of role R (overrides applied) that covers the query, or null. Looks up the
- * role's cover index by each accepted pattern and by the action and `*` (at most six lookups),
- * re-checking every hit against the permission row.
+ * A permission of role R (overrides applied) that covers the query, or null. Pattern `*` is a
+ * scan of the role's {@link StarCover}; any other pattern looks up the role's cover index by
+ * the pattern, then the action and `*`. Every hit is re-checked against the permission row.
  */
 export function roleCovers(
   index: TenantIndex,
@@ -262,16 +280,16 @@ export function roleCovers(
   q: CoverQuery,
   decisions: OverrideDecisions | null,
 ): Permission | null {
-  return coversWith(index, index.coverIndexOf(roleId), q, decisions);
+  return coversWith(index, index.roleInfo(roleId), q, decisions);
 }
 
-/** {@link roleCovers} given the role's cover index (from its RoleInfo: no lookup by id). */
-export function coversWith(index: TenantIndex, byPattern: CoverIndex | undefined, q: CoverQuery, decisions: OverrideDecisions | null): Permission | null {
-  if (byPattern !== undefined) {
+/** {@link roleCovers} given the role's RoleInfo (no lookup by id). */
+export function coversWith(index: TenantIndex, info: RoleInfo | undefined, q: CoverQuery, decisions: OverrideDecisions | null): Permission | null {
+  if (info !== undefined) {
     const p =
-      (q.p0 !== undefined ? coverAt(byPattern, q.p0, q, decisions) : null) ??
-      (q.p1 !== undefined ? coverAt(byPattern, q.p1, q, decisions) : null) ??
-      (q.p2 !== undefined ? coverAt(byPattern, q.p2, q, decisions) : null);
+      (q.p0 !== undefined ? patternCover(info, q.p0, q, decisions) : null) ??
+      (q.p1 !== undefined ? patternCover(info, q.p1, q, decisions) : null) ??
+      (q.p2 !== undefined ? patternCover(info, q.p2, q, decisions) : null);
     if (p) return p;
   }
   if (decisions) {
@@ -279,6 +297,26 @@ export function coversWith(index: TenantIndex, byPattern: CoverIndex | undefined
       if (d !== 'add') continue;
       const p = index.permission(pId);
       if (p && permissionCovers(p, q)) return p;
+    }
+  }
+  return null;
+}
+
+function patternCover(info: RoleInfo, pattern: string, q: CoverQuery, decisions: OverrideDecisions | null): Permission | null {
+  if (pattern === '*') return info.star === undefined ? null : starCover(info.star, q, decisions);
+  return info.cover === undefined ? null : coverAt(info.cover, pattern, q, decisions);
+}
+
+/** The first permission of a {@link StarCover} whose action and type cover the query (pattern `*`). */
+function starCover(star: StarCover, q: CoverQuery, decisions: OverrideDecisions | null): Permission | null {
+  const qa = q.actionTerm;
+  const qt = q.typeTerm;
+  for (let k = 0; k < star.length; k += STAR_STRIDE) {
+    const a = star[k] as number;
+    const t = star[k + 1] as number;
+    if ((a === qa || a === ANY_TERM) && (t === ANY_TERM || t === qt || qt === ALL_TYPES)) {
+      const p = accept(star[k + 2] as Permission, q, decisions);
+      if (p) return p;
     }
   }
   return null;
