@@ -29,7 +29,8 @@ const T0 = '2025-01-01T00:00:00.000Z';
  * same for both sizes). Resources: 10% folders, the rest documents and images, each inside a
  * folder (80% `inherit`, 20% `none`), owned by an environment. Roles (defined at the root)
  * hold 8 permissions: 2 typed with pattern `*`, 3 on specific resources, 2 on folders (for
- * inheritance), 1 by external id. Subjects have a membership at an environment and one at a
+ * inheritance), 1 by external id; the named ones come from pools of 0.3% of the resources, 2%
+ * of the folders and 0.1% of the external ids. Subjects have a membership at an environment and one at a
  * project, 1–2 roles each. Policies target random resources directly.
  */
 /**
@@ -108,6 +109,16 @@ export function generateTenant(shape: Shape, seed: number) {
       edges.push({ id: `resource_edge_${i}`, parentResourceId: `resource_${int(nFolders)}`, childResourceId: `resource_${i}`, cascade: r() < 0.8 ? 'inherit' : 'none' });
     }
   }
+  // Resources that permissions name, drawn from pools of a fixed share of the tenant (the
+  // 1M tenant's shares): how often a check meets a named resource or folder then does not
+  // depend on the ratio of roles to resources, so every size does the same work per check.
+  const pool = (from: number, size: number, share: number) => {
+    const ids = Array.from({ length: Math.max(1, Math.round(size * share)) }, () => from + int(size));
+    return () => ids[int(ids.length)];
+  };
+  const namedResource = pool(0, shape.resources, 0.003);
+  const namedFolder = pool(0, nFolders, 0.02);
+  const namedExt = pool(0, shape.resources, 0.001);
   const permissions: Permission[] = [];
   const rolePermissions: NonNullable<TenantSnapshot['rows']['role_permission']> = [];
   const roles: NonNullable<TenantSnapshot['rows']['role']> = [];
@@ -116,12 +127,12 @@ export function generateTenant(shape: Shape, seed: number) {
     const perms: [string, string, string][] = [
       [['doc', 'image', '*'][int(3)], ACTIONS[int(4)], '*'],
       ['folder', ACTIONS[int(4)], '*'],
-      ['doc', ACTIONS[int(4)], `resource_${int(shape.resources)}`],
-      ['image', ACTIONS[int(4)], `resource_${int(shape.resources)}`],
-      ['*', ACTIONS[int(4)], `resource_${int(shape.resources)}`],
-      ['doc', 'read', `resource_${int(nFolders)}`],
-      ['*', ACTIONS[int(4)], `resource_${int(nFolders)}`],
-      ['doc', ACTIONS[int(4)], `ext-${int(shape.resources)}`],
+      ['doc', ACTIONS[int(4)], `resource_${namedResource()}`],
+      ['image', ACTIONS[int(4)], `resource_${namedResource()}`],
+      ['*', ACTIONS[int(4)], `resource_${namedResource()}`],
+      ['doc', 'read', `resource_${namedFolder()}`],
+      ['*', ACTIONS[int(4)], `resource_${namedFolder()}`],
+      ['doc', ACTIONS[int(4)], `ext-${namedExt()}`],
     ];
     perms.forEach(([t, a, p], j) => {
       const id = `permission_${k}_${j}`;

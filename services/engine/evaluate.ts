@@ -144,7 +144,7 @@ export interface Decision {
 }
 
 /**
- * A resource the tenant holds, as first resolved: its slot facts (see `ResourceFacts` in
+ * A resource the tenant holds, as first resolved: its slot facts (see `FACT_FLAGS` in
  * index.ts), enough for the common check. Its node, one more trip to DRAM on a large tenant,
  * is read by {@link nodeOf} only on a leg that needs more (policies, links, a parent to walk,
  * a permission naming it, an explanation).

@@ -14,7 +14,10 @@
  * hold the row objects themselves, not ids, saving a second lookup per hop.
  *
  * On a tenant larger than the CPU caches every object a check touches for the first time costs
- * a trip to DRAM, so the nodes also carry copies that spare a check the other objects: the
+ * a trip to DRAM. Resources, the biggest collection, are therefore kept in an {@link IdTable}
+ * whose slot (one cache line) also holds the resource's facts ({@link FACT_FLAGS}): a common check
+ * reads that line and not the node. Roles keep their pattern-`*` permissions as a flat
+ * {@link StarCover}. The nodes also carry copies that spare a check the other objects: the
  * subject's type and its first role assignments (no row, no array), the resource's type slot
  * (key and collection count), owner scope and a count of the permissions that name it (when 0,
  * its id and external id strings are never read), and a bitmap tells whether a resource's
@@ -278,7 +281,7 @@ export const INLINE_ASSIGNMENTS = 4;
 export interface TypeSlot {
   /** The resource type id. */
   readonly id: string;
-  /** Its number, stored in the resource table's hot words (see {@link ResourceFacts}). */
+  /** Its number, stored in the resource table's hot words (see facts ({@link FACT_FLAGS})). */
   readonly num: number;
   readonly key: string | undefined;
   /** Number of collections for this resource type (any scope): 0 lets a check skip them. */
@@ -319,10 +322,11 @@ export interface ResourceNode {
 }
 
 /**
- * What a check learns about a resource from its slot in the resource table alone, without
- * reading its node: two int32 words kept current by the index (see {@link IdTable}). On a large
- * tenant the node is one more trip to DRAM, and the common check (a resource without policies,
- * links or permissions naming it, whose parent is plain or absent) needs nothing else.
+ * Resource facts: what a check learns about a resource from its slot in the resource table
+ * alone, without reading its node: two int32 words kept current by the index (see
+ * {@link IdTable}). On a large tenant the node is one more trip to DRAM, and the common check
+ * (a resource without policies, links or permissions naming it, whose parent is plain, absent
+ * or not cascading) needs nothing else.
  *
  * Word {@link FACT_FLAGS}: the `F_*` bits, and the number of its type slot plus one from bit
  * {@link F_TYPE_SHIFT} (0: no type slot). Word {@link FACT_UP_NUM}: the node's `upNum`.
@@ -540,8 +544,8 @@ export class TenantIndex {
   private readonly subjects = new Map<string, MutableSubjectNode>();
   /** typeId → slot holding the type's current key (never dropped: one per type id seen). */
   private readonly typeSlots = new Map<string, MutableTypeSlot>();
-  /** Resource nodes by id, with each node's {@link ResourceFacts} in its slot. */
-  private readonly resources = new IdTable<MutableResourceNode>();
+  /** Resource nodes by id, with each node's facts ({@link FACT_FLAGS}) in its slot. */
+  private readonly resources: IdTable<MutableResourceNode>;
   /** Type slots by their number. */
   private readonly typeSlotsByNum: MutableTypeSlot[] = [];
   // scopes
@@ -588,8 +592,10 @@ export class TenantIndex {
   private readonly scopeTags = new Map<string, MutableRowBag<TagAssignment>>();
   private readonly bindingsByTagScope = new Map<string, Map<string, MutableRowBag<TagBinding>>>();
 
-  private constructor(revision: number) {
+  /** `resources`: expected number of resource nodes (sizes the table once instead of growing it). */
+  private constructor(revision: number, resources = 0) {
     this._revision = revision;
+    this.resources = new IdTable<MutableResourceNode>(resources);
     const t = {} as Record<EntityKind, Map<string, unknown>>;
     for (const k of ENTITY_KINDS) t[k] = new Map();
     this.t = t as unknown as Tables;
@@ -604,7 +610,7 @@ export class TenantIndex {
         if (err) throw new InvalidChangeError(err);
       }
     }
-    const idx = new TenantIndex(snapshot.revision);
+    const idx = new TenantIndex(snapshot.revision, snapshot.rows.resource?.length ?? 0);
     for (const kind of ENTITY_KINDS) {
       for (const row of (snapshot.rows[kind] ?? []) as RowsByKind[EntityKind][]) idx.upsert(kind, row);
     }
