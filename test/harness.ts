@@ -48,11 +48,11 @@ export interface TestApp {
 }
 
 /** Handlers over a real database, called in process (tier checks are the server's job). */
-export async function createTestApp(backend: Backend, options: { gate?: GateMode } = {}): Promise<TestApp> {
+export async function createTestApp(backend: Backend, options: { gate?: GateMode; indexMaxRows?: number } = {}): Promise<TestApp> {
   const db = await openTestDatabase(backend);
   const deps: Deps = {
     db,
-    decision: { indexes: new TenantIndexes(db, { minRevisionWaitMs: 200 }), gate: options.gate ?? 'off' },
+    decision: { indexes: new TenantIndexes(db, { minRevisionWaitMs: 200, maxRows: options.indexMaxRows ?? 5_000_000 }), gate: options.gate ?? 'off' },
   };
   return {
     db,

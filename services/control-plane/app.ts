@@ -4,7 +4,7 @@ import { ensureBootstrapKey, StoreKeyVerifier } from './auth/key-store.js';
 import type { Config } from './config.js';
 import { TenantIndexes } from './decision/indexes.js';
 import type { Deps } from './handlers/kit.js';
-import { createLogger, createRegistry } from './observability.js';
+import { createLogger, createRegistry, indexMetrics } from './observability.js';
 import { startServer, type RunningServer } from './server/index.js';
 import { registerServices, SERVICES } from './services.js';
 
@@ -24,10 +24,13 @@ export async function startControlPlane(config: Config, logger: Logger = createL
   const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   try {
     const generated = await ensureBootstrapKey(db, { bootstrapApiKey: config.bootstrapApiKey, log: logger });
+    const indexes = new TenantIndexes(db, { minRevisionWaitMs: config.minRevisionWaitMs, maxRows: config.indexMaxRows });
+    const registry = createRegistry();
+    indexMetrics(registry, indexes);
     const deps: Deps = {
       db,
       decision: {
-        indexes: new TenantIndexes(db, { minRevisionWaitMs: config.minRevisionWaitMs }),
+        indexes,
         gate: config.resourceScopeGate,
         onEngineError: (err) => logger.error({ err }, 'evaluation failed; denied'),
       },
@@ -39,7 +42,7 @@ export async function startControlPlane(config: Config, logger: Logger = createL
       keyVerifier: new StoreKeyVerifier(db),
       readiness: () => db.ping(),
       logger,
-      registry: createRegistry(),
+      registry,
     });
     return {
       server,

@@ -11,6 +11,7 @@ describe('loadConfig', () => {
       resourceScopeGate: 'off',
       watchHeartbeatMs: 1000,
       minRevisionWaitMs: 1000,
+      indexMaxRows: 5_000_000,
       logLevel: 'info',
     });
     expect(Object.isFrozen(c)).toBe(true);
@@ -28,6 +29,7 @@ describe('loadConfig', () => {
         SERVICE_RESOURCE_SCOPE_GATE: 'links-fallback',
         SERVICE_WATCH_HEARTBEAT_MS: '250',
         SERVICE_MIN_REVISION_WAIT_MS: '0',
+        SERVICE_INDEX_MAX_ROWS: '1000',
         SERVICE_LOG_LEVEL: 'debug',
       },
       [],
@@ -41,6 +43,7 @@ describe('loadConfig', () => {
       resourceScopeGate: 'links-fallback',
       watchHeartbeatMs: 250,
       minRevisionWaitMs: 0,
+      indexMaxRows: 1000,
       logLevel: 'debug',
     });
   });

@@ -19,6 +19,8 @@ export interface Config {
   readonly resourceScopeGate: ResourceScopeGate;
   readonly watchHeartbeatMs: number;
   readonly minRevisionWaitMs: number;
+  /** Rows the control plane's tenant indexes may hold together before idle tenants are dropped. */
+  readonly indexMaxRows: number;
   readonly logLevel: LogLevel;
 }
 
@@ -100,6 +102,7 @@ const SETTINGS = [
   { key: 'resourceScopeGate', variable: 'SERVICE_RESOURCE_SCOPE_GATE', parse: oneOf(GATES), default: 'off' },
   { key: 'watchHeartbeatMs', variable: 'SERVICE_WATCH_HEARTBEAT_MS', parse: integer(1, 3_600_000), default: 1000 },
   { key: 'minRevisionWaitMs', variable: 'SERVICE_MIN_REVISION_WAIT_MS', parse: integer(0, 3_600_000), default: 1000 },
+  { key: 'indexMaxRows', variable: 'SERVICE_INDEX_MAX_ROWS', parse: integer(0, 1_000_000_000), default: 5_000_000 },
   { key: 'logLevel', variable: 'SERVICE_LOG_LEVEL', parse: oneOf(LEVELS), default: 'info' },
 ] as const satisfies readonly Setting<keyof Config>[];
 

@@ -5,7 +5,7 @@
 import { Code, ConnectError, type Interceptor } from '@connectrpc/connect';
 import { codeToString } from '@connectrpc/connect/protocol-connect';
 import { pino, type Logger } from 'pino';
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { LogLevel } from './config.js';
 
 /** A JSON logger on stderr (stdout stays free for program output). */
@@ -47,6 +47,45 @@ function rpcMetrics(registry: Registry): { requests: Counter<(typeof LABELS)[num
       registers: [registry],
     });
   return { requests, duration };
+}
+
+/** What the decision path's tenant indexes report (see TenantIndexes). */
+export interface IndexStatsSource {
+  stats(): { tenants: number; rows: number };
+  readonly evictions: number;
+}
+
+/**
+ * `authz_tenant_indexes`, `authz_tenant_index_rows` and `authz_tenant_index_evictions_total`,
+ * read from the indexes when scraped: the memory the decision path holds and how often the
+ * `SERVICE_INDEX_MAX_ROWS` budget drops a tenant (each drop is a snapshot rebuild later).
+ */
+export function indexMetrics(registry: Registry, source: IndexStatsSource): void {
+  new Gauge({
+    name: 'authz_tenant_indexes',
+    help: 'Tenants whose decision index the control plane holds.',
+    registers: [registry],
+    collect() {
+      this.set(source.stats().tenants);
+    },
+  });
+  new Gauge({
+    name: 'authz_tenant_index_rows',
+    help: 'Rows held by the control plane\'s tenant indexes together (budget: SERVICE_INDEX_MAX_ROWS).',
+    registers: [registry],
+    collect() {
+      this.set(source.stats().rows);
+    },
+  });
+  new Counter({
+    name: 'authz_tenant_index_evictions_total',
+    help: 'Tenant indexes dropped to stay within SERVICE_INDEX_MAX_ROWS.',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(source.evictions);
+    },
+  });
 }
 
 /**

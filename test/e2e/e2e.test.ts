@@ -136,6 +136,10 @@ describe.each(BACKENDS)('control plane end to end on %s', (backend) => {
     expect((await fetch(base + '/readyz')).status).toBe(200);
     const metrics = await (await fetch(base + '/metrics')).text();
     expect(metrics).toContain('authz_rpc_requests_total');
+    // The README flow above asked for a decision: its tenant's index is held.
+    expect(Number(/^authz_tenant_indexes (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(1);
+    expect(Number(/^authz_tenant_index_rows (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThan(0);
+    expect(metrics).toMatch(/^authz_tenant_index_evictions_total 0$/m);
   });
 
   it('answers REST errors with {code, message, details} and writes nothing', async () => {

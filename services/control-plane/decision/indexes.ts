@@ -17,13 +17,24 @@ const ENGINE_KINDS = new Set<string>(ENTITY_KINDS);
 export interface IndexOptions {
   /** How long a `minRevision` ahead of the committed state may wait. */
   minRevisionWaitMs: number;
+  /**
+   * Rows (of every kind) the indexes may hold together; past it the least recently used
+   * tenants' indexes are dropped (rebuilt from a snapshot when asked about again). The tenant
+   * being answered is always kept, whatever its size.
+   */
+  maxRows: number;
 }
 
 interface Entry {
   index: TenantIndex;
   /** Serialises catch-ups of one tenant. */
   busy: Promise<unknown>;
+  /** Rows of the index when last caught up. */
+  rows: number;
 }
+
+/** Scope → tenant entries kept (scopes never change tenant; the oldest are forgotten first). */
+const MAX_SCOPE_TENANTS = 100_000;
 
 /**
  * The control plane's followers of the change log: one TenantIndex per tenant asked about,
@@ -33,7 +44,11 @@ interface Entry {
  */
 export class TenantIndexes {
   private readonly entries = new Map<string, Promise<Entry>>();
+  /** Loaded entries, least recently used first (re-inserted on each use). */
+  private readonly loaded = new Map<string, Entry>();
   private readonly scopeTenants = new Map<string, string>();
+  /** Indexes dropped to stay within `maxRows` since start. */
+  evictions = 0;
 
   constructor(private readonly db: Database, private readonly opts: IndexOptions) {}
 
@@ -43,6 +58,7 @@ export class TenantIndexes {
     if (hit) return hit;
     const rows = (await this.db.orm.em.fork().execute('select tenant_id from scopes where id = ?', [scopeId])) as { tenant_id: string }[];
     if (rows.length === 0) throw notFound('scope', scopeId, field);
+    if (this.scopeTenants.size >= MAX_SCOPE_TENANTS) this.scopeTenants.delete(this.scopeTenants.keys().next().value as string);
     this.scopeTenants.set(scopeId, rows[0].tenant_id);
     return rows[0].tenant_id;
   }
@@ -62,11 +78,36 @@ export class TenantIndexes {
     const deadline = Date.now() + this.opts.minRevisionWaitMs;
     for (;;) {
       await this.catchUp(tenantId, entry);
+      this.touch(tenantId, p, entry);
       if (entry.index.revision >= minRevision) return entry.index;
       if (Date.now() >= deadline) {
         throw unavailable(`revision ${minRevision} of tenant ${tenantId} is not available yet (at ${entry.index.revision})`);
       }
       await new Promise((r) => setTimeout(r, Math.min(25, Math.max(1, deadline - Date.now()))));
+    }
+  }
+
+  /** Tenants indexed and their rows, for metrics. */
+  stats(): { tenants: number; rows: number } {
+    let rows = 0;
+    for (const e of this.loaded.values()) rows += e.rows;
+    return { tenants: this.loaded.size, rows };
+  }
+
+  /** Marks a tenant as just used, then drops least recently used others past `maxRows`. */
+  private touch(tenantId: string, p: Promise<Entry>, entry: Entry): void {
+    if (this.entries.get(tenantId) !== p) return; // dropped meanwhile: answer, do not re-add
+    entry.rows = rowCount(entry.index);
+    this.loaded.delete(tenantId);
+    this.loaded.set(tenantId, entry);
+    let { rows } = this.stats();
+    for (const [other, e] of this.loaded) {
+      if (rows <= this.opts.maxRows) break;
+      if (other === tenantId) continue;
+      this.loaded.delete(other);
+      this.entries.delete(other);
+      rows -= e.rows;
+      this.evictions++;
     }
   }
 
@@ -114,8 +155,15 @@ export class TenantIndexes {
       }
       return { revision, rows } as TenantSnapshot;
     }, { isolationLevel: IsolationLevel.REPEATABLE_READ });
-    return { index: TenantIndex.fromSnapshot(snapshot), busy: Promise.resolve() };
+    const index = TenantIndex.fromSnapshot(snapshot);
+    return { index, busy: Promise.resolve(), rows: rowCount(index) };
   }
+}
+
+function rowCount(index: TenantIndex): number {
+  let n = 0;
+  for (const kind of ENTITY_KINDS) n += index.count(kind);
+  return n;
 }
 
 async function committedRevision(em: EntityManager, tenantId: string): Promise<number> {

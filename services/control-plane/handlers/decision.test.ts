@@ -91,3 +91,64 @@ describe.each(BACKENDS)('DecisionService on %s', (backend) => {
     expect(res.permissions.map((p) => [p.key, p.source, p.roleId])).toEqual([['doc:read:*', 'role', 'role_reader']]);
   });
 });
+
+describe.each(BACKENDS)('tenant indexes past SERVICE_INDEX_MAX_ROWS on %s', (backend) => {
+  let app: TestApp;
+  // Ids are unique across tenants: each tenant's subjects carry its name.
+  const subjectRows = (t: string, n: number): [KindName, Row][] =>
+    Array.from({ length: n }, (_, i) => ['subject', { id: `subject_${t}_${i}`, type: 'user', externalId: `u${i}` }] as [KindName, Row]);
+  beforeAll(async () => {
+    // Room for one of the two tenants (each holds a root scope and 20 subjects) at a time.
+    app = await createTestApp(backend, { indexMaxRows: 30 });
+    for (const t of ['tenant_e1', 'tenant_e2']) {
+      await seedTenant(app.db, t);
+      await put(app, t, subjectRows(t, 20));
+    }
+  });
+  afterAll(() => app?.close());
+
+  const askIn = (tenantId: string, n: number) => ({ actor: { subjectId: `subject_${tenantId}_${n}` }, scopeId: `scope_${tenantId}`, action: 'read' });
+
+  it('drops the least recently used tenant, keeps the one answering, and rebuilds on the next question', async () => {
+    const c = app.client(DecisionService);
+    const indexes = app.deps.decision.indexes;
+    await c.evaluate(askIn('tenant_e1', 1));
+    const first = await indexes.get('tenant_e1');
+    expect(indexes.stats()).toEqual({ tenants: 1, rows: 21 });
+    await c.evaluate(askIn('tenant_e2', 1));
+    expect(indexes.stats()).toEqual({ tenants: 1, rows: 21 });
+    expect(indexes.evictions).toBe(1);
+
+    // A write to the dropped tenant is seen when it is asked about again (from a new snapshot).
+    await put(app, 'tenant_e1', [
+      ['role', { id: 'role_r', scopeId: 'scope_tenant_e1', key: 'r', name: 'R', description: '' }],
+      ['permission', { id: 'permission_r', scopeId: 'scope_tenant_e1', action: 'read', resourceType: '*', resourcePattern: '*', key: '*:read:*', name: '', description: '' }],
+      ['rolePermission', { id: 'role_permission_r', roleId: 'role_r', permissionId: 'permission_r' }],
+      ['membership', { id: 'membership_1', subjectId: 'subject_tenant_e1_1', scopeId: 'scope_tenant_e1' }],
+      ['roleAssignment', { id: 'role_assignment_r', membershipId: 'membership_1', roleId: 'role_r' }],
+    ]);
+    const res = await c.evaluate(askIn('tenant_e1', 1));
+    expect([res.allowed, res.reason]).toEqual([true, 'role']);
+    // Dropped means released: the tenant was rebuilt, not served from a kept index.
+    expect(await indexes.get('tenant_e1')).not.toBe(first);
+    expect(indexes.evictions).toBe(2);
+    expect(indexes.stats().tenants).toBe(1);
+  });
+
+  it('keeps a tenant larger than the budget while it answers', async () => {
+    const big = await createTestApp(backend, { indexMaxRows: 5 });
+    try {
+      await seedTenant(big.db, 'tenant_big');
+      await put(big, 'tenant_big', subjectRows('tenant_big', 20));
+      const c = big.client(DecisionService);
+      for (let i = 0; i < 3; i++) {
+        const res = await c.evaluate(askIn('tenant_big', 3));
+        expect(res.reason).toBe('no_match');
+      }
+      expect(big.deps.decision.indexes.stats()).toEqual({ tenants: 1, rows: 21 });
+      expect(big.deps.decision.indexes.evictions).toBe(0);
+    } finally {
+      await big.close();
+    }
+  });
+});
