@@ -52,12 +52,13 @@ export function hashId(key: string, seed: number): number {
 }
 
 export class IdTable<V> {
-  private words: Int32Array;
-  private bytes: Uint8Array;
-  private keys: (string | undefined)[];
-  private vals: (V | undefined)[];
-  private mask: number;
-  private seed: number;
+  // Set by allocate(), which the constructor calls.
+  private words!: Int32Array;
+  private bytes!: Uint8Array;
+  private keys!: (string | undefined)[];
+  private vals!: (V | undefined)[];
+  private mask!: number;
+  private seed!: number;
   private _size = 0;
   /** Inserts since the last rebuild: a reseed waits for enough of them to stay amortised O(1). */
   private inserts = 0;
@@ -67,12 +68,18 @@ export class IdTable<V> {
   constructor(capacity = MIN_CAPACITY, seed = randomSeed()) {
     let cap = MIN_CAPACITY;
     while (cap * 3 < capacity * 4) cap *= 2;
-    this.mask = cap - 1;
+    this.allocate(cap, seed);
+  }
+
+  /** Fresh, empty storage for `capacity` slots (a power of two), hashed with `seed`. */
+  private allocate(capacity: number, seed: number): void {
+    this.mask = capacity - 1;
     this.seed = seed;
-    this.words = new Int32Array(cap * SLOT_WORDS);
+    this.words = new Int32Array(capacity * SLOT_WORDS);
     this.bytes = new Uint8Array(this.words.buffer);
-    this.keys = new Array<string | undefined>(cap).fill(undefined);
-    this.vals = new Array<V | undefined>(cap).fill(undefined);
+    this.keys = new Array<string | undefined>(capacity).fill(undefined);
+    this.vals = new Array<V | undefined>(capacity).fill(undefined);
+    this.inserts = 0;
   }
 
   get size(): number {
@@ -184,13 +191,7 @@ export class IdTable<V> {
     const { words, keys, vals } = this;
     const oldCap = this.mask + 1;
     const rehash = seed !== this.seed;
-    this.mask = capacity - 1;
-    this.seed = seed;
-    this.words = new Int32Array(capacity * SLOT_WORDS);
-    this.bytes = new Uint8Array(this.words.buffer);
-    this.keys = new Array<string | undefined>(capacity).fill(undefined);
-    this.vals = new Array<V | undefined>(capacity).fill(undefined);
-    this.inserts = 0;
+    this.allocate(capacity, seed);
     if (reseed) this.reseeds++;
     for (let i = 0; i < oldCap; i++) {
       const base = i * SLOT_WORDS;
