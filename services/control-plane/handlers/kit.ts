@@ -56,6 +56,11 @@ export class Batch {
     return this.local.get(kind)?.get(id) ?? this.loaded.get(kind)?.get(id);
   }
 
+  /** A row loaded or created earlier in this batch, without a query (undefined otherwise). */
+  peek(kind: KindName, id: string | undefined): Row | undefined {
+    return id ? this.cached(kind, id) : undefined;
+  }
+
   /** A referenced row; `failed_precondition` naming the field when it does not exist. */
   async ref(kind: KindName, id: string, field: string): Promise<Row> {
     const hit = this.cached(kind, id) ?? (await this.preload(kind, [id]), this.cached(kind, id));

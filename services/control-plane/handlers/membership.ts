@@ -1,13 +1,13 @@
 import type { ServiceImpl } from '@connectrpc/connect';
 import { MembershipService } from '../../../gen/authz/v1/membership_service_pb.js';
 import type { CreateMembershipRequest, CreateRoleAssignmentRequest } from '../../../gen/authz/v1/membership_service_pb.js';
-import { DomainError, constraint, invalid } from '../../common/errors.js';
+import { DomainError, invalid } from '../../common/errors.js';
 import type { WriteTx } from '../../store/write.js';
 import { requireString } from '../validate.js';
 import {
   createMany, listMany, loadForWrite, tenantOfRef, writeOne, type CreateSpec, type Deps,
 } from './kit.js';
-import { isAtOrBelow, pair, preloadChains, rowsWhere } from './role.js';
+import { pair, preloadChains, requireUsableRole, rowsWhere } from './role.js';
 
 /** Deletes memberships with their role assignments, each row through the change log. */
 export async function deleteMembershipsCascade(tx: WriteTx, membershipIds: string[]): Promise<void> {
@@ -86,12 +86,7 @@ function roleAssignments(): CreateSpec<CreateRoleAssignmentRequest, 'roleAssignm
       if (role.tenantId !== tenantId) {
         throw invalid(`${p}roleId`, `role ${roleId} belongs to tenant ${role.tenantId as string}, membership ${membershipId} to tenant ${tenantId}`);
       }
-      if (!(await isAtOrBelow(b, membership.scopeId as string, role.scopeId as string, chains))) {
-        throw constraint(
-          `role ${roleId} is defined at scope ${role.scopeId as string}, which is neither the membership's scope ${membership.scopeId as string} nor an ancestor of it`,
-          `${p}roleId`,
-        );
-      }
+      await requireUsableRole(b, role, membership.scopeId as string, `the membership's scope ${membership.scopeId as string}`, chains, `${p}roleId`);
       if (seen.has(pair(membershipId, roleId))) {
         throw invalid(`${p}roleId`, `role ${roleId} is assigned to membership ${membershipId} more than once in the batch`);
       }

@@ -67,6 +67,28 @@ describe.each(BACKENDS)('OwnershipGrantService on %s', (backend) => {
     await expectCode(c.createOwnershipGrant({ id: 'grant_1', subjectId: 'subject_alice', resourceId: 'resource_2', roleId: 'role_owner' }), Code.InvalidArgument, 'id');
   });
 
+  it('refuses a role that is not usable where the resource lives (defined below or beside its owner scope)', async () => {
+    await seedRows(app.db, 'tenant_a', 'scope', [{ id: 'scope_a_team', name: 'team', typeId: 'scope_type_project', parentId: 'scope_tenant_a' }]);
+    await seedRows(app.db, 'tenant_a', 'role', [{ id: 'role_team', scopeId: 'scope_a_team', key: 'team', name: 'Team', description: '' }]);
+    await app.client(ResourceService).createResource({ id: 'resource_team', resourceTypeId: 'resource_type_doc', ownerScopeId: 'scope_a_team', externalResourceId: 't' });
+    await expectCode(
+      c.createOwnershipGrant({ subjectId: 'subject_alice', resourceId: 'resource_2', roleId: 'role_team' }),
+      Code.FailedPrecondition,
+      "roleId: role role_team is defined at scope scope_a_team, which is neither the resource's owner scope scope_tenant_a nor an ancestor of it",
+    );
+    await expectCode(c.batchCreateOwnershipGrants({ items: [
+      { subjectId: 'subject_alice', resourceId: 'resource_team', roleId: 'role_team' },
+      { subjectId: 'subject_alice', resourceId: 'resource_2', roleId: 'role_team' },
+    ] }), Code.FailedPrecondition, 'items[1].roleId');
+    expect((await c.listOwnershipGrants({ resourceId: 'resource_team' })).ownershipGrants).toEqual([]);
+    // Defined at the owner scope or above: fine.
+    await c.batchCreateOwnershipGrants({ items: [
+      { subjectId: 'subject_alice', resourceId: 'resource_team', roleId: 'role_team' },
+      { subjectId: 'subject_bob', resourceId: 'resource_team', roleId: 'role_owner' },
+    ] });
+    expect((await c.listOwnershipGrants({ resourceId: 'resource_team' })).ownershipGrants).toHaveLength(2);
+  });
+
   it('deletes a grant; a missing one is not_found', async () => {
     await c.deleteOwnershipGrant({ id: 'ownership_grant_1' });
     expect((await c.listOwnershipGrants({ resourceId: 'resource_1' })).ownershipGrants).toHaveLength(1);

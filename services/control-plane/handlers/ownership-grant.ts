@@ -6,10 +6,15 @@ import type { Row } from '../../store/kinds.js';
 import { optionalString, requireString } from '../validate.js';
 import { createMany, listMany, loadForWrite, tenantOfRef, writeOne, type CreateSpec, type Deps, distinct, refIn, taken } from './kit.js';
 import { query } from '../../store/read.js';
+import { requireUsableRole, scopeChains } from './role.js';
 
-/** owns(subject, resource, role): all three in the resource's tenant; each triple once. */
+/**
+ * owns(subject, resource, role): all three in the resource's tenant; each triple once; the role
+ * usable where the resource lives (defined at its owner scope or an ancestor).
+ */
 function ownershipGrants(): CreateSpec<CreateOwnershipGrantRequest, 'ownershipGrant'> {
   const known = new Set<string>(); // `${subjectId}\0${resourceId}\0${roleId}`
+  const chains = new Map<string, string[]>();
   return {
     kind: 'ownershipGrant',
     async preload(b, items) {
@@ -18,6 +23,8 @@ function ownershipGrants(): CreateSpec<CreateOwnershipGrantRequest, 'ownershipGr
       await b.preload('subject', items.map((i) => i.subjectId));
       await b.preload('role', items.map((i) => i.roleId));
       if (resourceIds.length === 0) return;
+      const owners = distinct(resourceIds.map((id) => b.peek('resource', id)?.ownerScopeId as string | undefined));
+      for (const [k, v] of await scopeChains(b.em, owners)) chains.set(k, v);
       const rows = await query<{ s: string; r: string; o: string }>(
         b.em, 'select subject_id as s, resource_id as r, role_id as o from ownership_grants where resource_id in (?)', [resourceIds],
       );
@@ -32,7 +39,9 @@ function ownershipGrants(): CreateSpec<CreateOwnershipGrantRequest, 'ownershipGr
       const tenantId = resource.tenantId as string;
       await b.tenant(tenantId, `${p}resourceId`);
       await refIn(b, 'subject', subjectId, `${p}subjectId`, tenantId);
-      await refIn(b, 'role', roleId, `${p}roleId`, tenantId);
+      const role = await refIn(b, 'role', roleId, `${p}roleId`, tenantId);
+      const owner = resource.ownerScopeId as string;
+      await requireUsableRole(b, role, owner, `the resource's owner scope ${owner}`, chains, `${p}roleId`);
       const k = `${subjectId}\0${resourceId}\0${roleId}`;
       if (known.has(k)) throw taken(`${p}roleId`, `subject ${subjectId} already owns resource ${resourceId} with role ${roleId}`);
       known.add(k);

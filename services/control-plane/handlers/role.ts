@@ -58,6 +58,15 @@ export async function isAtOrBelow(b: Batch, scopeId: string, ancestorId: string,
   return (cache.get(scopeId) ?? []).includes(ancestorId);
 }
 
+/**
+ * `failed_precondition` on `field` unless `role` is usable at `scopeId`: defined there or at an
+ * ancestor (a role defined at a scope is usable in its descendants). `where` names the scope.
+ */
+export async function requireUsableRole(b: Batch, role: Row, scopeId: string, where: string, cache: Map<string, string[]>, field: string): Promise<void> {
+  if (await isAtOrBelow(b, scopeId, role.scopeId as string, cache)) return;
+  throw constraint(`role ${role.id as string} is defined at scope ${role.scopeId as string}, which is neither ${where} nor an ancestor of it`, field);
+}
+
 /** Deletes a role with everything that refers to it, each row through the change log. */
 export async function deleteRoleCascade(tx: WriteTx, roleId: string): Promise<void> {
   const ids = async (kind: KindName) => (await rowsWhere(tx.em, kind, { roleId })).map((r) => r.id as string);

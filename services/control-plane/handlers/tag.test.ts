@@ -164,5 +164,20 @@ describe.each(BACKENDS)('TagService on %s', (backend) => {
       ] }), Code.InvalidArgument, 'items[1].roleId: is required');
       expect((await c.listTagBindings({ scopeId: 'scope_a1' })).tagBindings).toEqual([]);
     });
+
+    it('refuses a role that is not usable at the binding scope, as for a role assignment', async () => {
+      await seedRows(app.db, 'tenant_a', 'role', [{ id: 'role_a1_only', scopeId: 'scope_a1', key: 'a1only', name: 'A1 only', description: '' }]);
+      await expectCode(
+        c.createTagBinding({ tagId: 'tag_red', roleId: 'role_a1_only', scopeId: 'scope_tenant_a' }),
+        Code.FailedPrecondition,
+        "roleId: role role_a1_only is defined at scope scope_a1, which is neither the binding's scope scope_tenant_a nor an ancestor of it",
+      );
+      await expectCode(c.batchCreateTagBindings({ items: [
+        { tagId: 'tag_red', roleId: 'role_a1_only', scopeId: 'scope_a1' }, { tagId: 'tag_red', roleId: 'role_a1_only', scopeId: 'scope_tenant_a' },
+      ] }), Code.FailedPrecondition, 'items[1].roleId');
+      expect((await c.listTagBindings({ scopeId: 'scope_a1' })).tagBindings).toEqual([]);
+      const ok = await c.createTagBinding({ tagId: 'tag_red', roleId: 'role_a1_only', scopeId: 'scope_a1' });
+      await c.deleteTagBinding({ id: ok.tagBinding!.id });
+    });
   });
 });

@@ -9,6 +9,7 @@ import { listPage, query } from '../../store/read.js';
 import { oneOf, optionalString, requireString } from '../validate.js';
 import {
   createMany, getOne, listMany, loadForWrite, reach, tenantOfRef, writeOne, type Batch, type CreateSpec, type Deps, distinct, enterScope, refIn, taken } from './kit.js';
+import { requireUsableRole, scopeChains } from './role.js';
 
 const TARGET_TYPES = ['resource', 'subject', 'scope'] as const;
 const TARGET_KIND: Record<(typeof TARGET_TYPES)[number], KindName> = { resource: 'resource', subject: 'subject', scope: 'scope' };
@@ -146,24 +147,33 @@ function tagAssignments(): CreateSpec<CreateTagAssignmentRequest, 'tagAssignment
   };
 }
 
-const tagBindings: CreateSpec<CreateTagBindingRequest, 'tagBinding'> = {
-  kind: 'tagBinding',
-  async preload(b, items) {
-    await b.preload('scope', items.map((i) => i.scopeId));
-    await b.preload('tag', items.map((i) => i.tagId));
-    await b.preload('role', items.map((i) => i.roleId));
-  },
-  async build(b, item, p) {
-    const id = b.id('tagBinding', item.id, `${p}id`);
-    const tagId = requireString(item.tagId, `${p}tagId`);
-    const roleId = requireString(item.roleId, `${p}roleId`);
-    const scopeId = requireString(item.scopeId, `${p}scopeId`);
-    const tenantId = (await enterScope(b, scopeId, `${p}scopeId`)).tenantId as string;
-    await refIn(b, 'tag', tagId, `${p}tagId`, tenantId);
-    await refIn(b, 'role', roleId, `${p}roleId`, tenantId);
-    return { ...b.base(id, tenantId), tagId, roleId, scopeId };
-  },
-};
+/**
+ * A tag binding acts as a membership at its scope for every subject carrying the tag, so its
+ * role must be usable there, as for a role assignment: defined at that scope or an ancestor.
+ */
+function tagBindings(): CreateSpec<CreateTagBindingRequest, 'tagBinding'> {
+  const chains = new Map<string, string[]>();
+  return {
+    kind: 'tagBinding',
+    async preload(b, items) {
+      await b.preload('scope', items.map((i) => i.scopeId));
+      await b.preload('tag', items.map((i) => i.tagId));
+      await b.preload('role', items.map((i) => i.roleId));
+      for (const [k, v] of await scopeChains(b.em, distinct(items.map((i) => i.scopeId)))) chains.set(k, v);
+    },
+    async build(b, item, p) {
+      const id = b.id('tagBinding', item.id, `${p}id`);
+      const tagId = requireString(item.tagId, `${p}tagId`);
+      const roleId = requireString(item.roleId, `${p}roleId`);
+      const scopeId = requireString(item.scopeId, `${p}scopeId`);
+      const tenantId = (await enterScope(b, scopeId, `${p}scopeId`)).tenantId as string;
+      await refIn(b, 'tag', tagId, `${p}tagId`, tenantId);
+      const role = await refIn(b, 'role', roleId, `${p}roleId`, tenantId);
+      await requireUsableRole(b, role, scopeId, `the binding's scope ${scopeId}`, chains, `${p}roleId`);
+      return { ...b.base(id, tenantId), tagId, roleId, scopeId };
+    },
+  };
+}
 
 export function tagService(deps: Deps): ServiceImpl<typeof TagService> {
   const remove = (kind: KindName) => async (req: { id: string }, ctx: Parameters<typeof writeOne>[1]) => {
@@ -234,10 +244,10 @@ export function tagService(deps: Deps): ServiceImpl<typeof TagService> {
     },
     deleteTagAssignment: remove('tagAssignment'),
     async createTagBinding(req, ctx) {
-      return { tagBinding: (await createMany(deps, ctx, tagBindings, [req], false))[0] };
+      return { tagBinding: (await createMany(deps, ctx, tagBindings(), [req], false))[0] };
     },
     async batchCreateTagBindings(req, ctx) {
-      return { tagBindings: await createMany(deps, ctx, tagBindings, req.items, true) };
+      return { tagBindings: await createMany(deps, ctx, tagBindings(), req.items, true) };
     },
     async listTagBindings(req, ctx) {
       const scopeId = requireString(req.scopeId, 'scopeId');
