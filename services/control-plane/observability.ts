@@ -49,6 +49,21 @@ function rpcMetrics(registry: Registry): { requests: Counter<(typeof LABELS)[num
   return { requests, duration };
 }
 
+export const HTTP_REJECTED = 'authz_http_rejected_total';
+
+/**
+ * `authz_http_rejected_total{reason}`: requests answered before any handler ran, so the RPC
+ * metrics never see them (REST routing and body errors, probes hit with a wrong method,
+ * transport failures). `reason` is a RejectReason of the gateway, `probe_method` or
+ * `transport_error`.
+ */
+export function rejectCounter(registry: Registry): Counter<'reason'> {
+  return (
+    (registry.getSingleMetric(HTTP_REJECTED) as Counter<'reason'> | undefined) ??
+    new Counter({ name: HTTP_REJECTED, help: 'HTTP requests answered before reaching a handler, by reason.', labelNames: ['reason'], registers: [registry] })
+  );
+}
+
 /** What the decision path's tenant indexes report (see TenantIndexes). */
 export interface IndexStatsSource {
   stats(): { tenants: number; rows: number };

@@ -37,7 +37,12 @@ export interface GatewayOptions {
   /** Request body limit in bytes; default 4 MiB. */
   maxBodyBytes?: number;
   logger?: Logger;
+  /** Told of each request answered before any handler runs (for metrics). */
+  onReject?: (reason: RejectReason) => void;
 }
+
+/** Why the gateway answered a request itself, without calling a handler. */
+export type RejectReason = 'bad_path' | 'not_found' | 'method_not_allowed' | 'unimplemented' | 'body_too_large' | 'bad_request';
 
 export interface Gateway {
   readonly routes: RouteTable;
@@ -66,6 +71,8 @@ export function createGateway(opts: GatewayOptions): Gateway {
   }
   const findHandler = (m: DescMethod) => handlerOf.get(m) ?? handlerByName.get(`${m.parent.typeName}.${m.name}`);
 
+  const reject = (reason: RejectReason) => opts.onReject?.(reason);
+
   async function handle(req: NodeServerRequest, res: NodeServerResponse): Promise<void> {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
@@ -77,12 +84,15 @@ export function createGateway(opts: GatewayOptions): Gateway {
     try {
       match = routes.match(verb, rawPath);
     } catch {
+      reject('bad_path');
       return sendError(res, connectErrorWithInfo('the request path is not valid percent-encoding', Code.InvalidArgument, ErrorReason.INVALID_FIELD));
     }
     if (match.kind === 'not_found') {
+      reject('not_found');
       return sendError(res, connectErrorWithInfo(`no endpoint ${verb} ${rawPath}`, Code.NotFound, ErrorReason.NOT_FOUND));
     }
     if (match.kind === 'method_not_allowed') {
+      reject('method_not_allowed');
       const err = connectErrorWithInfo(
         `${verb} is not allowed on ${rawPath}; allowed: ${match.allowed.join(', ')}`,
         Code.Unimplemented,
@@ -93,6 +103,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     const { route, params } = match;
     const handler = findHandler(route.method);
     if (!handler) {
+      reject('unimplemented');
       return sendError(res, new ConnectError(`${route.method.parent.typeName}.${route.method.name} is not implemented`, Code.Unimplemented));
     }
 
@@ -102,6 +113,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
       message = buildRequest(route, params, query, body);
     } catch (err) {
       if (err instanceof BodyTooLarge) {
+        reject('body_too_large');
         return sendError(
           res,
           connectErrorWithInfo(`request body exceeds ${maxBodyBytes} bytes`, Code.ResourceExhausted, ErrorReason.LIMIT),
@@ -109,7 +121,10 @@ export function createGateway(opts: GatewayOptions): Gateway {
           req.httpVersionMajor === 1 ? { connection: 'close' } : {},
         );
       }
-      if (err instanceof ConnectError) return sendError(res, err);
+      if (err instanceof ConnectError) {
+        reject('bad_request');
+        return sendError(res, err);
+      }
       throw err;
     }
 

@@ -62,6 +62,22 @@ describe('probes', () => {
     expect(text).toMatch(/authz_rpc_duration_seconds_bucket\{le="0.005",service="authz.v1.ResourceService",method="GetResource",code="not_found"\}/);
     expect(text).toContain('process_cpu_user_seconds_total');
   });
+
+  it('counts requests answered before any handler, by reason', async () => {
+    const registry = createRegistry();
+    const { server } = await start({ registry });
+    await fetch(`${server.url}/no/such/path`, auth);
+    await fetch(`${server.url}/resources/resource_x`, { ...auth, method: 'PUT' });
+    await fetch(`${server.url}/resources/batch`, { ...auth, method: 'POST', body: '{not json' });
+    await fetch(`${server.url}/resources/batch`, { ...auth, method: 'POST', body: 'x'.repeat(4 * 1024 * 1024 + 1) });
+    await fetch(`${server.url}/healthz`, { method: 'DELETE' });
+    const text = await (await fetch(`${server.url}/metrics`)).text();
+    for (const reason of ['not_found', 'method_not_allowed', 'bad_request', 'body_too_large', 'probe_method']) {
+      expect(text).toContain(`authz_http_rejected_total{reason="${reason}"} 1`);
+    }
+    // None of them reached a handler, so none is an RPC.
+    expect(text).not.toContain('method="BatchCreateResources"');
+  });
 });
 
 describe('one port, every protocol', () => {

@@ -23,7 +23,7 @@ import type { KeyVerifier } from '../auth/principal.js';
 import type { Config } from '../config.js';
 import { errorInterceptor } from '../errors.js';
 import { createGateway, MAX_BODY_BYTES, type NodeServerRequest, type NodeServerResponse } from '../gateway/gateway.js';
-import { createLogger, createRegistry, metricsInterceptor } from '../observability.js';
+import { createLogger, createRegistry, metricsInterceptor, rejectCounter } from '../observability.js';
 
 /**
  * JSON options of every surface: implicit fields are always written (`allowed: false`,
@@ -96,7 +96,8 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
   opts.routes(router);
   const rpcPaths = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
   const services = opts.services ?? [...new Map(router.handlers.map((h) => [h.service.typeName, h.service])).values()];
-  const gateway = createGateway({ services, handlers: router.handlers, maxBodyBytes, logger });
+  const rejected = rejectCounter(registry);
+  const gateway = createGateway({ services, handlers: router.handlers, maxBodyBytes, logger, onReject: (reason) => rejected.inc({ reason }) });
 
   const serveRpc = (h: UniversalHandler, req: NodeServerRequest, res: NodeServerResponse) => {
     const uReq = universalRequestFromNodeRequest(req, res, undefined, undefined);
@@ -104,6 +105,7 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
       .then((uRes) => universalResponseToNodeResponse(uRes, res))
       .catch((err: unknown) => {
         logger.warn({ err, method: h.method.name, service: h.service.typeName }, 'rpc transport failed');
+        rejected.inc({ reason: 'transport_error' });
         if (!res.headersSent) {
           res.writeHead(500);
           res.end();
@@ -158,6 +160,7 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
     const probe = probes[path];
     if (probe) {
       if (req.method !== 'GET' && req.method !== 'HEAD') {
+        rejected.inc({ reason: 'probe_method' });
         return sendJson(res, 405, { code: 'unimplemented', message: `${req.method} is not allowed on ${path}`, details: [] }, { allow: 'GET, HEAD' });
       }
       Promise.resolve(probe(res)).catch((err: unknown) => {
@@ -168,6 +171,7 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
     }
     gateway.handle(req, res).catch((err: unknown) => {
       logger.error({ err, path, method: req.method }, 'gateway failed');
+      rejected.inc({ reason: 'transport_error' });
       if (!res.headersSent) sendJson(res, 500, { code: 'internal', message: 'internal error', details: [] });
       else res.end();
     });
