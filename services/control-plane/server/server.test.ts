@@ -114,6 +114,35 @@ describe('one port, every protocol', () => {
     }
   });
 
+  it('holds many calls in flight without a listener-leak warning', async () => {
+    // Every call waits at the gate until all are in flight, each linked to the shutdown signal.
+    const calls = 24;
+    let arrived = 0;
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    const { server } = await start({
+      interceptors: [
+        (next) => async (req) => {
+          if (++arrived === calls) open();
+          await gate;
+          return next(req);
+        },
+      ],
+    });
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on('warning', onWarning);
+    try {
+      const client = createClient(ResourceService, createConnectTransport({ baseUrl: server.url, httpVersion: '2' }));
+      const results = await Promise.allSettled(Array.from({ length: calls }, () => client.getResource({ id: 'resource_none' }, auth)));
+      expect(results.every((r) => r.status === 'rejected' && (r.reason as { code: Code }).code === Code.NotFound)).toBe(true);
+      await new Promise((r) => setImmediate(r));
+      expect(warnings).not.toContain('MaxListenersExceededWarning');
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('Connect JSON responses always carry implicit fields', async () => {
     const { server } = await start();
     const r = await fetch(`${server.url}/authz.v1.DecisionService/Evaluate`, {

@@ -6,6 +6,7 @@
  */
 import * as http from 'node:http';
 import * as http2 from 'node:http2';
+import { setMaxListeners } from 'node:events';
 import * as net from 'node:net';
 import type { DescService, JsonReadOptions, JsonWriteOptions } from '@bufbuild/protobuf';
 import { createConnectRouter, type ConnectRouter, type Interceptor } from '@connectrpc/connect';
@@ -80,6 +81,9 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
   const maxBodyBytes = opts.maxBodyBytes ?? MAX_BODY_BYTES;
   const readiness = opts.readiness ?? (() => true);
   const shutdown = new AbortController();
+  // Connect links every in-flight call to this signal (one listener each, removed when the
+  // call ends): more than ten concurrent calls are normal, not a leak to warn about.
+  setMaxListeners(0, shutdown.signal);
 
   const router = createConnectRouter({
     interceptors: [
