@@ -25,9 +25,16 @@ const TIER_NAMES: Record<AccessTier, string> = {
   [AccessTier.PLATFORM]: 'platform',
 };
 
-/** The access tier an RPC declares, or UNSPECIFIED when it declares none. */
+const tiers = new WeakMap<DescMethod, AccessTier>();
+
+/** The access tier an RPC declares, or UNSPECIFIED when it declares none (decoded once per method). */
 export function accessTierOf(method: DescMethod): AccessTier {
-  return hasOption(method, access) ? getOption(method, access) : AccessTier.UNSPECIFIED;
+  let tier = tiers.get(method);
+  if (tier === undefined) {
+    tier = hasOption(method, access) ? getOption(method, access) : AccessTier.UNSPECIFIED;
+    tiers.set(method, tier);
+  }
+  return tier;
 }
 
 const unauthenticated = (message: string) =>
