@@ -287,10 +287,11 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
     detail: { scopePath: [...path.ids] },
   });
 
-  // Resource, its parent node, then the subject's node. On a large tenant each of these reads
-  // misses every cache; they do not depend on one another, so issued back to back (before any
-  // work that uses them) their misses overlap instead of adding up. Nothing is decided on the
-  // subject before the resource and gate legs, as the order of the decision path requires.
+  // The resource's slot (and its parent's node, when the walk will need it), then the
+  // subject's node. On a large tenant each of these reads misses every cache; they do not
+  // depend on one another, so issued back to back (before any work that uses them) their misses
+  // overlap instead of adding up. Nothing is decided on the subject before the resource and
+  // gate legs, as the order of the decision path requires.
   const target = resolveTarget(index, request, path);
   const up =
     target !== null && target.kind === 'known' && (target.flags & F_UP) !== 0 && !index.isPlainNum(target.upNum) ? nodeOf(index, target).up : undefined;
