@@ -4,7 +4,7 @@
 import { ResourceNotFoundError, ScopeNotFoundError } from './errors.js';
 import { bagRows, type TenantIndex } from './index.js';
 import type { OwnershipGrant } from './model.js';
-import { heldRoles, overrideDecisions, rolePermissionIdsAt, type OverrideDecisions } from './roles.js';
+import { grantRoleUsable, heldRoles, overrideDecisions, rolePermissionIdsAt, type OverrideDecisions } from './roles.js';
 
 export interface EffectivePermissionsQuery {
   subjectId: string;
@@ -27,7 +27,8 @@ export interface EffectivePermission {
  * - source `role` / `tag_binding`: every permission of every role held at the scope through a
  *   membership / tag binding at the scope or an ancestor (block overrides, role scope and
  *   add/remove overrides applied exactly as `evaluate` applies them);
- * - with `resourceId` R, source `ownership`: for each ownership grant of the subject on R, each
+ * - with `resourceId` R, source `ownership`: for each ownership grant of the subject on R whose
+ *   role is defined at R's owner scope or above (see grantRoleUsable), each
  *   permission of the grant's role at the scope whose pattern covers R, listed with
  *   `resourcePattern` = R's id and `key` = `<type>:<action>:<R's id>` (the grant binds it to R).
  *
@@ -78,7 +79,7 @@ export function effectivePermissions(index: TenantIndex, query: EffectivePermiss
 
   if (resource) {
     for (const g of bagRows<OwnershipGrant>(subjectNode?.grantsByResource?.get(resource.id))) {
-      if (!index.role(g.roleId)) continue;
+      if (!grantRoleUsable(index, g.roleId, resource.ownerScopeId)) continue;
       for (const pId of permsOf(g.roleId)) {
         const p = index.permission(pId);
         if (!p) continue;

@@ -25,7 +25,9 @@
  *   regex, a `condition` that errors or hits a safety limit) fails closed: its deny policies
  *   are considered as if it matched (still subject to their action, window and conditions),
  *   its allow policies are not. A definition that merely does not match is not an error.
- * - Ownership: `owns(subject, R, role)` gives the subject, independently of any membership,
+ * - Ownership: a grant counts only when its role is defined at R's owner scope or an ancestor
+ *   of it (the API's rule, checked again so a later scope move fails closed).
+ *   `owns(subject, R, role)` gives the subject, independently of any membership,
  *   the role's permissions at S (add/remove overrides applied, block overrides not, as a block
  *   stops flow from a membership) bound to R: each permission whose pattern covers R (`*`,
  *   R's id or external id) acts as the same permission with pattern R's id. So the grant
@@ -65,6 +67,7 @@ import type { Collection, OwnershipGrant, Policy, Resource, ResourceScopeLink, S
 import {
   collectRoles,
   coversWith,
+  grantRoleUsable,
   type RoleList,
   heldRoles,
   overrideDecisions,
@@ -371,7 +374,7 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
     const grants = grantsByResource.get(target.id);
     let grantCount = 0;
     for (const g of bagRows<OwnershipGrant>(grants)) {
-      if (!index.role(g.roleId)) continue;
+      if (!usableGrant(index, g, nodeOf(index, target), trace)) continue;
       grantCount++;
       const p = roleCovers(index, g.roleId, direct, decisionsOf(ctx, g.roleId));
       if (p) {
@@ -470,7 +473,7 @@ function inherit(
         q.p1 = parentNode.id;
         q.p2 = parentNode.ext;
         for (const g of bagRows<OwnershipGrant>(grants)) {
-          if (!index.role(g.roleId)) continue;
+          if (!usableGrant(index, g, parentNode, trace)) continue;
           const p = roleCovers(index, g.roleId, q, decisionsOf(ctx, g.roleId));
           if (p) {
             trace?.push({ leg: 'hierarchy', outcome: 'allow', message: `ancestor ${parentNode.id} via ${(walked as string[]).join(' → ')}: ownership grant ${g.id} (role ${g.roleId}) permission ${p.id} (${p.key})`, detail: { hierarchyPath: [...(walked as string[])], grantId: g.id, roleId: g.roleId, permissionId: p.id } });
@@ -486,6 +489,22 @@ function inherit(
   }
   trace?.push({ leg: 'hierarchy', outcome: 'fail', message: `walked ${walked?.length ? walked.join(' → ') : '(no inheriting ancestor)'}; stopped: ${stop}; nothing inherited`, detail: { hierarchyPath: walked } });
   return done(ctx, false, 'no_match');
+}
+
+/** Whether a grant on `node` counts (see grantRoleUsable); says why not in the trace. */
+function usableGrant(index: TenantIndex, g: OwnershipGrant, node: ResourceNode, trace: TraceStep[] | undefined): boolean {
+  if (grantRoleUsable(index, g.roleId, node.owner)) return true;
+  if (trace) {
+    const role = index.role(g.roleId);
+    trace.push({
+      leg: 'ownership',
+      outcome: 'skip',
+      message: role
+        ? `ownership grant ${g.id}: role ${g.roleId} is defined at ${role.scopeId}, not at the resource's owner scope ${String(node.owner)} or above`
+        : `ownership grant ${g.id}: role ${g.roleId} does not exist`,
+    });
+  }
+  return false;
 }
 
 function traceTarget(index: TenantIndex, trace: TraceStep[], target: Target): void {

@@ -198,6 +198,18 @@ function blockingScope(index: TenantIndex, path: ScopePath, i: number, roleId: s
   return undefined;
 }
 
+/**
+ * Whether an ownership grant's role gives anything on a resource owned by `ownerScopeId`: the
+ * role exists and is defined at that scope or an ancestor of it. The API refuses other grants;
+ * checking here too makes a grant whose scopes were moved apart later fail closed, as a role
+ * assignment does.
+ */
+export function grantRoleUsable(index: TenantIndex, roleId: string, ownerScopeId: string | undefined): boolean {
+  const info = index.roleInfo(roleId);
+  if (info === undefined || info.row === undefined || ownerScopeId === undefined) return false;
+  return index.scopePath(ownerScopeId).set.has(info.scope as string);
+}
+
 /** Permission id → the deciding add/remove override for a role along a path; null when none. */
 export type OverrideDecisions = ReadonlyMap<string, 'add' | 'remove'>;
 

@@ -229,8 +229,17 @@ export function referenceEvaluate(snap: TenantSnapshot, req: RefRequest, opts: R
   const r = resource;
 
   // 4. Ownership grant.
-  const grantRoles = (resourceId: string) =>
-    grants.filter((g) => g.subjectId === subject.id && g.resourceId === resourceId && roles.some((x) => x.id === g.roleId)).map((g) => g.roleId);
+  // A grant counts when its role exists and is defined at the resource's owner scope or above.
+  const grantRoles = (resourceId: string) => {
+    const owner = resources.find((x) => x.id === resourceId)?.ownerScopeId;
+    return grants
+      .filter((g) => g.subjectId === subject.id && g.resourceId === resourceId)
+      .filter((g) => {
+        const role = roles.find((x) => x.id === g.roleId);
+        return role !== undefined && owner !== undefined && chain(owner).includes(role.scopeId);
+      })
+      .map((g) => g.roleId);
+  };
   if (grantRoles(r.id).some((roleId) => permsAt(roleId).some(covers))) return { allowed: true, reason: 'ownership' };
 
   // 5. Hierarchy inheritance through `inherit` edges.
