@@ -9,12 +9,12 @@ const keyArb = fc.oneof(
   fc.integer({ min: 0, max: 300 }).map((n) => `resource_${n}`),
 );
 
-type Op = { op: 'set'; key: string; value: number } | { op: 'delete'; key: string } | { op: 'word'; key: string; k: number; value: number };
+type Op = { op: 'set'; key: string; value: number } | { op: 'delete'; key: string } | { op: 'words'; key: string; w0: number; w1: number };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 5, arbitrary: fc.record({ op: fc.constant('set' as const), key: keyArb, value: fc.integer() }) },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('delete' as const), key: keyArb }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('word' as const), key: keyArb, k: fc.integer({ min: 0, max: HOT_WORDS - 1 }), value: fc.integer() }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('words' as const), key: keyArb, w0: fc.integer(), w1: fc.integer() }) },
 );
 
 describe('IdTable', () => {
@@ -31,8 +31,8 @@ describe('IdTable', () => {
           } else if (o.op === 'delete') {
             expect(table.delete(o.key)).toBe(model.delete(o.key));
           } else if (model.has(o.key)) {
-            table.setWord(o.key, o.k, o.value);
-            model.get(o.key)!.words[o.k] = o.value;
+            table.setWords(o.key, o.w0, o.w1);
+            model.get(o.key)!.words = [o.w0, o.w1];
           }
           expect(table.size).toBe(model.size);
         }
@@ -104,8 +104,7 @@ describe('IdTable', () => {
     const t = new IdTable<number>();
     for (let i = 0; i < 5000; i++) {
       t.set(`k${i}`, i);
-      t.setWord(`k${i}`, 0, i * 3);
-      t.setWord(`k${i}`, 1, -i);
+      t.setWords(`k${i}`, i * 3, -i);
     }
     for (let i = 0; i < 5000; i += 2) t.delete(`k${i}`);
     for (let i = 1; i < 5000; i += 2) {

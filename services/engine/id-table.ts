@@ -136,11 +136,12 @@ export class IdTable<V> {
     return this.words[slot * SLOT_WORDS + 1 + k];
   }
 
-  /** Sets hot word `k` of the entry for `key` (which must be present). */
-  setWord(key: string, k: number, value: number): void {
+  /** Sets the hot words of the entry for `key` (which must be present). */
+  setWords(key: string, w0: number, w1: number): void {
     const i = this.slotOf(key);
-    if (i < 0) throw new Error(`IdTable.setWord: no entry ${key}`);
-    this.words[i * SLOT_WORDS + 1 + k] = value;
+    if (i < 0) throw new Error(`IdTable.setWords: no entry ${key}`);
+    this.words[i * SLOT_WORDS + 1] = w0;
+    this.words[i * SLOT_WORDS + 2] = w1;
   }
 
   /** Inserts or replaces; a new entry's hot words start at 0. */

@@ -753,8 +753,8 @@ export class TenantIndex {
    */
   private refreshCopies(n: MutableResourceNode): void {
     this.plain[n.num] = n.row !== undefined && n.patterns === 0 && n.up === undefined ? 1 : 0;
-    this.resources.setWord(n.id, FACT_FLAGS, factFlags(n));
-    this.resources.setWord(n.id, FACT_UP_NUM, n.upNum);
+    // Word FACT_FLAGS, then FACT_UP_NUM.
+    this.resources.setWords(n.id, factFlags(n), n.upNum);
   }
 
   /** Re-derives a node's `up`/`upInherit` from its chosen parent link. */
