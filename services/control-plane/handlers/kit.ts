@@ -9,7 +9,7 @@ import { KINDS, rowToMessage, type KindDef, type KindName, type MessageOf, type 
 import { existingIds, getById, loadByIds, listPage, type Page } from '../../store/read.js';
 import { runWrite, type WriteTx } from '../../store/write.js';
 import { assertTenantReach, principalOf, type Principal } from '../auth/principal.js';
-import { batchItems, clientId } from '../validate.js';
+import { batchItems, clientId, requireString } from '../validate.js';
 import { setRevision as setRevisionHeader } from '../server/revision.js';
 import type { DecisionDeps } from './decision.js';
 
@@ -205,6 +205,25 @@ export async function writeOne<T>(deps: Deps, ctx: HandlerContext, fn: (tx: Writ
   const { result, revision } = await guardWrite(() => runWrite(deps.db, (tx) => fn(tx, principal)));
   setRevision(ctx, revision);
   return result;
+}
+
+/**
+ * The DELETE of one row by `id`: `not_found` when absent, the caller's tenant reach checked,
+ * then `remove` (default: the row alone) in one write. Answers the empty response.
+ */
+export async function deleteOne(
+  deps: Deps,
+  ctx: HandlerContext,
+  kind: KindName,
+  rawId: string,
+  remove: (tx: WriteTx, id: string) => Promise<void> = (tx, id) => tx.delete(kind, [id]),
+): Promise<Record<string, never>> {
+  const id = requireString(rawId, 'id');
+  await writeOne(deps, ctx, async (tx, principal) => {
+    await loadForWrite(tx, principal, kind, id);
+    await remove(tx, id);
+  });
+  return {};
 }
 
 /** Loads a row inside a write, `not_found` when absent, and enters its tenant. */

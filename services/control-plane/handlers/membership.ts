@@ -5,7 +5,7 @@ import { DomainError, invalid } from '../../common/errors.js';
 import type { WriteTx } from '../../store/write.js';
 import { requireString } from '../validate.js';
 import {
-  createMany, listMany, loadForWrite, tenantOfRef, writeOne, type CreateSpec, type Deps,
+  createMany, deleteOne, listMany, tenantOfRef, type CreateSpec, type Deps,
 } from './kit.js';
 import { pair, preloadChains, requireUsableRole, rowsWhere } from './role.js';
 
@@ -124,12 +124,7 @@ export function membershipService(deps: Deps): ServiceImpl<typeof MembershipServ
       return { memberships: items, nextCursor };
     },
     async deleteMembership(req, ctx) {
-      const id = requireString(req.id, 'id');
-      await writeOne(deps, ctx, async (tx, principal) => {
-        await loadForWrite(tx, principal, 'membership', id);
-        await deleteMembershipsCascade(tx, [id]);
-      });
-      return {};
+      return deleteOne(deps, ctx, 'membership', req.id, (tx, id) => deleteMembershipsCascade(tx, [id]));
     },
     async createRoleAssignment(req, ctx) {
       return { roleAssignment: (await createMany(deps, ctx, roleAssignments(), [req], false))[0] };
@@ -144,12 +139,7 @@ export function membershipService(deps: Deps): ServiceImpl<typeof MembershipServ
       return { roleAssignments: items, nextCursor };
     },
     async deleteRoleAssignment(req, ctx) {
-      const id = requireString(req.id, 'id');
-      await writeOne(deps, ctx, async (tx, principal) => {
-        await loadForWrite(tx, principal, 'roleAssignment', id);
-        await tx.delete('roleAssignment', [id]);
-      });
-      return {};
+      return deleteOne(deps, ctx, 'roleAssignment', req.id);
     },
   };
 }

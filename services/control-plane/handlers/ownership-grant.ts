@@ -4,7 +4,7 @@ import type { CreateOwnershipGrantRequest } from '../../../gen/authz/v1/ownershi
 import { invalid } from '../../common/errors.js';
 import type { Row } from '../../store/kinds.js';
 import { optionalString, requireString } from '../validate.js';
-import { createMany, listMany, loadForWrite, tenantOfRef, writeOne, type CreateSpec, type Deps, distinct, refIn, taken } from './kit.js';
+import { createMany, deleteOne, listMany, tenantOfRef, type CreateSpec, type Deps, distinct, refIn, taken } from './kit.js';
 import { query } from '../../store/read.js';
 import { requireUsableRole, scopeChains } from './role.js';
 
@@ -75,12 +75,7 @@ export function ownershipGrantService(deps: Deps): ServiceImpl<typeof OwnershipG
       return { ownershipGrants: items, nextCursor };
     },
     async deleteOwnershipGrant(req, ctx) {
-      const id = requireString(req.id, 'id');
-      await writeOne(deps, ctx, async (tx, principal) => {
-        await loadForWrite(tx, principal, 'ownershipGrant', id);
-        await tx.delete('ownershipGrant', [id]);
-      });
-      return {};
+      return deleteOne(deps, ctx, 'ownershipGrant', req.id);
     },
   };
 }

@@ -7,7 +7,7 @@ import type { WriteTx } from '../../store/write.js';
 import { principalOf } from '../auth/principal.js';
 import { MAX_BATCH, optionalString, requireString } from '../validate.js';
 import {
-  createMany, getOne, listMany, loadForWrite, tenantOfRef, writeOne, type CreateSpec, type Deps,
+  createMany, deleteOne, getOne, listMany, tenantOfRef, type CreateSpec, type Deps,
 } from './kit.js';
 import { rowsWhere } from './role.js';
 import { requireTenant } from './tenancy.js';
@@ -101,12 +101,7 @@ export function permissionService(deps: Deps): ServiceImpl<typeof PermissionServ
       return { permissions: items, nextCursor };
     },
     async deletePermission(req, ctx) {
-      const id = requireString(req.id, 'id');
-      await writeOne(deps, ctx, async (tx, principal) => {
-        await loadForWrite(tx, principal, 'permission', id);
-        await deletePermissionCascade(tx, id);
-      });
-      return {};
+      return deleteOne(deps, ctx, 'permission', req.id, deletePermissionCascade);
     },
   };
 }

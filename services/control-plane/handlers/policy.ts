@@ -8,7 +8,7 @@ import { validateJsonLogic } from '../../engine/jsonlogic.js';
 import { validateMatchDefinition } from '../../engine/match.js';
 import { jsonObject, oneOf, optionalString, requireString } from '../validate.js';
 import {
-  createMany, getOne, listMany, loadForWrite, tenantOfRef, writeOne, type CreateSpec, type Deps, enterScope, refIn } from './kit.js';
+  createMany, deleteOne, getOne, listMany, tenantOfRef, type CreateSpec, type Deps, enterScope, refIn } from './kit.js';
 import { query } from '../../store/read.js';
 
 const EFFECTS = ['allow', 'deny'] as const;
@@ -119,16 +119,13 @@ export function policyService(deps: Deps): ServiceImpl<typeof PolicyService> {
       return { resourceCollections: items, nextCursor };
     },
     async deleteResourceCollection(req, ctx) {
-      const id = requireString(req.id, 'id');
-      await writeOne(deps, ctx, async (tx, principal) => {
-        await loadForWrite(tx, principal, 'collection', id);
+      return deleteOne(deps, ctx, 'collection', req.id, async (tx, id) => {
         const targeting = await query<{ id: string }>(
           tx.em, `select id from resource_policies where target_id = ? and target->>'kind' = 'collection'`, [id],
         );
         await tx.delete('policy', targeting.map((r) => r.id));
         await tx.delete('collection', [id]);
       });
-      return {};
     },
     async createResourcePolicy(req, ctx) {
       return { resourcePolicy: (await createMany(deps, ctx, policies, [req], false))[0] };
@@ -146,12 +143,7 @@ export function policyService(deps: Deps): ServiceImpl<typeof PolicyService> {
       return { resourcePolicies: items, nextCursor };
     },
     async deleteResourcePolicy(req, ctx) {
-      const id = requireString(req.id, 'id');
-      await writeOne(deps, ctx, async (tx, principal) => {
-        await loadForWrite(tx, principal, 'policy', id);
-        await tx.delete('policy', [id]);
-      });
-      return {};
+      return deleteOne(deps, ctx, 'policy', req.id);
     },
   };
 }

@@ -10,7 +10,7 @@ import { decodeCursor, encodeCursor, listPage, loadByIds, type Page, query } fro
 import type { WriteTx } from '../../store/write.js';
 import { jsonObject, oneOf, optionalString, requireString } from '../validate.js';
 import {
-  createMany, getOne, listMany, loadForWrite, tenantOfRef, writeOne, type CreateSpec, type Deps, distinct, refIn, taken } from './kit.js';
+  createMany, deleteOne, getOne, listMany, loadForWrite, tenantOfRef, writeOne, type CreateSpec, type Deps, distinct, refIn, taken } from './kit.js';
 import { MAX_DEPTH } from './scope.js';
 
 const CASCADES = ['inherit', 'none'] as const;
@@ -334,12 +334,7 @@ export function resourceService(deps: Deps): ServiceImpl<typeof ResourceService>
       return { resource: rowToMessage('resource', row) };
     },
     async deleteResource(req, ctx) {
-      const id = requireString(req.id, 'id');
-      await writeOne(deps, ctx, async (tx, principal) => {
-        await loadForWrite(tx, principal, 'resource', id);
-        await deleteResource(tx, id);
-      });
-      return {};
+      return deleteOne(deps, ctx, 'resource', req.id, deleteResource);
     },
     async listResourceChildren(req, ctx) {
       const id = requireString(req.id, 'id');
@@ -415,12 +410,7 @@ export function resourceService(deps: Deps): ServiceImpl<typeof ResourceService>
       return { resourceScopeLink: rowToMessage('resourceScopeLink', row) };
     },
     async deleteResourceScopeLink(req, ctx) {
-      const id = requireString(req.id, 'id');
-      await writeOne(deps, ctx, async (tx, principal) => {
-        await loadForWrite(tx, principal, 'resourceScopeLink', id);
-        await tx.delete('resourceScopeLink', [id]);
-      });
-      return {};
+      return deleteOne(deps, ctx, 'resourceScopeLink', req.id);
     },
   };
 }

@@ -7,7 +7,7 @@ import { KINDS, type KindDef, type KindName, type Row } from '../../store/kinds.
 import type { WriteTx } from '../../store/write.js';
 import { optionalString, requireString } from '../validate.js';
 import {
-  Batch, createMany, getOne, listMany, loadForWrite, tenantOfRef, writeOne, type CreateSpec, type Deps,
+  Batch, createMany, deleteOne, getOne, listMany, tenantOfRef, type CreateSpec, type Deps,
 } from './kit.js';
 import { MAX_DEPTH } from './scope.js';
 
@@ -186,12 +186,7 @@ export function roleService(deps: Deps): ServiceImpl<typeof RoleService> {
       return { roles: items, nextCursor };
     },
     async deleteRole(req, ctx) {
-      const id = requireString(req.id, 'id');
-      await writeOne(deps, ctx, async (tx, principal) => {
-        await loadForWrite(tx, principal, 'role', id);
-        await deleteRoleCascade(tx, id);
-      });
-      return {};
+      return deleteOne(deps, ctx, 'role', req.id, deleteRoleCascade);
     },
     async createRolePermission(req, ctx) {
       return { rolePermission: (await createMany(deps, ctx, rolePermissions(), [req], false))[0] };
@@ -206,12 +201,7 @@ export function roleService(deps: Deps): ServiceImpl<typeof RoleService> {
       return { rolePermissions: items, nextCursor };
     },
     async deleteRolePermission(req, ctx) {
-      const id = requireString(req.id, 'id');
-      await writeOne(deps, ctx, async (tx, principal) => {
-        await loadForWrite(tx, principal, 'rolePermission', id);
-        await tx.delete('rolePermission', [id]);
-      });
-      return {};
+      return deleteOne(deps, ctx, 'rolePermission', req.id);
     },
   };
 }

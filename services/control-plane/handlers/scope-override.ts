@@ -3,7 +3,7 @@ import { ScopeOverrideService } from '../../../gen/authz/v1/scope_override_servi
 import type { CreateScopeOverrideRequest } from '../../../gen/authz/v1/scope_override_service_pb.js';
 import { invalid } from '../../common/errors.js';
 import { oneOf, requireString } from '../validate.js';
-import { createMany, listMany, loadForWrite, tenantOfRef, writeOne, type CreateSpec, type Deps, enterScope, refIn } from './kit.js';
+import { createMany, deleteOne, listMany, tenantOfRef, type CreateSpec, type Deps, enterScope, refIn } from './kit.js';
 
 const MODES = ['block', 'add', 'remove'] as const;
 
@@ -48,12 +48,7 @@ export function scopeOverrideService(deps: Deps): ServiceImpl<typeof ScopeOverri
       return { scopeOverrides: items, nextCursor };
     },
     async deleteScopeOverride(req, ctx) {
-      const id = requireString(req.id, 'id');
-      await writeOne(deps, ctx, async (tx, principal) => {
-        await loadForWrite(tx, principal, 'scopeOverride', id);
-        await tx.delete('scopeOverride', [id]);
-      });
-      return {};
+      return deleteOne(deps, ctx, 'scopeOverride', req.id);
     },
   };
 }

@@ -6,7 +6,7 @@ import { rowToMessage } from '../../store/kinds.js';
 import type { WriteTx } from '../../store/write.js';
 import { jsonObject, oneOf, optionalString, requireString } from '../validate.js';
 import {
-  createMany, getOne, listMany, loadForWrite, writeOne, type CreateSpec, type Deps,
+  createMany, deleteOne, getOne, listMany, loadForWrite, writeOne, type CreateSpec, type Deps,
 } from './kit.js';
 import { deleteMembershipsCascade } from './membership.js';
 import { rowsWhere } from './role.js';
@@ -86,12 +86,7 @@ export function subjectService(deps: Deps): ServiceImpl<typeof SubjectService> {
       return { subject: rowToMessage('subject', row) };
     },
     async deleteSubject(req, ctx) {
-      const id = requireString(req.id, 'id');
-      await writeOne(deps, ctx, async (tx, principal) => {
-        await loadForWrite(tx, principal, 'subject', id);
-        await deleteSubjectCascade(tx, id);
-      });
-      return {};
+      return deleteOne(deps, ctx, 'subject', req.id, deleteSubjectCascade);
     },
   };
 }

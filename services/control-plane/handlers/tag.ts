@@ -8,7 +8,7 @@ import { rowToMessage, type KindName, type Row } from '../../store/kinds.js';
 import { listPage, query } from '../../store/read.js';
 import { oneOf, optionalString, requireString } from '../validate.js';
 import {
-  createMany, getOne, listMany, loadForWrite, reach, tenantOfRef, writeOne, type Batch, type CreateSpec, type Deps, distinct, enterScope, refIn, taken } from './kit.js';
+  createMany, deleteOne, getOne, listMany, loadForWrite, reach, tenantOfRef, writeOne, type Batch, type CreateSpec, type Deps, distinct, enterScope, refIn, taken } from './kit.js';
 import { requireUsableRole, scopeChains } from './role.js';
 
 const TARGET_TYPES = ['resource', 'subject', 'scope'] as const;
@@ -176,14 +176,7 @@ function tagBindings(): CreateSpec<CreateTagBindingRequest, 'tagBinding'> {
 }
 
 export function tagService(deps: Deps): ServiceImpl<typeof TagService> {
-  const remove = (kind: KindName) => async (req: { id: string }, ctx: Parameters<typeof writeOne>[1]) => {
-    const id = requireString(req.id, 'id');
-    await writeOne(deps, ctx, async (tx, principal) => {
-      await loadForWrite(tx, principal, kind, id);
-      await tx.delete(kind, [id]);
-    });
-    return {};
-  };
+  const remove = (kind: KindName) => (req: { id: string }, ctx: Parameters<typeof deleteOne>[1]) => deleteOne(deps, ctx, kind, req.id);
   return {
     async createTagGroup(req, ctx) {
       return { tagGroup: (await createMany(deps, ctx, tagGroups(), [req], false))[0] };
