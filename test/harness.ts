@@ -86,6 +86,12 @@ export async function seedTenant(db: Database, id: string): Promise<{ tenantId: 
   return { tenantId: id, rootScopeId };
 }
 
+/** Rows of `table` whose `column` equals `value` (to check what a write left behind). */
+export async function countRows(db: Database, table: string, column: string, value: string): Promise<number> {
+  const rows = (await db.orm.em.fork().execute(`select count(*) as n from ${table} where ${column} = ?`, [value])) as { n: string }[];
+  return Number(rows[0].n);
+}
+
 /** Asserts that a call fails with `code` (and a message containing `text`); returns the error. */
 export async function expectCode(p: Promise<unknown>, code: Code, text?: string): Promise<ConnectError> {
   let err: ConnectError | undefined;

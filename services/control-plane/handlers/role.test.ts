@@ -6,12 +6,11 @@ import { ScopeService } from '../../../gen/authz/v1/scope_service_pb.js';
 import { SubjectService } from '../../../gen/authz/v1/subject_service_pb.js';
 import { MembershipService } from '../../../gen/authz/v1/membership_service_pb.js';
 import { runWrite } from '../../store/write.js';
-import { BACKENDS, createTestApp, seedTenant, userOf, type TestApp, expectCode } from '../../../test/harness.js';
+import { BACKENDS, countRows, createTestApp, seedTenant, userOf, type TestApp, expectCode } from '../../../test/harness.js';
 
 describe.each(BACKENDS)('RoleService on %s', (backend) => {
   let app: TestApp;
-  const count = async (table: string, where: string, id: string) =>
-    Number(((await app.db.orm.em.fork().execute(`select count(*) as n from ${table} where ${where} = ?`, [id])) as { n: string }[])[0].n);
+  const count = (table: string, column: string, value: string) => countRows(app.db, table, column, value);
 
   beforeAll(async () => {
     app = await createTestApp(backend);
