@@ -122,10 +122,6 @@ export class IdTable<V> {
     return i < 0 ? undefined : this.vals[i];
   }
 
-  has(key: string): boolean {
-    return this.slotOf(key) >= 0;
-  }
-
   /** The value in a slot returned by {@link slotOf}. */
   valueAt(slot: number): V {
     return this.vals[slot] as V;
@@ -228,14 +224,5 @@ export class IdTable<V> {
 
   *entries(): IterableIterator<[string, V]> {
     for (let i = 0; i <= this.mask; i++) if (this.words[i * SLOT_WORDS] !== 0) yield [this.keys[i] as string, this.vals[i] as V];
-  }
-
-  *values(): IterableIterator<V> {
-    for (let i = 0; i <= this.mask; i++) if (this.words[i * SLOT_WORDS] !== 0) yield this.vals[i] as V;
-  }
-
-  /** Bytes of typed-array storage (for memory reports). */
-  get storageBytes(): number {
-    return this.words.byteLength;
   }
 }
