@@ -47,6 +47,8 @@ export class TenantIndexes {
   /** Loaded entries, least recently used first (re-inserted on each use). */
   private readonly loaded = new Map<string, Entry>();
   private readonly scopeTenants = new Map<string, string>();
+  /** Rows of the loaded entries together (each entry's count as of its last use). */
+  private rows = 0;
   /** Indexes dropped to stay within `maxRows` since start. */
   evictions = 0;
 
@@ -89,24 +91,25 @@ export class TenantIndexes {
 
   /** Tenants indexed and their rows, for metrics. */
   stats(): { tenants: number; rows: number } {
-    let rows = 0;
-    for (const e of this.loaded.values()) rows += e.rows;
-    return { tenants: this.loaded.size, rows };
+    return { tenants: this.loaded.size, rows: this.rows };
   }
 
-  /** Marks a tenant as just used, then drops least recently used others past `maxRows`. */
+  /**
+   * Marks a tenant as just used, then drops least recently used others past `maxRows`. O(1)
+   * per request (plus one step per tenant dropped): the total is kept, not summed.
+   */
   private touch(tenantId: string, p: Promise<Entry>, entry: Entry): void {
     if (this.entries.get(tenantId) !== p) return; // dropped meanwhile: answer, do not re-add
+    if (this.loaded.delete(tenantId)) this.rows -= entry.rows;
     entry.rows = rowCount(entry.index);
-    this.loaded.delete(tenantId);
+    this.rows += entry.rows;
     this.loaded.set(tenantId, entry);
-    let { rows } = this.stats();
     for (const [other, e] of this.loaded) {
-      if (rows <= this.opts.maxRows) break;
+      if (this.rows <= this.opts.maxRows) break;
       if (other === tenantId) continue;
       this.loaded.delete(other);
       this.entries.delete(other);
-      rows -= e.rows;
+      this.rows -= e.rows;
       this.evictions++;
     }
   }
