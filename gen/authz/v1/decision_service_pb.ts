@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file authz/v1/decision_service.proto.
  */
 export const file_authz_v1_decision_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch9hdXRoei92MS9kZWNpc2lvbl9zZXJ2aWNlLnByb3RvEghhdXRoei52MSJHCgVBY3RvchISCgpzdWJqZWN0X2lkGAEgASgJEhkKDHN1YmplY3RfdHlwZRgCIAEoCUgAiAEBQg8KDV9zdWJqZWN0X3R5cGUioQEKC1Jlc291cmNlUmVmEhgKC3Jlc291cmNlX2lkGAEgASgJSACIAQESIQoUZXh0ZXJuYWxfcmVzb3VyY2VfaWQYAiABKAlIAYgBARIaCg1yZXNvdXJjZV90eXBlGAMgASgJSAKIAQFCDgoMX3Jlc291cmNlX2lkQhcKFV9leHRlcm5hbF9yZXNvdXJjZV9pZEIQCg5fcmVzb3VyY2VfdHlwZSIjCgtDb25zaXN0ZW5jeRIUCgxtaW5fcmV2aXNpb24YASABKAMi4wEKD0V2YWx1YXRlUmVxdWVzdBIeCgVhY3RvchgBIAEoCzIPLmF1dGh6LnYxLkFjdG9yEhAKCHNjb3BlX2lkGAIgASgJEg4KBmFjdGlvbhgDIAEoCRInCghyZXNvdXJjZRgEIAEoCzIVLmF1dGh6LnYxLlJlc291cmNlUmVmEigKB2NvbnRleHQYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg8KB2V4cGxhaW4YBiABKAgSKgoLY29uc2lzdGVuY3kYByABKAsyFS5hdXRoei52MS5Db25zaXN0ZW5jeSJkCglUcmFjZVN0ZXASDAoEc3RlcBgBIAEoCRIOCgZyZXN1bHQYAiABKAkSDwoHbWVzc2FnZRgDIAEoCRIoCgdkZXRhaWxzGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCK4AQoQRXZhbHVhdGVSZXNwb25zZRIPCgdhbGxvd2VkGAEgASgIEhkKEWRlY2lkZWRfYnlfcG9saWN5GAIgASgIEjIKEGV2YWx1YXRlZF9wb2xpY3kYAyABKAsyGC5hdXRoei52MS5SZXNvdXJjZVBvbGljeRIOCgZyZWFzb24YBCABKAkSEAoIcmV2aXNpb24YBSABKAMSIgoFdHJhY2UYBiADKAsyEy5hdXRoei52MS5UcmFjZVN0ZXAiQwoURXZhbHVhdGVCYXRjaFJlcXVlc3QSKwoIcmVxdWVzdHMYASADKAsyGS5hdXRoei52MS5FdmFsdWF0ZVJlcXVlc3QiRAoVRXZhbHVhdGVCYXRjaFJlc3BvbnNlEisKB3Jlc3VsdHMYASADKAsyGi5hdXRoei52MS5FdmFsdWF0ZVJlc3BvbnNlInAKHkdldEVmZmVjdGl2ZVBlcm1pc3Npb25zUmVxdWVzdBISCgpzdWJqZWN0X2lkGAEgASgJEhAKCHNjb3BlX2lkGAIgASgJEhgKC3Jlc291cmNlX2lkGAMgASgJSACIAQFCDgoMX3Jlc291cmNlX2lkIoQBChNFZmZlY3RpdmVQZXJtaXNzaW9uEgsKA2tleRgBIAEoCRIVCg1yZXNvdXJjZV90eXBlGAIgASgJEg4KBmFjdGlvbhgDIAEoCRIYChByZXNvdXJjZV9wYXR0ZXJuGAQgASgJEg4KBnNvdXJjZRgFIAEoCRIPCgdyb2xlX2lkGAYgASgJIlUKH0dldEVmZmVjdGl2ZVBlcm1pc3Npb25zUmVzcG9uc2USMgoLcGVybWlzc2lvbnMYASADKAsyHS5hdXRoei52MS5FZmZlY3RpdmVQZXJtaXNzaW9uMosDCg9EZWNpc2lvblNlcnZpY2USXgoIRXZhbHVhdGUSGS5hdXRoei52MS5FdmFsdWF0ZVJlcXVlc3QaGi5hdXRoei52MS5FdmFsdWF0ZVJlc3BvbnNlIhuQAgHo4BgCgtPkkwIOOgEqIgkvZXZhbHVhdGUScwoNRXZhbHVhdGVCYXRjaBIeLmF1dGh6LnYxLkV2YWx1YXRlQmF0Y2hSZXF1ZXN0Gh8uYXV0aHoudjEuRXZhbHVhdGVCYXRjaFJlc3BvbnNlIiGQAgHo4BgCgtPkkwIUOgEqIg8vZXZhbHVhdGUvYmF0Y2gSogEKF0dldEVmZmVjdGl2ZVBlcm1pc3Npb25zEiguYXV0aHoudjEuR2V0RWZmZWN0aXZlUGVybWlzc2lvbnNSZXF1ZXN0GikuYXV0aHoudjEuR2V0RWZmZWN0aXZlUGVybWlzc2lvbnNSZXNwb25zZSIykAIB6OAYAoLT5JMCJWILcGVybWlzc2lvbnMSFi9lZmZlY3RpdmUtcGVybWlzc2lvbnNiBnByb3RvMw", [file_authz_v1_options, file_authz_v1_policy, file_google_api_annotations, file_google_protobuf_struct]);
+  fileDesc("Ch9hdXRoei92MS9kZWNpc2lvbl9zZXJ2aWNlLnByb3RvEghhdXRoei52MSJHCgVBY3RvchISCgpzdWJqZWN0X2lkGAEgASgJEhkKDHN1YmplY3RfdHlwZRgCIAEoCUgAiAEBQg8KDV9zdWJqZWN0X3R5cGUioQEKC1Jlc291cmNlUmVmEhgKC3Jlc291cmNlX2lkGAEgASgJSACIAQESIQoUZXh0ZXJuYWxfcmVzb3VyY2VfaWQYAiABKAlIAYgBARIaCg1yZXNvdXJjZV90eXBlGAMgASgJSAKIAQFCDgoMX3Jlc291cmNlX2lkQhcKFV9leHRlcm5hbF9yZXNvdXJjZV9pZEIQCg5fcmVzb3VyY2VfdHlwZSI9CgtDb25zaXN0ZW5jeRIUCgxtaW5fcmV2aXNpb24YASABKAMSGAoQZnVsbHlfY29uc2lzdGVudBgCIAEoCCLjAQoPRXZhbHVhdGVSZXF1ZXN0Eh4KBWFjdG9yGAEgASgLMg8uYXV0aHoudjEuQWN0b3ISEAoIc2NvcGVfaWQYAiABKAkSDgoGYWN0aW9uGAMgASgJEicKCHJlc291cmNlGAQgASgLMhUuYXV0aHoudjEuUmVzb3VyY2VSZWYSKAoHY29udGV4dBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHZXhwbGFpbhgGIAEoCBIqCgtjb25zaXN0ZW5jeRgHIAEoCzIVLmF1dGh6LnYxLkNvbnNpc3RlbmN5ImQKCVRyYWNlU3RlcBIMCgRzdGVwGAEgASgJEg4KBnJlc3VsdBgCIAEoCRIPCgdtZXNzYWdlGAMgASgJEigKB2RldGFpbHMYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IrgBChBFdmFsdWF0ZVJlc3BvbnNlEg8KB2FsbG93ZWQYASABKAgSGQoRZGVjaWRlZF9ieV9wb2xpY3kYAiABKAgSMgoQZXZhbHVhdGVkX3BvbGljeRgDIAEoCzIYLmF1dGh6LnYxLlJlc291cmNlUG9saWN5Eg4KBnJlYXNvbhgEIAEoCRIQCghyZXZpc2lvbhgFIAEoAxIiCgV0cmFjZRgGIAMoCzITLmF1dGh6LnYxLlRyYWNlU3RlcCJDChRFdmFsdWF0ZUJhdGNoUmVxdWVzdBIrCghyZXF1ZXN0cxgBIAMoCzIZLmF1dGh6LnYxLkV2YWx1YXRlUmVxdWVzdCJEChVFdmFsdWF0ZUJhdGNoUmVzcG9uc2USKwoHcmVzdWx0cxgBIAMoCzIaLmF1dGh6LnYxLkV2YWx1YXRlUmVzcG9uc2UinAEKHkdldEVmZmVjdGl2ZVBlcm1pc3Npb25zUmVxdWVzdBISCgpzdWJqZWN0X2lkGAEgASgJEhAKCHNjb3BlX2lkGAIgASgJEhgKC3Jlc291cmNlX2lkGAMgASgJSACIAQESKgoLY29uc2lzdGVuY3kYBCABKAsyFS5hdXRoei52MS5Db25zaXN0ZW5jeUIOCgxfcmVzb3VyY2VfaWQihAEKE0VmZmVjdGl2ZVBlcm1pc3Npb24SCwoDa2V5GAEgASgJEhUKDXJlc291cmNlX3R5cGUYAiABKAkSDgoGYWN0aW9uGAMgASgJEhgKEHJlc291cmNlX3BhdHRlcm4YBCABKAkSDgoGc291cmNlGAUgASgJEg8KB3JvbGVfaWQYBiABKAkiZwofR2V0RWZmZWN0aXZlUGVybWlzc2lvbnNSZXNwb25zZRIyCgtwZXJtaXNzaW9ucxgBIAMoCzIdLmF1dGh6LnYxLkVmZmVjdGl2ZVBlcm1pc3Npb24SEAoIcmV2aXNpb24YAiABKAMyiwMKD0RlY2lzaW9uU2VydmljZRJeCghFdmFsdWF0ZRIZLmF1dGh6LnYxLkV2YWx1YXRlUmVxdWVzdBoaLmF1dGh6LnYxLkV2YWx1YXRlUmVzcG9uc2UiG5ACAejgGAKC0+STAg46ASoiCS9ldmFsdWF0ZRJzCg1FdmFsdWF0ZUJhdGNoEh4uYXV0aHoudjEuRXZhbHVhdGVCYXRjaFJlcXVlc3QaHy5hdXRoei52MS5FdmFsdWF0ZUJhdGNoUmVzcG9uc2UiIZACAejgGAKC0+STAhQ6ASoiDy9ldmFsdWF0ZS9iYXRjaBKiAQoXR2V0RWZmZWN0aXZlUGVybWlzc2lvbnMSKC5hdXRoei52MS5HZXRFZmZlY3RpdmVQZXJtaXNzaW9uc1JlcXVlc3QaKS5hdXRoei52MS5HZXRFZmZlY3RpdmVQZXJtaXNzaW9uc1Jlc3BvbnNlIjKQAgHo4BgCgtPkkwIlYgtwZXJtaXNzaW9ucxIWL2VmZmVjdGl2ZS1wZXJtaXNzaW9uc0JZChRjb20uZXhhbXBsZS5hdXRoei52MUIURGVjaXNpb25TZXJ2aWNlUHJvdG9QAVopZXhhbXBsZS5jb20vYXV0aHovZ2VuL2dvL2F1dGh6L3YxO2F1dGh6djFiBnByb3RvMw", [file_authz_v1_options, file_authz_v1_policy, file_google_api_annotations, file_google_protobuf_struct]);
 
 /**
  * Who is asking.
@@ -113,31 +113,53 @@ export const ResourceRefSchema: GenMessage<ResourceRef, {jsonType: ResourceRefJs
   messageDesc(file_authz_v1_decision_service, 1);
 
 /**
- * How fresh the state behind an answer must be.
+ * How fresh the state behind an answer must be. Without it, a process answers from the state
+ * it has seen (the control plane: the tenant's committed revision; a sidecar: the last revision
+ * streamed to it).
  *
  * @generated from message authz.v1.Consistency
  */
 export type Consistency = Message<"authz.v1.Consistency"> & {
   /**
-   * Answer only from state at this tenant revision or later (an `x-revision` of a write).
+   * Answer only from state at this tenant revision or later (an `x-revision` of a write); the
+   * answering process waits for it a bounded time, then answers `unavailable`.
    *
    * @generated from field: int64 min_revision = 1;
    */
   minRevision: bigint;
+
+  /**
+   * Answer from the latest committed revision, read from the database first (control plane
+   * only: a sidecar answers `failed_precondition`, as it cannot read the database).
+   *
+   * @generated from field: bool fully_consistent = 2;
+   */
+  fullyConsistent: boolean;
 };
 
 /**
- * How fresh the state behind an answer must be.
+ * How fresh the state behind an answer must be. Without it, a process answers from the state
+ * it has seen (the control plane: the tenant's committed revision; a sidecar: the last revision
+ * streamed to it).
  *
  * @generated from message authz.v1.Consistency
  */
 export type ConsistencyJson = {
   /**
-   * Answer only from state at this tenant revision or later (an `x-revision` of a write).
+   * Answer only from state at this tenant revision or later (an `x-revision` of a write); the
+   * answering process waits for it a bounded time, then answers `unavailable`.
    *
    * @generated from field: int64 min_revision = 1;
    */
   minRevision?: string;
+
+  /**
+   * Answer from the latest committed revision, read from the database first (control plane
+   * only: a sidecar answers `failed_precondition`, as it cannot read the database).
+   *
+   * @generated from field: bool fully_consistent = 2;
+   */
+  fullyConsistent?: boolean;
 };
 
 /**
@@ -490,6 +512,11 @@ export type GetEffectivePermissionsRequest = Message<"authz.v1.GetEffectivePermi
    * @generated from field: optional string resource_id = 3;
    */
   resourceId?: string;
+
+  /**
+   * @generated from field: authz.v1.Consistency consistency = 4;
+   */
+  consistency?: Consistency;
 };
 
 /**
@@ -510,6 +537,11 @@ export type GetEffectivePermissionsRequestJson = {
    * @generated from field: optional string resource_id = 3;
    */
   resourceId?: string;
+
+  /**
+   * @generated from field: authz.v1.Consistency consistency = 4;
+   */
+  consistency?: ConsistencyJson;
 };
 
 /**
@@ -612,6 +644,13 @@ export type GetEffectivePermissionsResponse = Message<"authz.v1.GetEffectivePerm
    * @generated from field: repeated authz.v1.EffectivePermission permissions = 1;
    */
   permissions: EffectivePermission[];
+
+  /**
+   * The tenant revision the answer was computed at (REST: the `x-revision` header).
+   *
+   * @generated from field: int64 revision = 2;
+   */
+  revision: bigint;
 };
 
 /**
@@ -622,6 +661,13 @@ export type GetEffectivePermissionsResponseJson = {
    * @generated from field: repeated authz.v1.EffectivePermission permissions = 1;
    */
   permissions?: EffectivePermissionJson[];
+
+  /**
+   * The tenant revision the answer was computed at (REST: the `x-revision` header).
+   *
+   * @generated from field: int64 revision = 2;
+   */
+  revision?: string;
 };
 
 /**

@@ -4,14 +4,14 @@
 
 import type { GenEnum, GenExtension, GenFile } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, extDesc, fileDesc } from "@bufbuild/protobuf/codegenv2";
-import type { MethodOptions } from "@bufbuild/protobuf/wkt";
+import type { FieldOptions, MethodOptions } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_descriptor } from "@bufbuild/protobuf/wkt";
 
 /**
  * Describes the file authz/v1/options.proto.
  */
 export const file_authz_v1_options: GenFile = /*@__PURE__*/
-  fileDesc("ChZhdXRoei92MS9vcHRpb25zLnByb3RvEghhdXRoei52MSp1CgpBY2Nlc3NUaWVyEhsKF0FDQ0VTU19USUVSX1VOU1BFQ0lGSUVEEAASFgoSQUNDRVNTX1RJRVJfVEVOQU5UEAESGAoUQUNDRVNTX1RJRVJfREVDSVNJT04QAhIYChRBQ0NFU1NfVElFUl9QTEFURk9STRADOk4KBmFjY2VzcxIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGI2MAyABKA4yFC5hdXRoei52MS5BY2Nlc3NUaWVyUgZhY2Nlc3NiBnByb3RvMw", [file_google_protobuf_descriptor]);
+  fileDesc("ChZhdXRoei92MS9vcHRpb25zLnByb3RvEghhdXRoei52MSp1CgpBY2Nlc3NUaWVyEhsKF0FDQ0VTU19USUVSX1VOU1BFQ0lGSUVEEAASFgoSQUNDRVNTX1RJRVJfVEVOQU5UEAESGAoUQUNDRVNTX1RJRVJfREVDSVNJT04QAhIYChRBQ0NFU1NfVElFUl9QTEFURk9STRADOk4KBmFjY2VzcxIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGI2MAyABKA4yFC5hdXRoei52MS5BY2Nlc3NUaWVyUgZhY2Nlc3M6PAoJbWF4X2l0ZW1zEh0uZ29vZ2xlLnByb3RvYnVmLkZpZWxkT3B0aW9ucxiOjAMgASgNUghtYXhJdGVtc0JRChRjb20uZXhhbXBsZS5hdXRoei52MUIMT3B0aW9uc1Byb3RvUAFaKWV4YW1wbGUuY29tL2F1dGh6L2dlbi9nby9hdXRoei92MTthdXRoenYxYgZwcm90bzM", [file_google_protobuf_descriptor]);
 
 /**
  * AccessTier names which API-key kinds may call an RPC. Every RPC declares one;
@@ -68,4 +68,13 @@ export const AccessTierSchema: GenEnum<AccessTier, AccessTierJson> = /*@__PURE__
  */
 export const access: GenExtension<MethodOptions, AccessTier> = /*@__PURE__*/
   extDesc(file_authz_v1_options, 0);
+
+/**
+ * The most items this repeated field of a request may hold; more is `invalid_argument`
+ * (reason LIMIT) naming the field. A repeated request field without it holds at most 1,000.
+ *
+ * @generated from extension: uint32 max_items = 50702;
+ */
+export const max_items: GenExtension<FieldOptions, number> = /*@__PURE__*/
+  extDesc(file_authz_v1_options, 1);
 
