@@ -14,7 +14,9 @@ export type DomainErrorKind =
   | 'constraint' // failed_precondition (400): a model rule (cycle, lock, limit, ...)
   | 'unauthenticated' // unauthenticated (401)
   | 'permission_denied' // permission_denied (403)
-  | 'unavailable'; // unavailable (503)
+  | 'unavailable' // unavailable (503)
+  | 'deadline_exceeded' // deadline_exceeded (504): the caller's deadline ended a wait
+  | 'canceled'; // canceled: the caller went away during a wait (nobody reads the answer)
 
 export class DomainError extends Error {
   constructor(
@@ -40,5 +42,7 @@ export const missingReference = (field: string, what: string, id: string) =>
 export const constraint = (message: string, field?: string) =>
   new DomainError('constraint', field ? `${field}: ${message}` : message, field);
 export const unauthenticated = (message: string) => new DomainError('unauthenticated', message);
-export const permissionDenied = (message: string) => new DomainError('permission_denied', message);
+export const permissionDenied = (message: string, field?: string) => new DomainError('permission_denied', message, field);
 export const unavailable = (message: string) => new DomainError('unavailable', message);
+export const deadlineExceeded = (message: string) => new DomainError('deadline_exceeded', message);
+export const canceled = (message: string) => new DomainError('canceled', message);

@@ -25,6 +25,12 @@
  *   regex, a `condition` that errors or hits a safety limit) fails closed: its deny policies
  *   are considered as if it matched (still subject to their action, window and conditions),
  *   its allow policies are not. A definition that merely does not match is not an error.
+ * - Conditions, match definitions and regex searches draw on the decision's operation budget
+ *   (budget.ts), itself drawn from the caller's group budget (one `evaluate/batch` call) when
+ *   given. Running out is an error like any other, so it fails closed as above; once the
+ *   budget is spent the rules left error without running. A decision that reaches no policy
+ *   never touches a budget, and rules run only for an explanation draw on a spare one, so
+ *   explaining never changes a decision.
  * - Ownership: a grant counts only when its role is defined at R's owner scope or an ancestor
  *   of it (the API's rule, checked again so a later scope move fails closed).
  *   `owns(subject, R, role)` gives the subject, independently of any membership,
@@ -40,6 +46,7 @@
  * - Any internal error is a deny with reason `error`; an unknown scope throws
  *   ScopeNotFoundError.
  */
+import { DecisionBudget, type EvaluationBudget } from './budget.js';
 import { ScopeNotFoundError } from './errors.js';
 import {
   FACT_FLAGS,
@@ -54,6 +61,7 @@ import {
   MAX_HIERARCHY_DEPTH,
   bagRows,
   type ParentLink,
+  type RowBag,
   type ResourceNode,
   type RoleInfo,
   type ScopePath,
@@ -62,11 +70,12 @@ import {
   type TypeSlot,
 } from './index.js';
 import { applyJsonLogic, logicTruthy, missingVariables } from './jsonlogic.js';
-import { matchOutcome, type ResourceTags } from './match.js';
+import { matchOutcome, type MatchSubject, type ResourceTags } from './match.js';
 import type { Collection, OwnershipGrant, Policy, Resource, ResourceScopeLink, Subject } from './model.js';
 import {
   collectRoles,
   coversWith,
+  namedCover,
   grantRoleUsable,
   type RoleList,
   heldRoles,
@@ -89,6 +98,12 @@ export interface EvaluateOptions {
   gate: GateMode;
   /** Receives the original error when a decision fails with reason `error` (for logging). */
   onError?: (error: unknown) => void;
+  /**
+   * Operations shared by a group of decisions (the requests of one `evaluate/batch` call): each
+   * decision draws at most `DECISION_MAX_OPERATIONS` from it and is charged what it spent. Without
+   * one, each decision has its own `DECISION_MAX_OPERATIONS`. See budget.ts.
+   */
+  budget?: EvaluationBudget;
 }
 
 export type ResourceRef = { resourceId: string } | { externalResourceId: string; resourceType: string };
@@ -173,7 +188,7 @@ function nodeOf(index: TenantIndex, t: KnownTarget): ResourceNode {
 
 /** The row of a known target (it exists: resolution checked). */
 function rowOf(index: TenantIndex, t: KnownTarget): Resource {
-  return nodeOf(index, t).row as Resource;
+  return index.resourceRow(nodeOf(index, t));
 }
 
 class MalformedRequestError extends Error {}
@@ -330,7 +345,7 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
   // type slot), so a resource without either costs no further lookup.
   if (target.kind === 'known') {
     if ((target.flags & F_POLICIES) !== 0 || (target.type !== undefined && target.type.collections > 0)) {
-      const winner = evaluatePolicies(index, request, target, path, now, subjectNode.row, trace);
+      const winner = evaluatePolicies(index, request, target, path, now, subjectNode.row, trace, options.budget);
       if (winner) return done(ctx, winner.effect === 'allow', winner.effect === 'allow' ? 'policy_allow' : 'policy_deny', winner);
     } else trace?.push({ leg: 'policy', outcome: 'skip', message: 'no policy targets the resource or a matching collection' });
   } else if (target.kind === 'external') {
@@ -342,7 +357,8 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
   let roles: RoleList;
   if (trace) {
     const skipped: SkippedRole[] = [];
-    const held = heldRoles(index, subjectNode, path, skipped);
+    // Explained roles are tried in id order, so the trace names the same role whatever order the index was built in.
+    const held = heldRoles(index, subjectNode, path, skipped).sort(byRole);
     const infos = distinctRoleIds(held).map((id) => index.roleInfo(id) as RoleInfo);
     roles = { items: infos, n: infos.length };
     traceHeld(trace, held, skipped);
@@ -356,7 +372,8 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
     const roleId = role.id;
     const p = coversWith(index, role, direct, decisionsOf(ctx, roleId));
     if (p) {
-      trace?.push({ leg: 'role', outcome: 'allow', message: `role ${roleId} has permission ${p.id} (${p.key}) covering the request`, detail: { roleId, permissionId: p.id } });
+      const n = trace ? namedCover(index, roleId, direct, decisionsOf(ctx, roleId), p) : p;
+      trace?.push({ leg: 'role', outcome: 'allow', message: `role ${roleId} has permission ${n.id} (${n.key}) covering the request`, detail: { roleId, permissionId: n.id } });
       return done(ctx, true, 'role');
     }
   }
@@ -373,12 +390,13 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
   if (grantsByResource !== undefined) {
     const grants = grantsByResource.get(target.id);
     let grantCount = 0;
-    for (const g of bagRows<OwnershipGrant>(grants)) {
+    for (const g of inIdOrder<OwnershipGrant>(grants)) {
       if (!usableGrant(index, g, nodeOf(index, target), trace)) continue;
       grantCount++;
       const p = roleCovers(index, g.roleId, direct, decisionsOf(ctx, g.roleId));
       if (p) {
-        trace?.push({ leg: 'ownership', outcome: 'allow', message: `ownership grant ${g.id} (role ${g.roleId}) permission ${p.id} (${p.key}) covers the request`, detail: { grantId: g.id, roleId: g.roleId, permissionId: p.id } });
+        const n = trace ? namedCover(index, g.roleId, direct, decisionsOf(ctx, g.roleId), p) : p;
+        trace?.push({ leg: 'ownership', outcome: 'allow', message: `ownership grant ${g.id} (role ${g.roleId}) permission ${n.id} (${n.key}) covers the request`, detail: { grantId: g.id, roleId: g.roleId, permissionId: n.id } });
         return done(ctx, true, 'ownership');
       }
     }
@@ -438,7 +456,7 @@ function inherit(
         }
         break;
       }
-      if (parentNode.row === undefined) {
+      if (!parentNode.exists) {
         if (trace) stop = `parent ${parentNode.id} not found`;
         break;
       }
@@ -461,7 +479,8 @@ function inherit(
           const roleId = role.id;
           const p = coversWith(index, role, q, decisionsOf(ctx, roleId));
           if (p) {
-            trace?.push({ leg: 'hierarchy', outcome: 'allow', message: `ancestor ${parentNode.id} via ${(walked as string[]).join(' → ')}: role ${roleId} has permission ${p.id} (${p.key})`, detail: { hierarchyPath: [...(walked as string[])], roleId, permissionId: p.id } });
+            const n = trace ? namedCover(index, roleId, q, decisionsOf(ctx, roleId), p) : p;
+            trace?.push({ leg: 'hierarchy', outcome: 'allow', message: `ancestor ${parentNode.id} via ${(walked as string[]).join(' → ')}: role ${roleId} has permission ${n.id} (${n.key})`, detail: { hierarchyPath: [...(walked as string[])], roleId, permissionId: n.id } });
             return done(ctx, true, 'inherited');
           }
         }
@@ -472,11 +491,12 @@ function inherit(
         q.p0 = '*';
         q.p1 = parentNode.id;
         q.p2 = parentNode.ext;
-        for (const g of bagRows<OwnershipGrant>(grants)) {
+        for (const g of inIdOrder<OwnershipGrant>(grants)) {
           if (!usableGrant(index, g, parentNode, trace)) continue;
           const p = roleCovers(index, g.roleId, q, decisionsOf(ctx, g.roleId));
           if (p) {
-            trace?.push({ leg: 'hierarchy', outcome: 'allow', message: `ancestor ${parentNode.id} via ${(walked as string[]).join(' → ')}: ownership grant ${g.id} (role ${g.roleId}) permission ${p.id} (${p.key})`, detail: { hierarchyPath: [...(walked as string[])], grantId: g.id, roleId: g.roleId, permissionId: p.id } });
+            const n = trace ? namedCover(index, g.roleId, q, decisionsOf(ctx, g.roleId), p) : p;
+            trace?.push({ leg: 'hierarchy', outcome: 'allow', message: `ancestor ${parentNode.id} via ${(walked as string[]).join(' → ')}: ownership grant ${g.id} (role ${g.roleId}) permission ${n.id} (${n.key})`, detail: { hierarchyPath: [...(walked as string[])], grantId: g.id, roleId: g.roleId, permissionId: n.id } });
             return done(ctx, true, 'inherited');
           }
         }
@@ -593,7 +613,7 @@ function gateMessage(index: TenantIndex, target: Target, path: ScopePath, gate: 
   const links = nodeOf(index, target).links;
   if (gate === 'links-fallback' && links === undefined) return 'links-fallback gate: resource has no scope links, reachable from every scope';
   if (path.set.has(r.ownerScopeId)) return `${gate} gate: owner scope ${r.ownerScopeId} is the evaluation scope or an ancestor`;
-  for (const l of bagRows<ResourceScopeLink>(links)) {
+  for (const l of [...bagRows<ResourceScopeLink>(links)].sort((a, b) => cmp(a.id, b.id))) {
     if (path.set.has(l.scopeId)) return `${gate} gate: linked scope ${l.scopeId} (link ${l.id}) is the evaluation scope or an ancestor`;
   }
   if (reachable) return `${gate} gate: reachable`;
@@ -636,7 +656,14 @@ function distinctRoleIds(held: HeldRole[]): string[] {
   return out;
 }
 
-function traceHeld(trace: TraceStep[], held: HeldRole[], skipped: SkippedRole[]): void {
+/** Orders explained roles by id, source and scope: a trace must not depend on the order the index was built in. */
+const byRole = (a: HeldRole | SkippedRole, b: HeldRole | SkippedRole) =>
+  cmp(a.roleId, b.roleId) || cmp(a.viaId, b.viaId) || cmp(a.sourceScopeId, b.sourceScopeId) || cmp(a.source, b.source);
+const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** `held` comes sorted (byRole). */
+function traceHeld(trace: TraceStep[], held: HeldRole[], unorderedSkipped: SkippedRole[]): void {
+  const skipped = [...unorderedSkipped].sort(byRole);
   for (const s of skipped) {
     const why =
       s.why === 'blocked' ? `blocked by an override at ${s.blockedAt}` : s.why === 'role_missing' ? 'role does not exist' : 'role is not defined at or above the source scope';
@@ -683,13 +710,23 @@ interface Candidate {
  * collection whose match definition errors fails closed: its deny policies are considered (as if
  * it matched, still subject to their action, window and conditions), its allow policies are not.
  */
-function collectionCandidates(index: TenantIndex, resource: Resource, path: ScopePath, out: Candidate[], trace: TraceStep[] | undefined): void {
+function collectionCandidates(
+  index: TenantIndex,
+  resource: Resource,
+  path: ScopePath,
+  out: Candidate[],
+  trace: TraceStep[] | undefined,
+  budget: DecisionBudget,
+  spare: DecisionBudget | undefined,
+): void {
   let tags: ResourceTags | undefined;
-  const subject = { resource, tags: (): ResourceTags => (tags ??= index.resourceTags(resource.id)) };
+  const subject: MatchSubject = { resource, tags: (): ResourceTags => (tags ??= index.resourceTags(resource.id)) };
   for (const s of path.ids) {
-    for (const c of bagRows<Collection>(index.collectionsAt(resource.resourceTypeId, s))) {
+    for (const c of inIdOrder<Collection>(index.collectionsAt(resource.resourceTypeId, s))) {
       const policies = index.collectionPolicies(c.id);
       if (policies === undefined && !trace) continue;
+      // Matched only for the explanation: drawn from the spare budget, never the decision's.
+      subject.budget = policies === undefined ? spare : budget;
       const outcome = matchOutcome(c.matchDefinition, subject);
       if (trace) {
         const message =
@@ -697,8 +734,13 @@ function collectionCandidates(index: TenantIndex, resource: Resource, path: Scop
             ? `collection ${c.id} at ${s} matches the resource`
             : outcome === 'no_match'
               ? `collection ${c.id} at ${s} does not match the resource`
-              : `collection ${c.id} at ${s}: its match definition errored against the resource, so its deny policies apply to fail closed (its allow policies do not)`;
-        trace.push({ leg: 'policy', outcome: outcome === 'match' ? 'pass' : 'fail', message, detail: { collectionId: c.id, match: outcome } });
+              : `collection ${c.id} at ${s}: its match definition errored against the resource${subject.error ? ` (${clip(subject.error)})` : ''}, so its deny policies apply to fail closed (its allow policies do not)`;
+        trace.push({
+          leg: 'policy',
+          outcome: outcome === 'match' ? 'pass' : 'fail',
+          message,
+          detail: { collectionId: c.id, match: outcome, ...(outcome === 'error' && subject.error ? { matchError: clip(subject.error) } : {}) },
+        });
       }
       if (outcome === 'no_match') continue;
       const via = outcome === 'match' ? `collection ${c.id}` : `collection ${c.id}, match definition errored`;
@@ -720,8 +762,35 @@ function evaluatePolicies(
   now: number,
   subject: Subject,
   trace: TraceStep[] | undefined,
+  group: EvaluationBudget | undefined,
 ): Policy | undefined {
-  const resource = rowOf(index, target);
+  // Created here, so a decision that reaches no policy never touches a budget.
+  const budget = new DecisionBudget(group);
+  try {
+    return decidePolicies(index, request, target, path, now, subject, trace, budget);
+  } finally {
+    budget.settle();
+  }
+}
+
+/**
+ * Policies are collected, then the matching ones kept. Rules that run only for the explanation
+ * (conditions of a policy already out, collections without policies) draw on a spare budget of
+ * their own, so explaining never changes a decision.
+ */
+function decidePolicies(
+  index: TenantIndex,
+  request: EvaluateRequest,
+  target: KnownTarget,
+  path: ScopePath,
+  now: number,
+  subject: Subject,
+  trace: TraceStep[] | undefined,
+  budget: DecisionBudget,
+): Policy | undefined {
+  const spare = trace ? new DecisionBudget() : undefined;
+  // A view: match definitions read a field or two, so no whole row is built.
+  const resource = index.resourceView(nodeOf(index, target));
   const direct = nodeOf(index, target).policies;
   const hasCollections = index.hasCollectionsOfType(resource.resourceTypeId);
   if (direct === undefined && !hasCollections) {
@@ -730,11 +799,14 @@ function evaluatePolicies(
   }
   const candidates: Candidate[] = [];
   for (const p of bagRows<Policy>(direct)) candidates.push({ policy: p, via: 'direct' });
-  if (hasCollections) collectionCandidates(index, resource, path, candidates, trace);
+  if (hasCollections) collectionCandidates(index, resource, path, candidates, trace, budget, spare);
   if (candidates.length === 0) {
     trace?.push({ leg: 'policy', outcome: 'skip', message: 'no policy targets the resource or a matching collection' });
     return undefined;
   }
+  // One order in every process, whatever order the index received its rows in: which condition
+  // runs out of a shared budget (and so fails closed) must not depend on it.
+  if (candidates.length > 1) candidates.sort(byPriorityThenId);
 
   const action = request.action;
   let subjectData: unknown;
@@ -761,9 +833,10 @@ function evaluatePolicies(
     let contextError: string | undefined;
     let missing: string[] | undefined;
     if ((actionOk && windowOk) || trace) {
+      const needed = actionOk && windowOk;
       if (hasSubjectCond) {
         subjectData ??= { subject: { id: subject.id, type: subject.type, externalId: subject.externalId, meta: isPlainObject(subject.metadata) ? subject.metadata : {} } };
-        const r = applyJsonLogic(p.subjectCondition, subjectData);
+        const r = applyJsonLogic(p.subjectCondition, subjectData, needed ? budget : spare);
         if (r.ok) subjectOk = logicTruthy(r.value);
         else {
           subjectError = r.error;
@@ -773,7 +846,7 @@ function evaluatePolicies(
       if (subjectOk || trace) {
         if (hasContextCond) {
           contextData ??= conditionContext(request.context, nowDate);
-          const r = applyJsonLogic(p.contextCondition, contextData);
+          const r = applyJsonLogic(p.contextCondition, contextData, needed && subjectOk ? budget : spare);
           if (r.ok) contextOk = logicTruthy(r.value);
           else {
             contextError = r.error;
@@ -848,6 +921,16 @@ function conditionText(name: string, ok: boolean | undefined, error: string | un
 /** Error text of a tenant's own rule, bounded for the trace (the end says what went wrong). */
 function clip(text: string): string {
   return text.length > 160 ? `${text.slice(0, 50)}…${text.slice(-100)}` : text;
+}
+
+/** Highest priority first, then by id: the order policies are evaluated in. */
+function byPriorityThenId(a: Candidate, b: Candidate): number {
+  return priorityOf(b.policy) - priorityOf(a.policy) || cmp(a.policy.id, b.policy.id);
+}
+
+/** A bag's rows by id: the order match definitions run in (they draw on the decision's budget). */
+function inIdOrder<T extends { id: string }>(bag: RowBag<T> | undefined): Iterable<T> {
+  return bag instanceof Map && bag.size > 1 ? [...bag.values()].sort((a, b) => cmp(a.id, b.id)) : bagRows(bag);
 }
 
 function priorityOf(p: Policy): number {

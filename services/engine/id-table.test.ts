@@ -49,6 +49,28 @@ describe('IdTable', () => {
     );
   });
 
+  it('behaves like a Map when values hold their keys (keyOf, no key array), through growth, deletes and reseeds', () => {
+    fc.assert(
+      fc.property(fc.array(opArb, { maxLength: 400 }), fc.integer(), (ops, seed) => {
+        type Entry = { key: string; value: number };
+        const table = new IdTable<Entry>(16, seed, (e) => e.key);
+        const model = new Map<string, number>();
+        for (const o of ops) {
+          if (o.op === 'set') {
+            // A value's key never changes: a new value per set.
+            table.set(o.key, { key: o.key, value: o.value });
+            model.set(o.key, o.value);
+          } else if (o.op === 'delete') expect(table.delete(o.key)).toBe(model.delete(o.key));
+          expect(table.size).toBe(model.size);
+        }
+        for (const [k, value] of model) expect(table.get(k)?.value).toBe(value);
+        for (const o of ops) if (!model.has(o.key)) expect(table.get(o.key)).toBeUndefined();
+        expect(new Map([...table.entries()].map(([k, e]) => [k, e.value]))).toEqual(model);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   /** Two keys `prefix + n` of one length whose hashes under `seed` are equal (birthday search). */
   function collidingPair(seed: number, prefix: string): [string, string] {
     const seen = new Map<number, string>();

@@ -34,6 +34,8 @@ const OUT_OF_LINE = 255;
 /** An insert probing further than this rebuilds the table with a new seed. */
 export const MAX_PROBE = 64;
 const MIN_CAPACITY = 16;
+/** {@link IdTable}'s remembered slot when the remembered key was not looked up yet. */
+const NO_SLOT = -2;
 
 function randomSeed(): number {
   return (Math.random() * 0x100000000) | 0;
@@ -55,7 +57,8 @@ export class IdTable<V> {
   // Set by allocate(), which the constructor calls.
   private words!: Int32Array;
   private bytes!: Uint8Array;
-  private keys!: (string | undefined)[];
+  /** Keys by slot; undefined when `keyOf` gives them (the values hold their keys). */
+  private keys: (string | undefined)[] | undefined;
   private vals!: (V | undefined)[];
   private mask!: number;
   private seed!: number;
@@ -64,8 +67,24 @@ export class IdTable<V> {
   private inserts = 0;
   /** Rebuilds forced by long probe runs (for tests and diagnostics). */
   reseeds = 0;
+  /**
+   * The last key hashed, its hash, and its slot (-1: absent; {@link NO_SLOT}: not looked up):
+   * an index change looks one id up several times in a row (is it there, insert it, set its
+   * hot words), and hashing a 50-character id costs more than the probe.
+   */
+  private memoKey: string | undefined;
+  private memoHash = 0;
+  private memoSlot = NO_SLOT;
 
-  constructor(capacity = MIN_CAPACITY, seed = randomSeed()) {
+  /**
+   * `keyOf`, when given, reads an entry's key from its value (which must not change while the
+   * entry is in the table): the table then keeps no key array, 8 bytes a slot less.
+   */
+  constructor(
+    capacity = MIN_CAPACITY,
+    seed = randomSeed(),
+    private readonly keyOf?: (value: V) => string,
+  ) {
     let cap = MIN_CAPACITY;
     while (cap * 3 < capacity * 4) cap *= 2;
     this.allocate(cap, seed);
@@ -77,9 +96,11 @@ export class IdTable<V> {
     this.seed = seed;
     this.words = new Int32Array(capacity * SLOT_WORDS);
     this.bytes = new Uint8Array(this.words.buffer);
-    this.keys = new Array<string | undefined>(capacity).fill(undefined);
+    this.keys = this.keyOf ? undefined : new Array<string | undefined>(capacity).fill(undefined);
     this.vals = new Array<V | undefined>(capacity).fill(undefined);
     this.inserts = 0;
+    // Slots move and the seed may change.
+    this.memoKey = undefined;
   }
 
   get size(): number {
@@ -87,12 +108,19 @@ export class IdTable<V> {
   }
 
   private hash(key: string): number {
-    return hashId(key, this.seed);
+    if (key === this.memoKey) return this.memoHash;
+    const h = hashId(key, this.seed);
+    this.memoKey = key;
+    this.memoHash = h;
+    this.memoSlot = NO_SLOT;
+    return h;
   }
 
   /** The slot holding `key`, or -1. Valid until the next write. */
   slotOf(key: string): number {
-    return this.find(key, this.hash(key));
+    const h = this.hash(key);
+    if (this.memoSlot !== NO_SLOT) return this.memoSlot;
+    return (this.memoSlot = this.find(key, h));
   }
 
   private find(key: string, h: number): number {
@@ -108,13 +136,17 @@ export class IdTable<V> {
       const at = i * SLOT_BYTES + KEY_AT;
       const kl = bytes[at];
       if (kl === OUT_OF_LINE) {
-        if (this.keys[i] === key) return i;
+        if (this.keyAt(i) === key) return i;
       } else if (kl === len) {
         let c = 0;
         while (c < len && bytes[at + 1 + c] === key.charCodeAt(c)) c++;
         if (c === len) return i;
       }
     }
+  }
+
+  private keyAt(slot: number): string {
+    return (this.keys !== undefined ? this.keys[slot] : (this.keyOf as (value: V) => string)(this.vals[slot] as V)) as string;
   }
 
   get(key: string): V | undefined {
@@ -142,12 +174,12 @@ export class IdTable<V> {
 
   /** Inserts or replaces; a new entry's hot words start at 0. */
   set(key: string, value: V): this {
-    const h = this.hash(key);
-    const found = this.find(key, h);
+    const found = this.slotOf(key);
     if (found >= 0) {
       this.vals[found] = value;
       return this;
     }
+    const h = this.memoHash;
     if ((this._size + 1) * 4 > (this.mask + 1) * 3) this.rebuild((this.mask + 1) * 2, this.seed);
     const distance = this.place(key, h, value, 0, 0);
     this._size++;
@@ -158,7 +190,7 @@ export class IdTable<V> {
     return this;
   }
 
-  /** Writes an entry into the first free slot of its run; returns the probe distance. */
+  /** Writes an entry into the first free slot of its run (remembered as the key's); returns the probe distance. */
   private place(key: string, h: number, value: V, w0: number, w1: number): number {
     const mask = this.mask;
     let i = h & mask;
@@ -167,11 +199,14 @@ export class IdTable<V> {
       i = (i + 1) & mask;
       distance++;
     }
+    this.memoKey = key;
+    this.memoHash = h;
+    this.memoSlot = i;
     const base = i * SLOT_WORDS;
     this.words[base] = h;
     this.words[base + 1] = w0;
     this.words[base + 2] = w1;
-    this.keys[i] = key;
+    if (this.keys !== undefined) this.keys[i] = key;
     this.vals[i] = value;
     const at = i * SLOT_BYTES + KEY_AT;
     let inline = key.length <= INLINE_KEY_CHARS;
@@ -183,9 +218,19 @@ export class IdTable<V> {
     return distance;
   }
 
+  /** Writes old slot `from` of `oldWords` into the first free slot of its run, unchanged. */
+  private move(oldWords: Int32Array, from: number, key: string | undefined, value: V): void {
+    const mask = this.mask;
+    let i = oldWords[from * SLOT_WORDS] & mask;
+    while (this.words[i * SLOT_WORDS] !== 0) i = (i + 1) & mask;
+    this.words.set(oldWords.subarray(from * SLOT_WORDS, (from + 1) * SLOT_WORDS), i * SLOT_WORDS);
+    if (this.keys !== undefined) this.keys[i] = key;
+    this.vals[i] = value;
+  }
+
   /** Re-places every entry into `capacity` slots, rehashing with `seed` when it changed. */
   private rebuild(capacity: number, seed: number, reseed = false): void {
-    const { words, keys, vals } = this;
+    const { words, keys, vals, keyOf } = this;
     const oldCap = this.mask + 1;
     const rehash = seed !== this.seed;
     this.allocate(capacity, seed);
@@ -193,14 +238,21 @@ export class IdTable<V> {
     for (let i = 0; i < oldCap; i++) {
       const base = i * SLOT_WORDS;
       if (words[base] === 0) continue;
-      const key = keys[i] as string;
-      this.place(key, rehash ? this.hash(key) : words[base], vals[i] as V, words[base + 1], words[base + 2]);
+      if (!rehash) {
+        // Same hash: the whole slot (hash, hot words, inline key) moves as it is.
+        this.move(words, i, keys?.[i], vals[i] as V);
+        continue;
+      }
+      const key = (keys !== undefined ? keys[i] : (keyOf as (value: V) => string)(vals[i] as V)) as string;
+      this.place(key, this.hash(key), vals[i] as V, words[base + 1], words[base + 2]);
     }
   }
 
   delete(key: string): boolean {
     let i = this.slotOf(key);
     if (i < 0) return false;
+    // Entries of the run move.
+    this.memoKey = undefined;
     // Backward-shift deletion: pull later entries of the run into the hole when their home
     // slot allows, so no tombstone is left behind.
     const mask = this.mask;
@@ -211,18 +263,18 @@ export class IdTable<V> {
       const movable = i <= j ? home <= i || home > j : home <= i && home > j;
       if (!movable) continue;
       this.bytes.copyWithin(i * SLOT_BYTES, j * SLOT_BYTES, (j + 1) * SLOT_BYTES);
-      this.keys[i] = this.keys[j];
+      if (this.keys !== undefined) this.keys[i] = this.keys[j];
       this.vals[i] = this.vals[j];
       i = j;
     }
     this.bytes.fill(0, i * SLOT_BYTES, (i + 1) * SLOT_BYTES);
-    this.keys[i] = undefined;
+    if (this.keys !== undefined) this.keys[i] = undefined;
     this.vals[i] = undefined;
     this._size--;
     return true;
   }
 
   *entries(): IterableIterator<[string, V]> {
-    for (let i = 0; i <= this.mask; i++) if (this.words[i * SLOT_WORDS] !== 0) yield [this.keys[i] as string, this.vals[i] as V];
+    for (let i = 0; i <= this.mask; i++) if (this.words[i * SLOT_WORDS] !== 0) yield [this.keyAt(i), this.vals[i] as V];
   }
 }

@@ -3,9 +3,18 @@
  * decision needs, so that a check is a handful of hash lookups whose cost does not depend on
  * the size of the tenant.
  *
- * Built once from a snapshot, then kept current with {@link TenantIndex.apply}, which touches
- * only the derived entries of the rows it changes. Rows are kept by reference and must not be
- * mutated after they are handed in.
+ * Built once from a snapshot (or row by row with {@link TenantIndex.builder}), then kept
+ * current with {@link TenantIndex.apply}, which touches only the derived entries of the rows it
+ * changes. Rows of the small kinds are kept by reference and must not be mutated after they are
+ * handed in (nor objects inside any row: metadata, attributes, conditions).
+ *
+ * Memory (the sidecar holds a tenant of a million resources and grants): the kinds a tenant
+ * holds by the hundred thousand keep only the fields of their model interface, with references
+ * sharing the referred row's id string (`slim`). Resources have no row object: their fields
+ * live in their node (`createdAt` as milliseconds in a column, `{}` attributes as a marker) and
+ * `resource(id)` rebuilds the row; ownership grants are three strings each in their subject's
+ * {@link SubjectGrants}, and `ownershipGrant(id)` rebuilds the row. Deletes free their entries
+ * (node numbers and slots are reused), so a long-running follower does not grow with churn.
  *
  * Layout: everything a check needs about one subject (its role assignments by scope, its
  * ownership grants, its tags) hangs off one {@link SubjectNode}, and everything about one
@@ -36,6 +45,7 @@ import {
   type Change,
   type Collection,
   type EntityKind,
+  type JsonObject,
   type Membership,
   type OwnershipGrant,
   type Permission,
@@ -127,14 +137,23 @@ export function bagRows<T extends Identified>(b: RowBag<T> | undefined): Iterabl
   return [b as T];
 }
 
-type Bag = string | Set<string>;
+/**
+ * Ids under one key: a bare string, a small array while few (a `Set` of two costs about 150
+ * bytes, an array of two 32), then a Set past {@link SMALL_BAG} (adds and deletes stay O(1)).
+ */
+type Bag = string | string[] | Set<string>;
 type Multi = Map<string, Bag>;
+const SMALL_BAG = 8;
 
 function bagAdd(m: Multi, key: string, v: string): void {
   const b = m.get(key);
   if (b === undefined) m.set(key, v);
   else if (typeof b === 'string') {
-    if (b !== v) m.set(key, new Set([b, v]));
+    if (b !== v) m.set(key, [b, v]);
+  } else if (Array.isArray(b)) {
+    if (b.includes(v)) return;
+    if (b.length < SMALL_BAG) b.push(v);
+    else m.set(key, new Set([...b, v]));
   } else b.add(v);
 }
 
@@ -145,9 +164,17 @@ function bagDelete(m: Multi, key: string, v: string): void {
     if (b === v) m.delete(key);
     return;
   }
+  if (Array.isArray(b)) {
+    const i = b.indexOf(v);
+    if (i < 0) return;
+    b.splice(i, 1);
+    if (b.length === 1) m.set(key, b[0]);
+    return;
+  }
   b.delete(v);
   if (b.size === 1) m.set(key, b.values().next().value as string);
   else if (b.size === 0) m.delete(key);
+  else if (b.size <= SMALL_BAG / 2) m.set(key, [...b]);
 }
 
 function bagIds(b: Bag | undefined): readonly string[] {
@@ -267,9 +294,169 @@ export interface SubjectNode {
   readonly s3: string | undefined;
   readonly r3: string | undefined;
   /** Ownership grants of the subject, by resource; undefined when none. */
-  readonly grantsByResource: ReadonlyMap<string, RowBag<OwnershipGrant>> | undefined;
+  readonly grantsByResource: GrantSet | undefined;
   /** Tag assignments targeting the subject. */
   readonly tags: RowBag<TagAssignment> | undefined;
+}
+
+/** A subject's ownership grants by resource (see {@link SubjectGrants}). */
+export interface GrantSet {
+  /** The grants on one resource; undefined when none. */
+  get(resourceId: string): RowBag<OwnershipGrant> | undefined;
+  /** Number of grants. */
+  readonly size: number;
+}
+
+/** Up to this many grants a subject keeps them in a flat array, scanned; more go in a map. */
+export const GRANT_SCAN_LIMIT = 16;
+
+/**
+ * A subject's ownership grants, as strings only (no row objects: a row is made when asked for).
+ * Most subjects hold a few: `[grantId, resourceId, roleId, …]` in one flat array, scanned
+ * (24 bytes a grant, where a row object costs 56 and a map entry 40 to 80). Past
+ * {@link GRANT_SCAN_LIMIT} grants they move into maps by resource and by grant id, and back
+ * into an array when deletes bring them under half of it.
+ */
+export class SubjectGrants implements GrantSet {
+  /** `[grantId, resourceId, roleId, …]` while few; undefined while the maps hold them. */
+  private list: string[] | undefined = [];
+  /** resourceId → `[grantId, roleId, …]`. */
+  private byResource: Map<string, string[]> | undefined;
+  /** grantId → resourceId. */
+  private byId: Map<string, string> | undefined;
+  private count = 0;
+
+  constructor(readonly subjectId: string) {}
+
+  get size(): number {
+    return this.count;
+  }
+
+  private row(id: string, resourceId: string, roleId: string): OwnershipGrant {
+    return { id, subjectId: this.subjectId, resourceId, roleId };
+  }
+
+  get(resourceId: string): RowBag<OwnershipGrant> | undefined {
+    const list = this.list;
+    if (list !== undefined) {
+      let found: MutableRowBag<OwnershipGrant> | undefined;
+      for (let i = 0; i < list.length; i += 3) {
+        if (list[i + 1] === resourceId) found = rbWith(found, this.row(list[i], list[i + 1], list[i + 2]));
+      }
+      return found;
+    }
+    const pairs = (this.byResource as Map<string, string[]>).get(resourceId);
+    if (pairs === undefined) return undefined;
+    if (pairs.length === 2) return this.row(pairs[0], resourceId, pairs[1]);
+    let found: MutableRowBag<OwnershipGrant> | undefined;
+    for (let i = 0; i < pairs.length; i += 2) found = rbWith(found, this.row(pairs[i], resourceId, pairs[i + 1]));
+    return found;
+  }
+
+  /** The grant with this id, or undefined. */
+  find(id: string): OwnershipGrant | undefined {
+    const list = this.list;
+    if (list !== undefined) {
+      for (let i = 0; i < list.length; i += 3) if (list[i] === id) return this.row(list[i], list[i + 1], list[i + 2]);
+      return undefined;
+    }
+    const resourceId = (this.byId as Map<string, string>).get(id);
+    if (resourceId === undefined) return undefined;
+    const pairs = (this.byResource as Map<string, string[]>).get(resourceId) as string[];
+    for (let i = 0; i < pairs.length; i += 2) if (pairs[i] === id) return this.row(id, resourceId, pairs[i + 1]);
+    return undefined;
+  }
+
+  /** Adds a grant whose id is not in the set yet. */
+  add(id: string, resourceId: string, roleId: string): void {
+    this.count++;
+    const list = this.list;
+    if (list === undefined) {
+      this.file(id, resourceId, roleId);
+      return;
+    }
+    list.push(id, resourceId, roleId);
+    if (list.length > GRANT_SCAN_LIMIT * 3) {
+      this.byResource = new Map();
+      this.byId = new Map();
+      this.list = undefined;
+      for (let i = 0; i < list.length; i += 3) this.file(list[i], list[i + 1], list[i + 2]);
+    }
+  }
+
+  private file(id: string, resourceId: string, roleId: string): void {
+    const m = this.byResource as Map<string, string[]>;
+    const pairs = m.get(resourceId);
+    if (pairs === undefined) m.set(resourceId, [id, roleId]);
+    else pairs.push(id, roleId);
+    (this.byId as Map<string, string>).set(id, resourceId);
+  }
+
+  /** Removes the grant with this id; a no-op when absent. */
+  delete(id: string): void {
+    const list = this.list;
+    if (list !== undefined) {
+      for (let i = 0; i < list.length; i += 3) {
+        if (list[i] !== id) continue;
+        // Move the last entry into the hole.
+        const last = list.length - 3;
+        list[i] = list[last];
+        list[i + 1] = list[last + 1];
+        list[i + 2] = list[last + 2];
+        list.length = last;
+        this.count--;
+        return;
+      }
+      return;
+    }
+    const byId = this.byId as Map<string, string>;
+    const byResource = this.byResource as Map<string, string[]>;
+    const resourceId = byId.get(id);
+    if (resourceId === undefined) return;
+    byId.delete(id);
+    const pairs = byResource.get(resourceId) as string[];
+    const i = pairs.indexOf(id);
+    pairs.splice(i - (i % 2), 2);
+    if (pairs.length === 0) byResource.delete(resourceId);
+    this.count--;
+    if (this.count <= GRANT_SCAN_LIMIT / 2) {
+      const rows: string[] = [];
+      for (const [r, ps] of byResource) for (let k = 0; k < ps.length; k += 2) rows.push(ps[k], r, ps[k + 1]);
+      this.list = rows;
+      this.byResource = undefined;
+      this.byId = undefined;
+    }
+  }
+
+  /** Every grant, in no particular order. */
+  rows(): OwnershipGrant[] {
+    const out: OwnershipGrant[] = [];
+    if (this.list !== undefined) {
+      const list = this.list;
+      for (let i = 0; i < list.length; i += 3) out.push(this.row(list[i], list[i + 1], list[i + 2]));
+      return out;
+    }
+    for (const [r, ps] of this.byResource as Map<string, string[]>) for (let k = 0; k < ps.length; k += 2) out.push(this.row(ps[k], r, ps[k + 1]));
+    return out;
+  }
+
+  /** Sorted (resource id, grant rows) pairs, for derivedState; checks the form agrees with the count. */
+  canonical(): unknown {
+    const rows = this.rows();
+    let form = 'ok';
+    if (this.list !== undefined && this.list.length > GRANT_SCAN_LIMIT * 3) form = 'list too long';
+    if (this.list === undefined) {
+      if (this.count <= GRANT_SCAN_LIMIT / 2) form = 'map too small';
+      const byId = this.byId as Map<string, string>;
+      if (byId.size !== rows.length || rows.some((g) => byId.get(g.id) !== g.resourceId)) form = 'byId out of sync';
+    }
+    const byResource = new Map<string, OwnershipGrant[]>();
+    for (const g of rows) (byResource.get(g.resourceId) ?? byResource.set(g.resourceId, []).get(g.resourceId)!).push(g);
+    return {
+      form: form === 'ok' && rows.length === this.count ? 'ok' : `${form}, ${rows.length} rows for a count of ${this.count}`,
+      byResource: [...byResource.entries()].map(([k, v]) => [k, v.sort((x, y) => (x.id < y.id ? -1 : 1))]).sort((a, b) => ((a[0] as string) < (b[0] as string) ? -1 : 1)),
+    };
+  }
 }
 
 /** Above this many assignments a subject node also keeps them by scope. */
@@ -291,7 +478,8 @@ export interface TypeSlot {
 /** What a check reads about one resource. */
 export interface ResourceNode {
   readonly id: string;
-  readonly row: Resource | undefined;
+  /** Whether the resource row exists (its fields are kept in the node; see TenantIndex.resource). */
+  readonly exists: boolean;
   /** Slot of the row's resource type (its key is undefined while the type does not exist). */
   readonly type: TypeSlot | undefined;
   /** The row's external id, copied so the common path need not read the row. */
@@ -354,7 +542,7 @@ function sameStar(a: StarCover | undefined, b: StarCover | undefined): boolean {
 
 function factFlags(n: MutableResourceNode): number {
   return (
-    (n.row !== undefined ? F_EXISTS : 0) |
+    (n.exists ? F_EXISTS : 0) |
     (n.policies !== undefined ? F_POLICIES : 0) |
     (n.links !== undefined ? F_LINKS : 0) |
     (n.patterns > 0 ? F_NAMED : 0) |
@@ -365,6 +553,8 @@ function factFlags(n: MutableResourceNode): number {
 }
 
 interface MutableSubjectNode {
+  /** The subject id (the string of the first row that named it). */
+  readonly id: string;
   row: Subject | undefined;
   type: string | undefined;
   assignments: string[];
@@ -378,7 +568,7 @@ interface MutableSubjectNode {
   r2: string | undefined;
   s3: string | undefined;
   r3: string | undefined;
-  grantsByResource: Map<string, MutableRowBag<OwnershipGrant>> | undefined;
+  grantsByResource: SubjectGrants | undefined;
   tags: MutableRowBag<TagAssignment> | undefined;
 }
 
@@ -408,7 +598,11 @@ interface MutableParentLink extends ParentLink {
 
 interface MutableResourceNode {
   readonly id: string;
-  row: Resource | undefined;
+  exists: boolean;
+  /** The row's `displayName`, `attributes` ({@link EMPTY_ATTRIBUTES} for `{}`) and `createdBy` as given; `createdAt` is in the index's columns. */
+  displayName: string | null | undefined;
+  attributes: unknown;
+  createdBy: unknown;
   type: MutableTypeSlot | undefined;
   ext: string | undefined;
   owner: string | undefined;
@@ -536,6 +730,122 @@ function rowError(kind: EntityKind, row: unknown): string | null {
 
 type Tables = { [K in EntityKind]: Map<string, RowsByKind[K]> };
 
+/** See {@link TenantIndex.builder}. */
+export interface TenantIndexBuilder {
+  /** Checks and indexes one row (a later row with the same id replaces it). Throws InvalidChangeError on a malformed row. */
+  add(kind: EntityKind, row: unknown): void;
+  /** The index, at `revision`; the builder is spent. */
+  build(revision: number): TenantIndex;
+}
+
+/**
+ * The order fromSnapshot indexes kinds in: the entities other rows refer to come first, so a
+ * referring row's copy of their id can be the referred row's own string (see `slim`). The
+ * result does not depend on the order (the differential test builds in change order too).
+ */
+const BUILD_ORDER: readonly EntityKind[] = [
+  'scope',
+  'resource_type',
+  'role',
+  'permission',
+  'subject',
+  'resource',
+  'tag_group',
+  'tag',
+  ...ENTITY_KINDS.filter((k) => !['scope', 'resource_type', 'role', 'permission', 'subject', 'resource', 'tag_group', 'tag'].includes(k)),
+];
+
+/** `{}`, as a {@link ResourceView} gives it for attributes given as `{}`. */
+const FROZEN_EMPTY: Record<string, never> = Object.freeze({});
+
+/** See {@link TenantIndex.resourceView}. Absent fields read as undefined. */
+class ResourceView implements Resource {
+  constructor(
+    private readonly idx: TenantIndex,
+    private readonly n: MutableResourceNode,
+  ) {}
+  get id(): string {
+    return this.n.id;
+  }
+  get resourceTypeId(): string {
+    return (this.n.type as MutableTypeSlot).id;
+  }
+  get ownerScopeId(): string {
+    return this.n.owner as string;
+  }
+  get externalResourceId(): string {
+    return this.n.ext as string;
+  }
+  get displayName(): string | null | undefined {
+    return this.n.displayName;
+  }
+  get attributes(): JsonObject | null | undefined {
+    const a = this.n.attributes;
+    return (a === EMPTY_ATTRIBUTES ? FROZEN_EMPTY : a) as JsonObject | null | undefined;
+  }
+  get createdAt(): string {
+    return this.idx.createdAtOfNode(this.n) as string;
+  }
+  get createdBy(): string {
+    return this.n.createdBy as string;
+  }
+}
+
+/** A resource's `attributes` that were `{}` (so 1M resources without attributes share nothing). */
+const EMPTY_ATTRIBUTES = Symbol('{}');
+
+function isEmptyObject(v: unknown): boolean {
+  if (v === null || typeof v !== 'object' || Array.isArray(v) || Object.getPrototypeOf(v) !== Object.prototype) return false;
+  for (const k in v) if (Object.prototype.hasOwnProperty.call(v, k)) return false;
+  return Object.getOwnPropertySymbols(v).length === 0 && Object.getOwnPropertyNames(v).length === 0;
+}
+
+/**
+ * The milliseconds of a time string that `toISOString` gives back exactly, else NaN. The
+ * common shape (`YYYY-MM-DDTHH:MM:SS.mmmZ`, years 0100–9999, fields in range) is read digit by
+ * digit; anything else goes through `Date.parse` and back.
+ */
+export function canonicalTime(v: unknown): number {
+  if (typeof v !== 'string' || v.length !== 24) return NaN;
+  const fast = fastTime(v);
+  if (fast >= 0) return fast;
+  const ms = Date.parse(v);
+  return !Number.isNaN(ms) && new Date(ms).toISOString() === v ? ms : NaN;
+}
+
+const DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/** `canonicalTime` of the common shape, or -1 when the string needs the slow path. */
+function fastTime(v: string): number {
+  if (v.charCodeAt(4) !== 45 || v.charCodeAt(7) !== 45 || v.charCodeAt(10) !== 84 || v.charCodeAt(13) !== 58 || v.charCodeAt(16) !== 58 || v.charCodeAt(19) !== 46 || v.charCodeAt(23) !== 90) return -1;
+  const num = (from: number, to: number): number => {
+    let n = 0;
+    for (let i = from; i < to; i++) {
+      const c = v.charCodeAt(i) - 48;
+      if (c < 0 || c > 9) return -1;
+      n = n * 10 + c;
+    }
+    return n;
+  };
+  const y = num(0, 4);
+  const mo = num(5, 7);
+  const d = num(8, 10);
+  const h = num(11, 13);
+  const mi = num(14, 16);
+  const sec = num(17, 19);
+  const ms = num(20, 23);
+  if (y < 100 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59 || ms < 0) return -1;
+  const leap = y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0);
+  if (d > (mo === 2 && leap ? 29 : DAYS[mo - 1])) return -1;
+  return Date.UTC(y, mo - 1, d, h, mi, sec, ms);
+}
+
+/** Copies `key` from `from` to `to` when present (keeps null; leaves absent absent). */
+function copyField(to: Record<string, unknown>, from: Record<string, unknown>, key: string): void {
+  const v = from[key];
+  if (v !== undefined) to[key] = v;
+}
+
 /** One tenant's rows and derived maps. See the module comment. */
 export class TenantIndex {
   private _revision: number;
@@ -586,6 +896,17 @@ export class TenantIndex {
   private nextNum = 0;
   /** Numbers of dropped nodes, reused so the bitmap does not grow with churn. */
   private readonly freeNums: number[] = [];
+  /** Grant id → the grants of its subject, which hold it (grants have no row table). */
+  private readonly grantsById = new Map<string, SubjectGrants>();
+  /** Number of resource rows (they have no row table). */
+  private resourceCount = 0;
+  /**
+   * `createdAt` of each resource node by its number: a canonical ISO-8601 time as milliseconds
+   * (8 bytes instead of a 40-byte string), else NaN and the value as given in `createdAtRaw`
+   * (absent when the row has none).
+   */
+  private createdAt = new Float64Array(1024).fill(NaN);
+  private readonly createdAtRaw = new Map<number, unknown>();
   private readonly collectionsByTypeScope = new Map<string, Map<string, MutableRowBag<Collection>>>();
   private readonly policiesByCollection = new Map<string, MutableRowBag<Policy>>();
   // tags
@@ -595,7 +916,7 @@ export class TenantIndex {
   /** `resources`: expected number of resource nodes (sizes the table once instead of growing it). */
   private constructor(revision: number, resources = 0) {
     this._revision = revision;
-    this.resources = new IdTable<MutableResourceNode>(resources);
+    this.resources = new IdTable<MutableResourceNode>(resources, undefined, (n) => n.id);
     const t = {} as Record<EntityKind, Map<string, unknown>>;
     for (const k of ENTITY_KINDS) t[k] = new Map();
     this.t = t as unknown as Tables;
@@ -611,10 +932,39 @@ export class TenantIndex {
       }
     }
     const idx = new TenantIndex(snapshot.revision, snapshot.rows.resource?.length ?? 0);
-    for (const kind of ENTITY_KINDS) {
+    for (const kind of BUILD_ORDER) {
       for (const row of (snapshot.rows[kind] ?? []) as RowsByKind[EntityKind][]) idx.upsert(kind, row);
     }
     return idx;
+  }
+
+  /**
+   * Builds an index from rows handed in one at a time (as a Watch snapshot arrives in chunks),
+   * so the caller need not hold every row of the tenant at once: each row is checked and
+   * indexed on arrival, and what the index does not keep of it is garbage at once (young
+   * garbage, cheap to collect, that leaves the old generation compact). `expectedResources`
+   * sizes the resource table once. The result equals `fromSnapshot` of the same rows
+   * (rows of kinds other rows refer to, sent first, also share their id strings with them).
+   */
+  static builder(expectedResources = 0): TenantIndexBuilder {
+    const idx = new TenantIndex(0, expectedResources);
+    let done = false;
+    return {
+      add(kind: EntityKind, row: unknown): void {
+        if (done) throw new Error('TenantIndex.builder: already built');
+        if (!KIND_SET.has(kind)) throw new InvalidChangeError(`unknown kind ${String(kind)}`);
+        const err = rowError(kind, row);
+        if (err) throw new InvalidChangeError(err);
+        idx.upsert(kind, row as RowsByKind[EntityKind]);
+      },
+      build(revision: number): TenantIndex {
+        if (done) throw new Error('TenantIndex.builder: already built');
+        if (!Number.isSafeInteger(revision)) throw new InvalidChangeError('snapshot revision must be an integer');
+        done = true;
+        idx._revision = revision;
+        return idx;
+      },
+    };
   }
 
   /** The tenant revision this index reflects. */
@@ -649,7 +999,15 @@ export class TenantIndex {
     return true;
   }
 
-  private upsert(kind: EntityKind, row: RowsByKind[EntityKind]): void {
+  private upsert(kind: EntityKind, given: RowsByKind[EntityKind]): void {
+    const row = this.slim(kind, given);
+    if (kind === 'resource' || kind === 'ownership_grant') {
+      // No row table: a resource's fields live in its node, a grant's in its subject's grants.
+      const old = kind === 'resource' ? this.resource(row.id) : this.ownershipGrant(row.id);
+      if (old) this.unindex(kind, old);
+      this.index(kind, row, old);
+      return;
+    }
     const table = this.t[kind] as Map<string, RowsByKind[EntityKind]>;
     const old = table.get(row.id);
     if (old) this.unindex(kind, old);
@@ -658,12 +1016,100 @@ export class TenantIndex {
   }
 
   private remove(kind: EntityKind, id: string): void {
+    if (kind === 'resource' || kind === 'ownership_grant') {
+      const old = kind === 'resource' ? this.resource(id) : this.ownershipGrant(id);
+      if (old) this.unindex(kind, old);
+      return;
+    }
     const table = this.t[kind] as Map<string, RowsByKind[EntityKind]>;
     const old = table.get(id);
     if (!old) return;
     this.unindex(kind, old);
     table.delete(id);
     if (kind === 'scope') this.invalidatePaths(id);
+  }
+
+  /**
+   * The row as the index keeps it. Kinds a tenant holds by the hundred thousand keep only the
+   * fields of their model interface (a row from the Watch stream also carries `tenantId`,
+   * timestamps and the like, which no decision reads), and their references to other rows use
+   * the referred row's own id string when it is indexed: one copy of each id instead of one
+   * per referring row. Other kinds are kept as given.
+   */
+  private slim(kind: EntityKind, row: RowsByKind[EntityKind]): RowsByKind[EntityKind] {
+    const r = row as unknown as Record<string, unknown>;
+    switch (kind) {
+      case 'subject': {
+        const out: Record<string, unknown> = { id: r.id, type: r.type, externalId: r.externalId };
+        copyField(out, r, 'metadata');
+        return out as unknown as Subject;
+      }
+      case 'membership': {
+        const m = row as Membership;
+        return { id: m.id, subjectId: this.subjectStr(m.subjectId), scopeId: this.scopeStr(m.scopeId) };
+      }
+      case 'role_assignment': {
+        const a = row as RoleAssignment;
+        return { id: a.id, membershipId: this.t.membership.get(a.membershipId)?.id ?? a.membershipId, roleId: this.roleStr(a.roleId) };
+      }
+      case 'role_permission': {
+        const rp = row as RolePermission;
+        return { id: rp.id, roleId: this.roleStr(rp.roleId), permissionId: this.t.permission.get(rp.permissionId)?.id ?? rp.permissionId };
+      }
+      case 'ownership_grant':
+      case 'resource':
+        // Kept in their subject's grants and in their node, field by field (see index()).
+        return row;
+      case 'resource_edge': {
+        const e = row as ResourceEdge;
+        const out: Record<string, unknown> = {
+          id: e.id,
+          parentResourceId: this.resourceStr(e.parentResourceId),
+          childResourceId: this.resourceStr(e.childResourceId),
+          cascade: e.cascade,
+        };
+        copyField(out, r, 'relationshipType');
+        return out as unknown as ResourceEdge;
+      }
+      case 'resource_scope_link': {
+        const l = row as ResourceScopeLink;
+        return { id: l.id, resourceId: this.resourceStr(l.resourceId), scopeId: this.scopeStr(l.scopeId), linkType: l.linkType };
+      }
+      case 'tag_assignment': {
+        const a = row as TagAssignment;
+        const target = a.targetType === 'resource' ? this.resourceStr(a.targetId) : a.targetType === 'subject' ? this.subjectStr(a.targetId) : this.scopeStr(a.targetId);
+        return { id: a.id, tagId: this.t.tag.get(a.tagId)?.id ?? a.tagId, targetType: a.targetType, targetId: target };
+      }
+      default:
+        return row;
+    }
+  }
+
+  private scopeStr(id: string): string {
+    return this.t.scope.get(id)?.id ?? id;
+  }
+  private roleStr(id: string): string {
+    return this.t.role.get(id)?.id ?? id;
+  }
+  private subjectStr(id: string): string {
+    return this.subjects.get(id)?.id ?? id;
+  }
+  /**
+   * One string per creator: a tenant's resources are created by few subjects. A small map
+   * (cleared when full, so it stays small and in cache) in front of the subjects map.
+   */
+  private creatorStr(id: string): string {
+    let s = this.creators.get(id);
+    if (s === undefined) {
+      if (this.creators.size >= 4096) this.creators.clear();
+      this.creators.set(id, (s = this.subjectStr(id)));
+    }
+    return s;
+  }
+  private readonly creators = new Map<string, string>();
+
+  private resourceStr(id: string): string {
+    return this.resources.get(id)?.id ?? id;
   }
 
   private subjectNodeFor(id: string): MutableSubjectNode {
@@ -687,6 +1133,8 @@ export class TenantIndex {
         r3: undefined,
         assignments: [],
         assignmentsByScope: undefined,
+        // Last: no check reads it (the fields above keep their cache lines).
+        id,
       };
       this.subjects.set(id, n);
     }
@@ -704,7 +1152,7 @@ export class TenantIndex {
     if (!n) {
       // Fields in the order a check reads them (V8 lays them out in this order).
       n = {
-        row: undefined,
+        exists: false,
         type: undefined,
         policies: undefined,
         patterns: this.patternCounts.get(id) ?? 0,
@@ -719,6 +1167,9 @@ export class TenantIndex {
         parents: undefined,
         refs: 0,
         tags: undefined,
+        displayName: undefined,
+        attributes: undefined,
+        createdBy: undefined,
       };
       this.resources.set(id, n);
       this.refreshCopies(n);
@@ -728,7 +1179,7 @@ export class TenantIndex {
 
   private pruneResource(id: string): void {
     const n = this.resources.get(id);
-    if (n && !n.row && !n.parents && !n.policies && !n.links && !n.tags && n.refs === 0) {
+    if (n && !n.exists && !n.parents && !n.policies && !n.links && !n.tags && n.refs === 0) {
       this.resources.delete(id);
       this.plain[n.num] = 0;
       this.freeNums.push(n.num);
@@ -752,7 +1203,7 @@ export class TenantIndex {
    * facts in the resource table (after its row, type, patterns, parent, policies or links changed).
    */
   private refreshCopies(n: MutableResourceNode): void {
-    this.plain[n.num] = n.row !== undefined && n.patterns === 0 && n.up === undefined ? 1 : 0;
+    this.plain[n.num] = n.exists && n.patterns === 0 && n.up === undefined ? 1 : 0;
     // Word FACT_FLAGS, then FACT_UP_NUM.
     this.resources.setWords(n.id, factFlags(n), n.upNum);
   }
@@ -789,7 +1240,7 @@ export class TenantIndex {
     }
     const ext = this.resourcesByExternal.get(pattern);
     if (ext === undefined) return;
-    for (const id of typeof ext === 'string' ? [ext] : ext) {
+    for (const id of bagIds(ext)) {
       const n = this.resources.get(id);
       if (n) {
         n.patterns += delta;
@@ -891,7 +1342,8 @@ export class TenantIndex {
       case 'ownership_grant': {
         const g = row as OwnershipGrant;
         const n = this.subjectNodeFor(g.subjectId);
-        rbAdd((n.grantsByResource ??= new Map()), g.resourceId, g);
+        (n.grantsByResource ??= new SubjectGrants(n.id)).add(g.id, this.resourceStr(g.resourceId), this.roleStr(g.roleId));
+        this.grantsById.set(g.id, n.grantsByResource);
         break;
       }
       case 'resource_type': {
@@ -902,10 +1354,15 @@ export class TenantIndex {
       case 'resource': {
         const r = row as Resource;
         const n = this.resourceNodeFor(r.id);
-        n.row = r;
+        n.exists = true;
+        this.resourceCount++;
         n.type = this.typeSlot(r.resourceTypeId);
         n.ext = r.externalResourceId;
-        n.owner = this.t.scope.get(r.ownerScopeId)?.id ?? r.ownerScopeId;
+        n.owner = this.scopeStr(r.ownerScopeId);
+        n.displayName = r.displayName;
+        n.attributes = isEmptyObject(r.attributes) ? EMPTY_ATTRIBUTES : r.attributes;
+        n.createdBy = typeof r.createdBy === 'string' ? this.creatorStr(r.createdBy) : r.createdBy;
+        this.setCreatedAt(n.num, (r as { createdAt?: unknown }).createdAt);
         n.patterns += this.patternCounts.get(r.externalResourceId) ?? 0;
         this.refreshCopies(n);
         bagAdd(this.resourcesByExternal, r.externalResourceId, r.id);
@@ -1028,8 +1485,9 @@ export class TenantIndex {
       case 'ownership_grant': {
         const g = row as OwnershipGrant;
         const n = this.subjects.get(g.subjectId);
+        this.grantsById.delete(g.id);
         if (n?.grantsByResource) {
-          rbDelete(n.grantsByResource, g.resourceId, g.id);
+          n.grantsByResource.delete(g.id);
           if (n.grantsByResource.size === 0) n.grantsByResource = undefined;
           this.pruneSubject(g.subjectId);
         }
@@ -1044,10 +1502,15 @@ export class TenantIndex {
         const r = row as Resource;
         const n = this.resources.get(r.id);
         if (n) {
-          n.row = undefined;
+          n.exists = false;
+          this.resourceCount--;
           n.type = undefined;
           n.ext = undefined;
           n.owner = undefined;
+          n.displayName = undefined;
+          n.attributes = undefined;
+          n.createdBy = undefined;
+          this.setCreatedAt(n.num, undefined);
           n.patterns -= this.patternCounts.get(r.externalResourceId) ?? 0;
           this.refreshCopies(n);
         }
@@ -1234,14 +1697,67 @@ export class TenantIndex {
   scopeOverride(id: string): ScopeOverride | undefined {
     return this.t.scope_override.get(id);
   }
+  /** A grant row, rebuilt from its subject's grants (a new object on every call). */
   ownershipGrant(id: string): OwnershipGrant | undefined {
-    return this.t.ownership_grant.get(id);
+    return this.grantsById.get(id)?.find(id);
   }
   resourceType(id: string): ResourceType | undefined {
     return this.t.resource_type.get(id);
   }
+  /** A resource row, rebuilt from its node (a new object on every call, equal to the row given minus fields no model field names). */
   resource(id: string): Resource | undefined {
-    return this.t.resource.get(id);
+    const n = this.resources.get(id);
+    return n !== undefined && n.exists ? this.resourceRow(n) : undefined;
+  }
+
+  /** The row of a node whose resource exists (see {@link resource}). */
+  resourceRow(node: ResourceNode): Resource {
+    const n = node as MutableResourceNode;
+    const out: Record<string, unknown> = {
+      id: n.id,
+      resourceTypeId: (n.type as MutableTypeSlot).id,
+      ownerScopeId: n.owner,
+      externalResourceId: n.ext,
+    };
+    if (n.displayName !== undefined) out.displayName = n.displayName;
+    if (n.attributes !== undefined) out.attributes = n.attributes === EMPTY_ATTRIBUTES ? {} : n.attributes;
+    const createdAt = this.createdAtOf(n.num);
+    if (createdAt !== undefined) out.createdAt = createdAt;
+    if (n.createdBy !== undefined) out.createdBy = n.createdBy;
+    return out as unknown as Resource;
+  }
+
+  /**
+   * The row of a node whose resource exists as a view: each field is read from the node when
+   * asked for, so a decision whose match definitions read one field builds no row (and no
+   * `createdAt` string). Valid until the next {@link apply}; `resource` gives a plain copy.
+   */
+  resourceView(node: ResourceNode): Resource {
+    return new ResourceView(this, node as MutableResourceNode);
+  }
+
+  /** A resource node's `createdAt` as given (see {@link resourceRow}). */
+  createdAtOfNode(node: ResourceNode): unknown {
+    return this.createdAtOf(node.num);
+  }
+
+  /** Stores a resource's `createdAt`: a canonical ISO-8601 string as its milliseconds, anything else as given. */
+  private setCreatedAt(num: number, v: unknown): void {
+    if (num >= this.createdAt.length) {
+      const grown = new Float64Array(Math.max(num + 1, this.createdAt.length * 2));
+      grown.fill(NaN);
+      grown.set(this.createdAt);
+      this.createdAt = grown;
+    }
+    this.createdAtRaw.delete(num);
+    const ms = canonicalTime(v);
+    this.createdAt[num] = ms;
+    if (Number.isNaN(ms) && v !== undefined) this.createdAtRaw.set(num, v);
+  }
+
+  private createdAtOf(num: number): unknown {
+    const ms = num < this.createdAt.length ? this.createdAt[num] : NaN;
+    return Number.isNaN(ms) ? this.createdAtRaw.get(num) : new Date(ms).toISOString();
   }
   resourceScopeLink(id: string): ResourceScopeLink | undefined {
     return this.t.resource_scope_link.get(id);
@@ -1268,9 +1784,17 @@ export class TenantIndex {
     return this.t.tag_binding.get(id);
   }
 
+  /**
+   * Space the resource structures hold, for tests and diagnostics: node numbers handed out
+   * (reused after deletes), free numbers, and rows of `createdAt` kept as given.
+   */
+  resourceSpace(): { nodes: number; numbers: number; freeNumbers: number; rawCreatedAt: number } {
+    return { nodes: this.resources.size, numbers: this.nextNum, freeNumbers: this.freeNums.length, rawCreatedAt: this.createdAtRaw.size };
+  }
+
   /** Number of rows of a kind (for metrics and tests). */
   count(kind: EntityKind): number {
-    return this.t[kind].size;
+    return kind === 'resource' ? this.resourceCount : kind === 'ownership_grant' ? this.grantsById.size : this.t[kind].size;
   }
 
   // --- reads: derived -----------------------------------------------------------------------------
@@ -1402,7 +1926,7 @@ export class TenantIndex {
   resourcesByExternalId(typeKey: string, externalResourceId: string): Resource[] {
     const out: Resource[] = [];
     for (const id of bagIds(this.resourcesByExternal.get(externalResourceId))) {
-      const r = this.t.resource.get(id);
+      const r = this.resource(id);
       if (r && this.t.resource_type.get(r.resourceTypeId)?.key === typeKey) out.push(r);
     }
     return out;
@@ -1468,7 +1992,7 @@ export class TenantIndex {
         ? []
         : typeof b === 'string'
           ? [b]
-          : b instanceof Set
+          : b instanceof Set || Array.isArray(b)
             ? [...b].sort()
             : [...bagRows(b as RowBag<Identified>)].sort((x, y) => (x.id < y.id ? -1 : 1));
     type Deep = Map<string, unknown>;
@@ -1492,7 +2016,7 @@ export class TenantIndex {
               : n.assignments.length > ASSIGNMENT_SCAN_LIMIT * A_STRIDE
                 ? 'missing'
                 : 'ok',
-            grants: n.grantsByResource ? canon(n.grantsByResource as Deep, 1) : [],
+            grants: n.grantsByResource ? n.grantsByResource.canonical() : [],
             tags: ids(n.tags),
           },
         ]),
@@ -1501,18 +2025,19 @@ export class TenantIndex {
         [...this.resources.entries()].map(([k, n]) => [
           k,
           {
-            row: n.row?.id ?? null,
-            type: n.type
-              ? { key: n.type.key ?? null, collections: n.type.collections, live: this.typeSlots.get(n.row?.resourceTypeId ?? '') === n.type }
-              : null,
-            ext: n.ext === n.row?.externalResourceId ? 'ok' : 'stale',
-            owner: n.owner === n.row?.ownerScopeId ? 'ok' : 'stale',
+            row: n.exists ? this.resourceRow(n) : null,
+            type: n.type ? { key: n.type.key ?? null, collections: n.type.collections, live: this.typeSlots.get(n.type.id) === n.type } : null,
+            // A node without a row keeps none of its fields.
+            cleared:
+              n.exists || (n.type === undefined && n.ext === undefined && n.owner === undefined && n.displayName === undefined && n.attributes === undefined && n.createdBy === undefined && this.createdAtOf(n.num) === undefined)
+                ? 'ok'
+                : 'stale',
             patterns: n.patterns,
             up: n.up === this.parentOf(n)?.parent && n.upInherit === (this.parentOf(n)?.inherit ?? false) ? (n.up?.id ?? null) : 'stale',
             refs: n.refs,
             // Numbers differ between builds; their use must agree with the node.
             plain:
-              n.upNum === (n.up ? n.up.num : -1) && this.plain[n.num] === (n.row !== undefined && n.patterns === 0 && n.up === undefined ? 1 : 0)
+              n.upNum === (n.up ? n.up.num : -1) && this.plain[n.num] === (n.exists && n.patterns === 0 && n.up === undefined ? 1 : 0)
                 ? 'ok'
                 : 'stale',
             // Each link must point at the live node of its parent.
@@ -1557,7 +2082,18 @@ export class TenantIndex {
       policiesByCollection: canon(this.policiesByCollection as Deep, 1),
       scopeTags: canon(this.scopeTags as Deep, 1),
       bindingsByTagScope: canon(this.bindingsByTagScope as Deep, 2),
-      rows: Object.fromEntries(ENTITY_KINDS.map((k) => [k, [...this.t[k].keys()].sort()])),
+      rows: Object.fromEntries(
+        ENTITY_KINDS.map((k) => [
+          k,
+          k === 'resource'
+            ? [...this.resources.entries()].filter(([, n]) => n.exists).map(([id]) => id).sort()
+            : k === 'ownership_grant'
+              ? [...this.grantsById.entries()].map(([id, set]) => (set.find(id) ? id : `${id} (stale)`)).sort()
+              : [...this.t[k].keys()].sort(),
+        ]),
+      ),
+      resourceCount: this.resourceCount,
+      createdAtRaw: this.createdAtRaw.size,
     };
   }
 }

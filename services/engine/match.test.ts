@@ -1,5 +1,21 @@
+import fc from 'fast-check';
+import { RE2JS } from 're2js';
 import { describe, expect, it } from 'vitest';
-import { compileMatch, matchOutcome, matchesDefinition, validateMatchDefinition, type ResourceTags } from './match.js';
+import { DECISION_MAX_OPERATIONS, DecisionBudget } from './budget.js';
+import {
+  MATCH_MAX_REGEX_PROGRAM_TOTAL,
+  compileMatch,
+  compileRegex,
+  estimateRegexProgram,
+  matchOutcome,
+  matchesDefinition,
+  regexCompileCost,
+  regexDfaDisabled,
+  regexSearchCost,
+  validateMatchDefinition,
+  type MatchSubject,
+  type ResourceTags,
+} from './match.js';
 import type { JsonValue, Resource } from './model.js';
 
 const resource: Resource = {
@@ -224,5 +240,148 @@ describe('matchOutcome: errors are kept apart from non-matches', () => {
   ] as [string, JsonValue, Resource, string][])('%s', (_name, def, r, want) => {
     expect(o(def, r)).toBe(want);
     expect(matchesDefinition(def, { resource: r, tags: () => tags })).toBe(want === 'match');
+  });
+});
+
+describe('regular expressions of bounded program size', () => {
+  const reported = 'a{0,1000}'.repeat(600);
+
+  it('refuses the reported pattern by its estimate, in milliseconds and without compiling it', () => {
+    expect(reported.length).toBe(5_400);
+    const heap0 = process.memoryUsage().heapUsed;
+    const t0 = performance.now();
+    const err = validateMatchDefinition({ patterns: { displayName: reported } });
+    expect(performance.now() - t0).toBeLessThan(50);
+    expect(process.memoryUsage().heapUsed - heap0).toBeLessThan(50 * 2 ** 20);
+    expect(err).toBe('match.patterns.displayName: regular expression too large: it may compile to 1201204 instructions; at most 1000 are allowed (5400 characters)');
+    expect(validateMatchDefinition({ fields: { 'attributes.x': { regex: reported } } })).toMatch(/^match\.fields\.attributes\.x\.regex: regular expression too large/);
+  });
+
+  it('accepts ordinary patterns, and an alternation of the 249 country codes', () => {
+    const codes = Array.from({ length: 249 }, (_, i) => String.fromCharCode(65 + (i % 26), 65 + Math.floor(i / 26)));
+    for (const p of ['^invoice-\\d{4}-', '^[a-z0-9-]+\\.pdf$', '(?i)secret|confidential', '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$', `^(?:${codes.join('|')})$`, '\\p{Greek}+', '[[:alpha:]]{1,64}']) {
+      expect(validateMatchDefinition({ patterns: { displayName: p } }), p).toBeNull();
+    }
+  });
+
+  it(`refuses a definition whose patterns together may exceed ${MATCH_MAX_REGEX_PROGRAM_TOTAL} instructions`, () => {
+    const patterns = Object.fromEntries(Array.from({ length: 5 }, (_, i) => [`attributes.f${i}`, `[a-z]{${400}}x{${400}}`]));
+    expect(validateMatchDefinition({ patterns })).toBe("match.patterns.attributes.f4: the definition's regular expressions may compile to more than 4000 instructions in all");
+    expect(validateMatchDefinition({ patterns: { ...patterns, 'attributes.f4': undefined } })).toMatch(/must be a string/);
+  });
+
+  it('never under-estimates the compiled program (generated patterns)', () => {
+    const atom: fc.Arbitrary<string> = fc.oneof(
+      fc.constantFrom('a', 'b', '.', '\\d', '\\w', '\\s', '\\b', '^', '$', '\\.', '\\pL', '\\p{Greek}', '\\x41', '\\x{1F600}', '😀', '\\Qa*b\\E', '\\123', '[a-c]', '[^x]', '[]a]', '[[:digit:]x]', '[\\]\\-]', '\\A', '\\z', '{', '}', ','),
+    );
+    const quant = fc.oneof(
+      fc.constant(''),
+      fc.constantFrom('*', '+', '?', '*?', '+?', '??'),
+      fc.tuple(fc.integer({ min: 0, max: 12 }), fc.integer({ min: 0, max: 12 }), fc.constantFrom('', ',', ',m'), fc.constantFrom('', '?')).map(([n, m, kind, lazy]) =>
+        kind === '' ? `{${n}}${lazy}` : kind === ',' ? `{${n},}${lazy}` : `{${Math.min(n, m)},${Math.max(n, m)}}${lazy}`,
+      ),
+    );
+    const pattern: fc.Arbitrary<string> = fc.letrec<{ re: string; seq: string; item: string }>((tie) => ({
+      re: fc.array(tie('seq'), { minLength: 1, maxLength: 3 }).map((alts) => alts.join('|')),
+      seq: fc.array(tie('item'), { maxLength: 4 }).map((xs) => xs.join('')),
+      item: fc.oneof(
+        { depthSize: 'small', withCrossShrink: true },
+        fc.tuple(atom, quant).map(([a, q]) => a + q),
+        fc.tuple(fc.constantFrom('(', '(?:', '(?i:', '(?P<n>', '(?<m>', '(?i)('), tie('re'), quant).map(([open, inner, q]) => `${open}${inner})${q}`),
+      ),
+    })).re;
+    let compiled = 0;
+    fc.assert(
+      fc.property(pattern, (p) => {
+        let size: number;
+        try {
+          size = RE2JS.compile(p).programSize();
+        } catch {
+          return; // syntax errors are the compiler's to report
+        }
+        compiled++;
+        expect(estimateRegexProgram(p), p).toBeGreaterThanOrEqual(size);
+      }),
+      { numRuns: 3_000 },
+    );
+    expect(compiled).toBeGreaterThan(1_000);
+  });
+
+  it('a stored oversize pattern errors at evaluation, without compiling it', () => {
+    const subject: MatchSubject = { resource, tags: () => tags };
+    const t0 = performance.now();
+    expect(matchOutcome({ any: [{ patterns: { displayName: reported } }, { fields: { 'attributes.size': 10 } }] }, subject)).toBe('error');
+    expect(performance.now() - t0).toBeLessThan(50);
+    expect(subject.error).toMatch(/^invalid match definition: match\.any\[0\]\.patterns\.displayName: regular expression too large/);
+  });
+
+  it('an invalid pattern anywhere still makes the whole definition error, and says which', () => {
+    const subject: MatchSubject = { resource, tags: () => tags };
+    expect(matchOutcome({ any: [{ fields: { 'attributes.size': 10 } }, { patterns: { displayName: '(' } }] }, subject)).toBe('error');
+    expect(subject.error).toMatch(/^invalid match definition: match\.any\[1\]\.patterns\.displayName: invalid regular expression/);
+  });
+
+  it('compiled patterns search without the lazy DFA (linear in input × program, bounded memory)', () => {
+    const re = compileRegex('(a|b)*a(a|b){8}c');
+    expect(re).not.toBeNull();
+    expect(regexDfaDisabled(re!)).toBe(true);
+    expect(re!.test('b'.repeat(10) + 'a'.repeat(9) + 'c')).toBe(true);
+    expect(re!.test('ab'.repeat(10) + 'c')).toBe(false);
+    expect(compileRegex(reported)).toBeNull();
+  });
+});
+
+describe('match definitions draw on the decision budget', () => {
+  const withBudget = (left: number): MatchSubject => {
+    const budget = new DecisionBudget();
+    budget.left = left;
+    return { resource, tags: () => tags, budget };
+  };
+
+  it('a search costs by input length × program size', () => {
+    expect(regexSearchCost(10, 0)).toBe(Math.ceil((32 * 10) / 6));
+    expect(regexSearchCost(1_000, 16_384)).toBeGreaterThan(DECISION_MAX_OPERATIONS);
+    const s = withBudget(10_000);
+    expect(matchOutcome({ patterns: { externalResourceId: '^invoice-\\d{4}-' } }, s)).toBe('match');
+    const re = compileRegex('^invoice-\\d{4}-')!;
+    // Compiling is charged on every use, cached or not (the cache is shared by every tenant).
+    const compiling = regexCompileCost(estimateRegexProgram('^invoice-\\d{4}-'));
+    expect(s.budget!.left).toBe(10_000 - compiling - regexSearchCost(re.programSize(), resource.externalResourceId.length));
+    matchOutcome({ patterns: { externalResourceId: '^invoice-\\d{4}-' } }, s);
+    expect(s.budget!.left).toBe(10_000 - 2 * compiling - 2 * regexSearchCost(re.programSize(), resource.externalResourceId.length));
+  });
+
+  it('a search the decision cannot pay for errors, saying why', () => {
+    const big: Resource = { ...resource, attributes: { text: 'a'.repeat(16_000) } };
+    const s: MatchSubject = { resource: big, tags: () => tags, budget: new DecisionBudget() };
+    expect(matchOutcome({ patterns: { 'attributes.text': '(a|b)*(a|c){20}z' } }, s)).toBe('error');
+    expect(s.error).toMatch(/^evaluation budget exhausted: the decision's 30000 operations are spent \(a regular expression search over 16000 characters costs \d+\)$/);
+    // Without a budget (a direct caller), the same search runs.
+    expect(matchesDefinition({ patterns: { 'attributes.text': '(a|b)*(a|c){20}z' } }, { resource: big, tags: () => tags })).toBe(false);
+  });
+
+  it('every part evaluated costs at least one operation; with nothing left the definition errors', () => {
+    const s = withBudget(0);
+    expect(matchOutcome({ fields: { 'attributes.size': 10 } }, s)).toBe('error');
+    expect(s.error).toBe("evaluation budget exhausted: the decision's 30000 operations are spent");
+    expect(matchOutcome({}, s)).toBe('match'); // nothing to evaluate
+    const c = withBudget(5);
+    expect(matchOutcome({ fields: { 'attributes.size': 10, 'attributes.tier': 'gold' } }, c)).toBe('match');
+    expect(c.budget!.left).toBe(3);
+  });
+
+  it('a condition draws on it like a policy condition', () => {
+    const s = withBudget(50);
+    const cond = { condition: { some: [{ var: 'resource.attributes.list' }, { '==': [{ var: 'k' }, 'x'] }] } };
+    const many: Resource = { ...resource, attributes: { list: Array.from({ length: 100 }, () => ({ k: 'v' })) } };
+    expect(matchOutcome(cond, { ...s, resource: many })).toBe('error');
+  });
+});
+
+describe('a collection condition is bounded like a policy condition', () => {
+  it('is refused at write time, naming the condition and the path inside it', () => {
+    const arr = () => Array.from({ length: 330 }, () => 0);
+    const cubic = { some: [arr(), { some: [arr(), { some: [arr(), { '==': [{ var: '' }, 1] }] }] }] };
+    expect(validateMatchDefinition({ all: [{ condition: cubic }] })).toMatch(/^match\.all\[0\]\.condition: rule\.some\[1\]: costs up to 545492 operations/);
   });
 });

@@ -37,7 +37,8 @@
  * {@link compileMatch} / {@link matchesDefinition} count an error as not matching.
  */
 import { RE2JS } from 're2js';
-import { conditionOutcome, getPath, validateJsonLogic } from './jsonlogic.js';
+import type { DecisionBudget } from './budget.js';
+import { applyJsonLogic, getPath, logicTruthy, validateJsonLogic } from './jsonlogic.js';
 import type { Resource } from './model.js';
 
 export const MATCH_MAX_DEPTH = 32;
@@ -60,6 +61,14 @@ export type ResourceTags = ReadonlyMap<string, ReadonlySet<string>>;
 export interface MatchSubject {
   resource: Resource;
   tags: () => ResourceTags;
+  /**
+   * The decision's budget: every part evaluated, each `condition` and each regex search draw on
+   * it (see budget.ts). Without one, {@link matchOutcome} gives the definition a decision's
+   * worth of its own.
+   */
+  budget?: DecisionBudget;
+  /** Set by the matcher to why the definition errored (the first reason), for explanations. */
+  error?: string;
 }
 
 export type Matcher = (s: MatchSubject) => boolean;
@@ -71,36 +80,290 @@ export type OutcomeMatcher = (s: MatchSubject) => MatchOutcome;
 
 // --- regular expressions --------------------------------------------------------------------
 
-const REGEX_CACHE_LIMIT = 10_000;
-const regexCache = new Map<string, RE2JS | null>();
+/**
+ * Largest program one pattern may compile to, in RE2 instructions. re2js's own limit (1,398,101)
+ * is what let `a{0,1000}` × 600 through: 1.2M instructions, 2 s and ~900 MB to compile. Applied
+ * to {@link estimateRegexProgram} before compiling, then to the compiled `programSize()`. At this
+ * size a pattern compiles in under a millisecond (an alternation of the 249 country codes is 759
+ * instructions); what a search costs is charged to the decision ({@link regexSearchCost}), so a
+ * large program only fits short inputs.
+ */
+export const REGEX_MAX_PROGRAM_SIZE = 1_000;
+/** Largest sum of the program estimates of the patterns of one match definition (its compile time stays a few ms). */
+export const MATCH_MAX_REGEX_PROGRAM_TOTAL = 4 * REGEX_MAX_PROGRAM_SIZE;
+/**
+ * Compiled patterns (and refusals) are cached per process: at most this many, weighing at most
+ * {@link REGEX_CACHE_MAX_WEIGHT} in all (cleared when either is full). A pattern weighs its
+ * program size plus a quarter of its length (the key is kept too: a refused 16 KiB pattern
+ * weighs 4,096). Retained heap measured 175 bytes an instruction for large patterns once
+ * searched (program, one-pass program, NFA machine), so the cache holds at most about 45 MiB;
+ * an ordinary pattern (10–50 instructions) takes about 1 KiB. The lazy DFA, which would add up
+ * to 8 MiB of states per pattern, is off (see {@link disableDfa}).
+ */
+const REGEX_CACHE_MAX_ENTRIES = 4_096;
+const REGEX_CACHE_MAX_WEIGHT = 250_000;
 
-/** Compiles once and caches; null when the pattern is not valid RE2 syntax. */
-export function compileRegex(pattern: string): RE2JS | null {
+/** A compiled pattern, or why it is refused. */
+type CompiledRegex = RE2JS | string;
+const regexCache = new Map<string, CompiledRegex>();
+let regexCacheWeight = 0;
+
+/**
+ * Turns re2js's lazy DFA off for a compiled pattern, so searches take its backtracker or NFA,
+ * linear in input length × program size. The DFA is faster on ordinary patterns, but an
+ * adversarial pattern makes it build a state at every character (1.4 µs each, 40–120 ns per
+ * character and instruction measured, against 12 for the NFA) and keep up to 8 MiB of states per
+ * pattern. Ordinary patterns mostly never reach it: literal prefixes, prefilters and the one-pass
+ * matcher come first. Uses the DFA's own `failed` flag (set by re2js for programs it cannot run);
+ * re2js 2.10, pinned; {@link regexDfaDisabled} lets a test notice a change.
+ */
+function disableDfa(re: RE2JS): void {
+  const dfa = (re as unknown as { re2Input?: { dfa?: { failed?: boolean } } }).re2Input?.dfa;
+  if (dfa !== undefined && typeof dfa.failed === 'boolean') dfa.failed = true;
+}
+
+/** Whether {@link disableDfa} took effect on a compiled pattern (for tests). */
+export function regexDfaDisabled(re: RE2JS): boolean {
+  return (re as unknown as { re2Input?: { lazyDFA?: { failed?: boolean } } }).re2Input?.lazyDFA?.failed === true;
+}
+
+/**
+ * An upper bound of the number of instructions `pattern` compiles to, from its text alone, in
+ * one pass and without recursion: literals, escapes, classes and assertions count 1, a group 2
+ * plus its alternatives and one per `|`, and repetitions multiply (`x{n,m}` is m copies of x and
+ * m − n optional ones, as RE2 simplifies it; nested ones multiply). It over-estimates (a
+ * non-capturing group costs nothing in RE2, alternations of single characters become one class)
+ * and is meant to: compiling is what costs, so it must come after this check. Syntax errors are
+ * left to the compiler.
+ */
+export function estimateRegexProgram(pattern: string): number {
+  // One frame per open group: finished alternatives, the running sequence, and its last atom.
+  interface Frame { alts: number; altCount: number; seq: number; last: number }
+  const stack: Frame[] = [];
+  let f: Frame = { alts: 0, altCount: 0, seq: 0, last: -1 };
+  const atom = (size: number): void => {
+    f.seq += size;
+    f.last = size;
+  };
+  // Replaces the last atom (size s) by its repetition.
+  const repeat = (min: number, max: number): void => {
+    if (f.last < 0) return; // nothing to repeat: a syntax error
+    const s = f.last;
+    let size: number;
+    if (max === -1) size = min === 0 ? s + 2 : (min + 1) * s + 2;
+    else size = Math.max(1, max * s) + (max - min) + 2;
+    f.seq += size - s;
+    f.last = size;
+  };
+  const closeAlternation = (g: Frame): number => {
+    const alts = g.alts + Math.max(1, g.seq);
+    return alts + g.altCount; // one alternation instruction per `|`
+  };
+  const n = pattern.length;
+  let i = 0;
+  while (i < n) {
+    const c = pattern[i];
+    if (c === '\\') {
+      const d = pattern[i + 1];
+      if (d === 'Q') {
+        const end = pattern.indexOf('\\E', i + 2);
+        const stop = end < 0 ? n : end;
+        for (let j = i + 2; j < stop; j++) atom(1);
+        i = end < 0 ? n : end + 2;
+        continue;
+      }
+      if ((d === 'p' || d === 'P' || d === 'x') && pattern[i + 2] === '{') {
+        const end = pattern.indexOf('}', i + 3);
+        i = end < 0 ? n : end + 1;
+      } else i += 2;
+      atom(1);
+      continue;
+    }
+    if (c === '[') {
+      // A class is one instruction; find where it ends as the parser does.
+      let j = i + 1;
+      if (pattern[j] === '^') j++;
+      let first = true;
+      while (j < n && (pattern[j] !== ']' || first)) {
+        first = false;
+        if (pattern[j] === '[' && pattern[j + 1] === ':') {
+          // As the parser: `[:` runs to the next `:]` (a POSIX class, else a syntax error).
+          const end = pattern.indexOf(':]', j + 2);
+          if (end >= 0) {
+            j = end + 2;
+            continue;
+          }
+        }
+        if (pattern[j] === '\\') {
+          const d = pattern[j + 1];
+          if ((d === 'p' || d === 'P' || d === 'x') && pattern[j + 2] === '{') {
+            const end = pattern.indexOf('}', j + 3);
+            j = end < 0 ? n : end + 1;
+          } else j += 2;
+          continue;
+        }
+        j++;
+      }
+      i = j + 1;
+      atom(1);
+      continue;
+    }
+    if (c === '(') {
+      if (pattern[i + 1] === '?' && !pattern.startsWith('(?P<', i) && !pattern.startsWith('(?<', i)) {
+        // `(?flags)` sets flags and is no group; `(?flags:` opens one.
+        let j = i + 2;
+        while (j < n && pattern[j] !== ')' && pattern[j] !== ':') j++;
+        if (pattern[j] === ')') {
+          i = j + 1;
+          f.last = -1;
+          continue;
+        }
+        i = j + 1;
+      } else if (pattern[i + 1] === '?') {
+        const end = pattern.indexOf('>', i);
+        i = end < 0 ? n : end + 1;
+      } else i++;
+      stack.push(f);
+      f = { alts: 0, altCount: 0, seq: 0, last: -1 };
+      continue;
+    }
+    if (c === ')') {
+      const size = 2 + closeAlternation(f);
+      f = stack.pop() ?? { alts: 0, altCount: 0, seq: 0, last: -1 };
+      atom(size);
+      i++;
+      continue;
+    }
+    if (c === '|') {
+      f.alts += Math.max(1, f.seq);
+      f.altCount++;
+      f.seq = 0;
+      f.last = -1;
+      i++;
+      continue;
+    }
+    if (c === '*' || c === '+' || c === '?') {
+      repeat(c === '+' ? 1 : 0, c === '?' ? 1 : -1);
+      i++;
+      if (pattern[i] === '?') i++; // non-greedy
+      continue;
+    }
+    if (c === '{') {
+      const m = /^\{(\d{1,8})(,(\d{0,8}))?\}/.exec(pattern.slice(i, i + 20));
+      if (m) {
+        const min = Number(m[1]);
+        const max = m[2] === undefined ? min : m[3] === '' ? -1 : Number(m[3]);
+        repeat(min, max);
+        i += m[0].length;
+        if (pattern[i] === '?') i++;
+        continue;
+      }
+    }
+    atom(1);
+    i++;
+  }
+  // Unclosed groups are a syntax error; count them anyway.
+  while (stack.length > 0) {
+    const size = 2 + closeAlternation(f);
+    f = stack.pop() as Frame;
+    atom(size);
+  }
+  return closeAlternation(f) + 4;
+}
+
+/** Why a pattern is refused before compiling it, or null. */
+function regexSizeError(pattern: string, estimate: number): string | null {
+  return estimate > REGEX_MAX_PROGRAM_SIZE
+    ? `regular expression too large: it may compile to ${estimate > 1e9 ? 'over a billion' : Math.ceil(estimate)} instructions; at most ${REGEX_MAX_PROGRAM_SIZE} are allowed (${pattern.length} characters)`
+    : null;
+}
+
+/**
+ * Compiles once and caches: the pattern, or why it is refused (invalid RE2 syntax, or a program
+ * over {@link REGEX_MAX_PROGRAM_SIZE}, refused before compiling when the estimate says so).
+ */
+function compileCached(pattern: string): CompiledRegex {
   let re = regexCache.get(pattern);
   if (re === undefined) {
-    try {
-      re = RE2JS.compile(pattern);
-    } catch {
-      re = null;
-    }
+    const estimate = estimateRegexProgram(pattern);
+    re = regexSizeError(pattern, estimate) ?? compileBounded(pattern);
+    const weight = (typeof re === 'string' ? 0 : re.programSize()) + (pattern.length >>> 2);
     // Bounded: patterns come from tenant data, which can be large.
-    if (regexCache.size >= REGEX_CACHE_LIMIT) regexCache.clear();
+    if (regexCache.size >= REGEX_CACHE_MAX_ENTRIES || regexCacheWeight + weight > REGEX_CACHE_MAX_WEIGHT) {
+      regexCache.clear();
+      regexCacheWeight = 0;
+    }
     regexCache.set(pattern, re);
+    regexCacheWeight += weight;
   }
   return re;
 }
 
-/** A non-string value does not match; an invalid pattern or a failing engine is an error. */
-function regexFinds(pattern: unknown, value: unknown): MatchOutcome {
-  if (typeof pattern !== 'string') return 'error';
-  const re = compileRegex(pattern);
-  if (!re) return 'error';
+function compileBounded(pattern: string): CompiledRegex {
+  let re: RE2JS;
+  try {
+    re = RE2JS.compile(pattern);
+  } catch (e) {
+    return `invalid regular expression: ${e instanceof Error ? e.message : 'syntax error'}`;
+  }
+  // The estimate is an upper bound; this only guards against a mistake in it.
+  if (re.programSize() > REGEX_MAX_PROGRAM_SIZE) {
+    return `regular expression too large: it compiles to ${re.programSize()} instructions; at most ${REGEX_MAX_PROGRAM_SIZE} are allowed`;
+  }
+  disableDfa(re);
+  return re;
+}
+
+/** Compiles once and caches; null when the pattern is not valid RE2 syntax or too large. */
+export function compileRegex(pattern: string): RE2JS | null {
+  const re = compileCached(pattern);
+  return typeof re === 'string' ? null : re;
+}
+
+/** Characters × instructions per operation in {@link regexSearchCost}; see budget.ts for the unit. */
+const REGEX_STEPS_PER_OPERATION = 6;
+
+/**
+ * What one search costs, in operations: (input length + 32) × program size / 6. The NFA and
+ * backtracker took at most 10–12 ns per character and instruction on adversarial patterns, 19
+ * with large Unicode classes, so an operation is at most ~110 ns, like the slowest JSON Logic
+ * operations. Ordinary patterns run far faster than charged (literal prefixes and prefilters
+ * skip most of the input): the charge is what the input could cost.
+ */
+export function regexSearchCost(programSize: number, inputLength: number): number {
+  return Math.ceil(((inputLength + 32) * programSize) / REGEX_STEPS_PER_OPERATION);
+}
+
+/** Compiling a pattern: 15 µs + up to 0.4 µs an instruction measured; charged on every use (see compileMatchOutcome). */
+export function regexCompileCost(estimate: number): number {
+  return 100 + 4 * Math.min(estimate, REGEX_MAX_PROGRAM_SIZE);
+}
+
+/**
+ * A non-string value does not match; an invalid or oversize pattern, a failing engine or a
+ * search the decision's budget cannot pay for is an error (its reason in `s.error`).
+ */
+function regexFinds(pattern: unknown, value: unknown, s: MatchSubject): MatchOutcome {
+  if (typeof pattern !== 'string') return fail(s, 'regular expression must be a string');
+  const budget = s.budget;
+  const re = compileCached(pattern);
+  if (typeof re === 'string') return fail(s, re);
   if (typeof value !== 'string') return 'no_match';
+  if (budget !== undefined) {
+    const cost = regexSearchCost(re.programSize(), value.length);
+    if (!budget.take(cost)) return fail(s, `${budget.spent()} (a regular expression search over ${value.length} characters costs ${cost})`);
+  }
   try {
     return re.test(value) ? 'match' : 'no_match';
   } catch {
-    return 'error';
+    return fail(s, 'regular expression search failed');
   }
+}
+
+/** Records the first reason a definition errored, for the explanation; returns `error`. */
+function fail(s: MatchSubject, reason: string): MatchOutcome {
+  s.error ??= reason;
+  return 'error';
 }
 
 // --- fields ---------------------------------------------------------------------------------
@@ -184,14 +447,12 @@ function applyOperator(op: string, v: unknown, x: unknown): boolean {
       return typeof v === 'string' && typeof x === 'string' && v.startsWith(x);
     case 'endsWith':
       return typeof v === 'string' && typeof x === 'string' && v.endsWith(x);
-    case 'regex':
-      return regexFinds(x, v) === 'match';
     default:
       return false;
   }
 }
 
-function operandError(op: string, x: unknown): string | null {
+function operandError(op: string, x: unknown, budget: ValidationBudget, path: string): string | null {
   switch (op) {
     case 'eq':
     case 'ne':
@@ -209,20 +470,33 @@ function operandError(op: string, x: unknown): string | null {
     case 'endsWith':
       return typeof x === 'string' ? null : 'operand must be a string';
     case 'regex':
-      return regexError(x);
+      return regexError(x, budget, path);
     default:
       return 'unknown operator';
   }
 }
 
-function regexError(x: unknown): string | null {
+/**
+ * Why a pattern is refused, or null. Counts its estimate into the definition's total first, so a
+ * definition of many patterns is refused before they are all compiled. Without
+ * `budget.compile` (the engine) the pattern is only recorded: the matcher compiles it when it
+ * first runs, on the decision's budget.
+ */
+function regexError(x: unknown, budget: ValidationBudget, path: string): string | null {
   if (typeof x !== 'string') return 'regular expression must be a string';
-  try {
-    RE2JS.compile(x);
-    return null;
-  } catch (e) {
-    return `invalid regular expression: ${e instanceof Error ? e.message : 'syntax error'}`;
+  const estimate = estimateRegexProgram(x);
+  const tooLarge = regexSizeError(x, estimate);
+  if (tooLarge) return tooLarge;
+  budget.regex += estimate;
+  if (budget.regex > MATCH_MAX_REGEX_PROGRAM_TOTAL) {
+    return `the definition's regular expressions may compile to more than ${MATCH_MAX_REGEX_PROGRAM_TOTAL} instructions in all`;
   }
+  if (!budget.compile) {
+    budget.patterns.push({ path, pattern: x });
+    return null;
+  }
+  const re = compileCached(x);
+  return typeof re === 'string' ? re : null;
 }
 
 function timeOf(v: unknown): number {
@@ -236,10 +510,19 @@ function timeOf(v: unknown): number {
  * operator`), or null when the definition is valid.
  */
 export function validateMatchDefinition(def: unknown, path = 'match'): string | null {
-  return validateAt(def, path, 1, { defs: MATCH_MAX_DEFINITIONS });
+  return validateAt(def, path, 1, { defs: MATCH_MAX_DEFINITIONS, regex: 0, compile: true, patterns: [] });
 }
 
-function validateAt(def: unknown, path: string, depth: number, budget: { defs: number }): string | null {
+/** What validating one definition has used up (nested definitions, program estimates), and how. */
+interface ValidationBudget {
+  defs: number;
+  regex: number;
+  /** Compile each pattern (the control plane, refusing bad syntax), or only record it (the engine). */
+  compile: boolean;
+  patterns: { path: string; pattern: string }[];
+}
+
+function validateAt(def: unknown, path: string, depth: number, budget: ValidationBudget): string | null {
   if (--budget.defs < 0) return `${path}: more than ${MATCH_MAX_DEFINITIONS} nested definitions`;
   if (depth > MATCH_MAX_DEPTH) return `${path}: nested deeper than ${MATCH_MAX_DEPTH}`;
   if (!isPlainObject(def)) return `${path}: must be an object`;
@@ -257,7 +540,7 @@ function validateAt(def: unknown, path: string, depth: number, budget: { defs: n
             if (ops.length === 0) return `${p}.${field}: no operator`;
             for (const op of ops) {
               if (!OPERATORS.has(op)) return `${p}.${field}.${op}: unknown operator`;
-              const oe = operandError(op, spec[op]);
+              const oe = operandError(op, spec[op], budget, `${p}.${field}.${op}`);
               if (oe) return `${p}.${field}.${op}: ${oe}`;
             }
           } else if (!isScalar(spec)) {
@@ -284,7 +567,7 @@ function validateAt(def: unknown, path: string, depth: number, budget: { defs: n
         for (const [field, re] of Object.entries(v)) {
           const fe = fieldError(field);
           if (fe) return `${p}.${field}: ${fe}`;
-          const re2 = regexError(re);
+          const re2 = regexError(re, budget, `${p}.${field}`);
           if (re2) return `${p}.${field}: ${re2}`;
         }
         break;
@@ -333,22 +616,54 @@ function validateAt(def: unknown, path: string, depth: number, budget: { defs: n
 // --- compilation ----------------------------------------------------------------------------
 
 const NEVER: Matcher = () => false;
-const ERROR: OutcomeMatcher = () => 'error';
 const compiledDefs = new WeakMap<object, Matcher>();
 const compiledOutcomes = new WeakMap<object, OutcomeMatcher>();
 
 const outcomeOf = (b: boolean): MatchOutcome => (b ? 'match' : 'no_match');
 
+/** Matchers of invalid definitions: they always error. */
+const invalidMatchers = new WeakSet<OutcomeMatcher>();
+
+function invalidMatcher(reason: string): OutcomeMatcher {
+  const m: OutcomeMatcher = (s) => fail(s, reason);
+  invalidMatchers.add(m);
+  return m;
+}
+
+const NOT_AN_OBJECT = invalidMatcher('match definition must be an object');
+
 /**
  * Compiles a definition into a tri-state matcher, once per definition object (definitions are
- * immutable once indexed). An invalid definition compiles to a matcher that always errors.
+ * immutable once indexed). An invalid definition (a stored one may predate a bound, such as an
+ * oversize regex) compiles to a matcher that always errors, without compiling its patterns.
  * The matcher may throw; {@link matchOutcome} turns that into `error`.
  */
 export function compileMatchOutcome(def: unknown): OutcomeMatcher {
-  if (def === null || typeof def !== 'object') return ERROR;
+  if (def === null || typeof def !== 'object') return NOT_AN_OBJECT;
   let m = compiledOutcomes.get(def);
   if (!m) {
-    m = validateMatchDefinition(def) === null ? build(def as Record<string, unknown>) : ERROR;
+    const checked: ValidationBudget = { defs: MATCH_MAX_DEFINITIONS, regex: 0, compile: false, patterns: [] };
+    const err = validateAt(def, 'match', 1, checked);
+    if (err !== null) m = invalidMatcher(`invalid match definition: ${err}`);
+    else {
+      const inner = build(def as Record<string, unknown>);
+      // A pattern that does not compile makes the whole definition invalid, as at write time.
+      // Every use of the definition pays for compiling its patterns, cached or not: patterns
+      // live in a cache shared by every tenant, so whether one is cached depends on others'
+      // traffic, and a decision must not (the same data must cost the same everywhere).
+      const patterns = checked.patterns.map((x) => ({ ...x, cost: regexCompileCost(estimateRegexProgram(x.pattern)) }));
+      m =
+        patterns.length === 0
+          ? inner
+          : (s) => {
+              for (const { path, pattern, cost } of patterns) {
+                if (s.budget !== undefined && !s.budget.take(cost)) return fail(s, `${s.budget.spent()} (compiling a regular expression costs ${cost})`);
+                const re = compileCached(pattern);
+                if (typeof re === 'string') return fail(s, `invalid match definition: ${path}: ${re}`);
+              }
+              return inner(s);
+            };
+    }
     compiledOutcomes.set(def, m);
   }
   return m;
@@ -364,18 +679,24 @@ export function compileMatch(def: unknown): Matcher {
   let m = compiledDefs.get(def);
   if (!m) {
     const outcome = compileMatchOutcome(def);
-    m = outcome === ERROR ? NEVER : (s) => outcome(s) === 'match';
+    m = invalidMatchers.has(outcome) ? NEVER : (s) => outcome(s) === 'match';
     compiledDefs.set(def, m);
   }
   return m;
 }
 
-/** How `def` comes out against the resource; never throws. */
+/**
+ * How `def` comes out against the resource; never throws. With `subject.budget` (the decision
+ * path), every part evaluated draws on it and the definition errors when it cannot pay; without
+ * one, only the per-condition limit of its `condition` applies. `subject.error` says why it
+ * errored.
+ */
 export function matchOutcome(def: unknown, subject: MatchSubject): MatchOutcome {
+  subject.error = undefined;
   try {
     return compileMatchOutcome(def)(subject);
   } catch {
-    return 'error';
+    return fail(subject, 'evaluation failed');
   }
 }
 
@@ -406,6 +727,23 @@ function anyOf(parts: readonly OutcomeMatcher[], s: MatchSubject): MatchOutcome 
   return out;
 }
 
+/**
+ * Charges `n` operations to the decision, when there is one; false (the reason recorded) when
+ * it cannot pay. One operation per part evaluated, plus one per 16 elements or characters of the
+ * values a part scans.
+ */
+function pay(s: MatchSubject, n: number): boolean {
+  const b = s.budget;
+  if (b === undefined || b.take(n)) return true;
+  s.error ??= b.spent();
+  return false;
+}
+
+/** What scanning a field value costs (contains, comparisons, parsing): 1 per 16 elements or characters. */
+function sizeCost(v: unknown): number {
+  return typeof v === 'string' || Array.isArray(v) ? v.length >>> 4 : 0;
+}
+
 /** Builds from a validated definition. */
 function build(def: Record<string, unknown>): OutcomeMatcher {
   const parts: OutcomeMatcher[] = [];
@@ -416,16 +754,23 @@ function build(def: Record<string, unknown>): OutcomeMatcher {
           const ops: [string, unknown][] = isPlainObject(spec) ? Object.entries(spec) : [['eq', spec]];
           for (const [op, x] of ops) {
             if (op === 'regex') {
-              compileRegex(x as string); // warm the cache
-              parts.push((s) => regexFinds(x, resourceField(s.resource, field)));
-            } else parts.push((s) => outcomeOf(applyOperator(op, resourceField(s.resource, field), x)));
+              parts.push((s) => regexFinds(x, resourceField(s.resource, field), s));
+            } else {
+              const own = 1 + sizeCost(x);
+              parts.push((s) => {
+                const value = resourceField(s.resource, field);
+                return pay(s, own + sizeCost(value)) ? outcomeOf(applyOperator(op, value, x)) : 'error';
+              });
+            }
           }
         }
         break;
       case 'tags':
         for (const [group, want] of Object.entries(v as Record<string, unknown>)) {
           const wanted = typeof want === 'string' ? [want] : (want as string[]);
+          const own = 1 + (wanted.length >>> 4);
           parts.push((s) => {
+            if (!pay(s, own)) return 'error';
             const have = s.tags().get(group);
             return outcomeOf(have !== undefined && wanted.some((w) => have.has(w)));
           });
@@ -433,8 +778,7 @@ function build(def: Record<string, unknown>): OutcomeMatcher {
         break;
       case 'patterns':
         for (const [field, re] of Object.entries(v as Record<string, unknown>)) {
-          compileRegex(re as string);
-          parts.push((s) => regexFinds(re, resourceField(s.resource, field)));
+          parts.push((s) => regexFinds(re, resourceField(s.resource, field), s));
         }
         break;
       case 'time': {
@@ -443,7 +787,9 @@ function build(def: Record<string, unknown>): OutcomeMatcher {
         const after = t.after !== undefined ? timeOf(t.after) : undefined;
         const between = t.between ? [timeOf(t.between[0]), timeOf(t.between[1])] : undefined;
         parts.push((s) => {
-          const at = timeOf(resourceField(s.resource, t.field));
+          const value = resourceField(s.resource, t.field);
+          if (!pay(s, 1 + sizeCost(value))) return 'error';
+          const at = timeOf(value);
           if (Number.isNaN(at)) return 'no_match';
           if (before !== undefined && !(at < before)) return 'no_match';
           if (after !== undefined && !(at > after)) return 'no_match';
@@ -454,8 +800,9 @@ function build(def: Record<string, unknown>): OutcomeMatcher {
       }
       case 'condition':
         parts.push((s) => {
-          const o = conditionOutcome(v, conditionData(s.resource));
-          return o === 'pass' ? 'match' : o === 'fail' ? 'no_match' : 'error';
+          const r = applyJsonLogic(v, conditionData(s.resource), s.budget);
+          if (!r.ok) return fail(s, r.error);
+          return logicTruthy(r.value) ? 'match' : 'no_match';
         });
         break;
       case 'any': {

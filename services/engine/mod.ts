@@ -4,7 +4,7 @@
  */
 export * from './model.js';
 export { ScopeNotFoundError, ResourceNotFoundError, InvalidChangeError } from './errors.js';
-export { TenantIndex, MAX_HIERARCHY_DEPTH, type ScopePath } from './index.js';
+export { TenantIndex, MAX_HIERARCHY_DEPTH, type ScopePath, type TenantIndexBuilder } from './index.js';
 export {
   evaluate,
   resolveResource,
@@ -18,6 +18,13 @@ export {
   type TraceLeg,
   type TraceStep,
 } from './evaluate.js';
+export {
+  EvaluationBudget,
+  CONDITION_MAX_OPERATIONS,
+  DECISION_MAX_OPERATIONS,
+  BATCH_MAX_OPERATIONS,
+  BUDGET_EXHAUSTED,
+} from './budget.js';
 export { effectivePermissions, type EffectivePermission, type EffectivePermissionsQuery } from './effective.js';
 export {
   validateJsonLogic,
@@ -29,6 +36,8 @@ export {
   type ConditionOutcome,
   missingVariables,
   JSON_LOGIC_MAX_DEPTH,
+  JSON_LOGIC_MAX_ARRAY_LENGTH,
+  JSON_LOGIC_MAX_OBJECT_KEYS,
   type CompiledLogic,
   type LogicResult,
 } from './jsonlogic.js';
@@ -39,6 +48,10 @@ export {
   matchesDefinition,
   matchOutcome,
   MATCH_MAX_DEPTH,
+  REGEX_MAX_PROGRAM_SIZE,
+  MATCH_MAX_REGEX_PROGRAM_TOTAL,
+  estimateRegexProgram,
+  regexSearchCost,
   type Matcher,
   type MatchOutcome,
   type OutcomeMatcher,

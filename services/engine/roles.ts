@@ -295,6 +295,21 @@ export function roleCovers(
   return coversWith(index, index.roleInfo(roleId), q, decisions);
 }
 
+/**
+ * For an explanation: of role R's permissions (overrides applied) that cover the query, the one
+ * with the smallest id. The decision path stops at the first it finds, which depends on the order
+ * the index received its rows in; an explanation names the same permission in every process.
+ */
+export function namedCover(index: TenantIndex, roleId: string, q: CoverQuery, decisions: OverrideDecisions | null, found: Permission): Permission {
+  let named = found;
+  for (const id of rolePermissionIdsAt(index, roleId, decisions)) {
+    if (id >= named.id) continue;
+    const p = index.permission(id);
+    if (p !== undefined && permissionCovers(p, q)) named = p;
+  }
+  return named;
+}
+
 /** {@link roleCovers} given the role's RoleInfo (no lookup by id). */
 export function coversWith(index: TenantIndex, info: RoleInfo | undefined, q: CoverQuery, decisions: OverrideDecisions | null): Permission | null {
   if (info !== undefined) {

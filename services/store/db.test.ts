@@ -27,7 +27,7 @@ async function schemaState(db: Database) {
 }
 
 function expectMigratedOnce(state: Awaited<ReturnType<typeof schemaState>>) {
-  expect(state.migrations.map((m) => m.name)).toEqual(['0001-initial']);
+  expect(state.migrations.map((m) => m.name)).toEqual(['0001-initial', '0002-service-settings', '0003-change-log-retention', '0004-key-notify']);
   expect(state.scopeTypes).toEqual(BUILT_IN.map((n) => ({ id: `scope_type_${n}`, name: n })));
 }
 
@@ -100,6 +100,26 @@ describe.skipIf(!process.env.DATABASE_URL)('migrations on postgres', () => {
     }
   });
 
+  it('builds the snapshot indexes concurrently: a build cut off (an invalid index left behind) is dropped and built again', async () => {
+    const fresh = await freshDatabase();
+    let db: Database | undefined;
+    try {
+      db = await open(fresh.url);
+      // As a crash during `create index concurrently` leaves it: the index invalid, 0003 unrecorded.
+      await db.orm.em.fork().execute(`update pg_index set indisvalid = false where indexrelid = 'resources_tenant_id'::regclass`);
+      await db.orm.em.fork().execute(`delete from mikro_orm_migrations where name = '0003-change-log-retention'`);
+      await db.close();
+      db = await within(10_000, open(fresh.url), 'reopening');
+      expect((await schemaState(db)).migrations.map((m) => m.name).sort()).toEqual(['0001-initial', '0002-service-settings', '0003-change-log-retention', '0004-key-notify']);
+      const invalid = await one<{ n: number }>(db, `select count(*)::int as n from pg_index i join pg_class c on c.oid = i.indexrelid where c.relname like '%_tenant_id' and not i.indisvalid`);
+      expect(invalid.n).toBe(0);
+      expect(await one(db, `select count(*)::int as n from pg_class where relname = 'resources_tenant_id'`)).toEqual({ n: 1 });
+    } finally {
+      await db?.close();
+      await fresh.drop();
+    }
+  });
+
   it('concurrent openDatabase calls on a fresh database all succeed and migrate once (advisory lock)', async () => {
     const fresh = await freshDatabase();
     const opened: Database[] = [];
@@ -114,6 +134,9 @@ describe.skipIf(!process.env.DATABASE_URL)('migrations on postgres', () => {
       // And the schema works: a write through one replica is seen by another.
       await seedTenant(opened[1], 'tenant_conc_open');
       expect(await one(opened[3], `select revision::int as revision from tenants where id = 'tenant_conc_open'`)).toEqual({ revision: 1 });
+      // Replicas sign list cursors with one shared key: a cursor from one is good on another.
+      const cursor = opened[0].cursors.encode('subject {}', 'subject_1');
+      for (const d of opened) expect(d.cursors.decode('subject {}', cursor)).toBe('subject_1');
     } finally {
       for (const d of opened) await d.close();
       await fresh.drop();

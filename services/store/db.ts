@@ -1,14 +1,22 @@
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import pg from 'pg';
+import pino, { type Logger } from 'pino';
 import { MikroORM } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { ALL_ENTITIES } from './schema.js';
 import { Migration0001Initial } from './migrations/0001-initial.js';
+import { Migration0002ServiceSettings } from './migrations/0002-service-settings.js';
+import { Migration0003ChangeLogRetention } from './migrations/0003-change-log-retention.js';
+import { Migration0004KeyNotify } from './migrations/0004-key-notify.js';
+import { CursorCodec } from './cursors.js';
+import { CHANGE_CHANNEL, KEY_CHANNEL, Notifications } from './notifications.js';
 
 export interface DatabaseOptions {
+  /** Where the notifications connection logs (silent when absent). */
+  logger?: Logger;
   /** `postgres://…`; when absent the embedded PostgreSQL (PGlite) under `dataDir` is used. */
   databaseUrl?: string;
   /** Where the embedded database persists; `memory://` keeps it in memory (tests). */
@@ -19,10 +27,81 @@ export interface Database {
   orm: MikroORM;
   /** `postgres` or `embedded`. */
   backend: 'postgres' | 'embedded';
+  /** Signs and checks list cursors, with the key every replica of this database shares. */
+  cursors: CursorCodec;
+  /**
+   * NOTIFY wake-ups of every process writing this database (not listening until `start()`;
+   * this process's own commits are delivered by `runWrite` either way).
+   */
+  notifications: Notifications;
   /** Whether a trivial query succeeds (readiness). */
   ping(): Promise<boolean>;
+  /** The connection pool now (metrics); undefined once closed. */
+  poolStats(): PoolStats | undefined;
+  /** Calls `f` with the seconds each pool acquire waited (metrics); returns the unsubscribe. */
+  onAcquire(f: (seconds: number) => void): () => void;
   close(): Promise<void>;
 }
+
+/** The ORM's connection pool (knex's tarn pool), as metrics read it. */
+export interface PoolStats {
+  /** Connections lent out (a query or transaction runs on each). */
+  used: number;
+  /** Open connections waiting in the pool. */
+  free: number;
+  /** Callers waiting for a connection. */
+  pendingAcquires: number;
+  /** Connections being opened. */
+  pendingCreates: number;
+  max: number;
+}
+
+/** What knex keeps of tarn's pool: the counters and its events. */
+interface TarnPool {
+  max: number;
+  numUsed(): number;
+  numFree(): number;
+  numPendingAcquires(): number;
+  numPendingCreates(): number;
+  on(event: 'acquireRequest' | 'acquireFail', f: (eventId: number) => void): void;
+  on(event: 'acquireSuccess', f: (eventId: number) => void): void;
+  removeListener(event: string, f: (...args: never[]) => void): void;
+}
+
+/** knex's pool under the ORM (undefined when it has none, e.g. after close). */
+function tarnPool(orm: MikroORM): TarnPool | undefined {
+  const knex = orm.em.getConnection().getKnex() as unknown as { client?: { pool?: TarnPool } };
+  return knex.client?.pool ?? undefined;
+}
+
+/** SQLSTATEs of a database that cannot serve now: connection exceptions (class 08), shutdowns and
+ * refused connections (57P01-57P05), insufficient resources (class 53), an unknown database. */
+const UNAVAILABLE_STATES = /^(08...|57P0[1-5]|53...|3D000)$/;
+const UNAVAILABLE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+// "Transaction query already complete": when a transaction's BEGIN fails because its connection
+// was just dropped, knex 3 swallows that error, marks the transaction complete and still runs the
+// transaction's body, whose first query then fails with this message (the real cause goes to a
+// promise nobody returns). Every transaction here is forked per request and never used after its
+// commit, so this message only ever means a connection lost under the transaction.
+const UNAVAILABLE_MESSAGES =
+  /connection terminated|connection ended unexpectedly|not currently accepting connections|not queryable|timeout acquiring a connection|timeout exceeded when trying to connect|transaction query already complete/i;
+
+/**
+ * Whether an error says the database cannot be reached or cannot serve right now (rather than
+ * that a query is wrong): callers answer `unavailable` so that clients retry. Follows `cause`.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  let e = err as { name?: string; code?: unknown; message?: unknown; cause?: unknown } | undefined;
+  for (let depth = 0; e && typeof e === 'object' && depth < 5; depth++, e = e.cause as typeof e) {
+    if (e.name === 'ConnectionException' || e.name === 'KnexTimeoutError') return true;
+    if (typeof e.code === 'string' && (UNAVAILABLE_STATES.test(e.code) || UNAVAILABLE_ERRNOS.has(e.code))) return true;
+    if (typeof e.message === 'string' && UNAVAILABLE_MESSAGES.test(e.message)) return true;
+  }
+  return false;
+}
+
+/** The channels this database's writers NOTIFY on. */
+const NOTIFY_CHANNELS = [CHANGE_CHANNEL, KEY_CHANNEL];
 
 /** An arbitrary constant: the advisory lock that serialises migrations across replicas. */
 const MIGRATION_LOCK = 727_431_001;
@@ -56,23 +135,40 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     debug: false,
     discovery: { disableDynamicFileAccess: true, requireEntitiesArray: true },
     migrations: {
-      migrationsList: [{ name: '0001-initial', class: Migration0001Initial }],
+      migrationsList: [
+        { name: '0001-initial', class: Migration0001Initial },
+        { name: '0002-service-settings', class: Migration0002ServiceSettings },
+        { name: '0003-change-log-retention', class: Migration0003ChangeLogRetention },
+        { name: '0004-key-notify', class: Migration0004KeyNotify },
+      ],
+      // Each migration in a transaction of its own (all at once would rule out 0003's
+      // concurrent index builds, which cannot run inside one); the advisory lock still
+      // serialises replicas.
       transactional: true,
-      allOrNothing: true,
+      allOrNothing: false,
       snapshot: false,
       silent: true,
     },
   });
+  let cursors: CursorCodec;
   try {
     await migrate(orm, embedded ? undefined : clientUrl);
+    cursors = new CursorCodec(Buffer.from(await setting(orm, 'cursor_key', CursorCodec.newKey()), 'hex'));
   } catch (err) {
     await orm.close(true);
     if (embedded) await stopEmbedded(embedded);
     throw err;
   }
+  const notifications = new Notifications({
+    url: embedded ? undefined : clientUrl,
+    channels: NOTIFY_CHANNELS,
+    logger: opts.logger ?? pino({ level: 'silent' }),
+  });
   return {
     orm,
     backend: embedded ? 'embedded' : 'postgres',
+    cursors,
+    notifications,
     async ping() {
       try {
         await orm.em.execute('select 1');
@@ -81,7 +177,35 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
         return false;
       }
     },
+    poolStats() {
+      const pool = tarnPool(orm);
+      if (!pool) return undefined;
+      return { used: pool.numUsed(), free: pool.numFree(), pendingAcquires: pool.numPendingAcquires(), pendingCreates: pool.numPendingCreates(), max: pool.max };
+    },
+    onAcquire(f) {
+      const pool = tarnPool(orm);
+      if (!pool) return () => {};
+      // tarn numbers each acquire and names it in its request and in its success or failure.
+      const asked = new Map<number, number>();
+      const request = (id: number) => void asked.set(id, performance.now());
+      const success = (id: number) => {
+        const at = asked.get(id);
+        if (at === undefined) return;
+        asked.delete(id);
+        f((performance.now() - at) / 1000);
+      };
+      const fail = (id: number) => void asked.delete(id);
+      pool.on('acquireRequest', request);
+      pool.on('acquireSuccess', success);
+      pool.on('acquireFail', fail);
+      return () => {
+        pool.removeListener('acquireRequest', request);
+        pool.removeListener('acquireSuccess', success);
+        pool.removeListener('acquireFail', fail);
+      };
+    },
     async close() {
+      await notifications.close();
       await orm.close(true);
       if (embedded) await stopEmbedded(embedded);
     },
@@ -98,11 +222,24 @@ async function migrate(orm: MikroORM, lockUrl: string | undefined) {
   const lock = new pg.Client({ connectionString: lockUrl });
   await lock.connect();
   try {
-    await lock.query('select pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    // Polled rather than waited for in one statement: a replica blocked inside
+    // `pg_advisory_lock` holds a snapshot, which the holder's concurrent index builds (0003)
+    // would wait on, and neither would move.
+    while (!(await lock.query('select pg_try_advisory_lock($1) as got', [MIGRATION_LOCK])).rows[0].got) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
     await orm.getMigrator().up();
   } finally {
     await lock.end(); // ending the session releases the lock
   }
+}
+
+/** A service setting: the stored value, or `initial` stored now when there is none (first replica wins). */
+async function setting(orm: MikroORM, name: string, initial: string): Promise<string> {
+  const em = orm.em.fork();
+  await em.execute('insert into service_settings (name, value) values (?, ?) on conflict (name) do nothing', [name, initial]);
+  const rows = (await em.execute('select value from service_settings where name = ?', [name])) as { value: string }[];
+  return rows[0].value;
 }
 
 async function stopEmbedded(e: { pglite: PGlite; server: PGLiteSocketServer }) {

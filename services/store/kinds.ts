@@ -65,7 +65,7 @@ export const KINDS = {
   resourceScopeLink: def('resource_scope_link', 'resource scope link', 'rsl', S.ResourceScopeLinkEntity, ResourceScopeLinkSchema),
   collection: def('collection', 'collection', 'collection', S.ResourceCollectionEntity, ResourceCollectionSchema),
   policy: def('policy', 'policy', 'policy', S.ResourcePolicyEntity, ResourcePolicySchema),
-  apiKey: def('api_key', 'API key', 'apk', S.ApiKeyEntity, ApiKeySchema, false),
+  apiKey: def('api_key', 'API key', 'apk', S.ApiKeyEntity, ApiKeySchema),
 } as const;
 
 export type KindName = keyof typeof KINDS;

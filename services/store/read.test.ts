@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DomainError } from '../common/errors.js';
 import type { Database } from './db.js';
-import { DEFAULT_PAGE, MAX_PAGE, decodeCursor, encodeCursor, listPage, type Page } from './read.js';
+import { DEFAULT_PAGE, MAX_PAGE, listPage, type Page } from './read.js';
 import { runWrite } from './write.js';
 import { BACKENDS, openTestDatabase, seedTenant } from '../../test/harness.js';
 
@@ -39,7 +39,10 @@ describe.each(BACKENDS)('listPage on %s', (backend) => {
   });
   afterAll(() => db?.close());
 
-  const page = (p: Page, where: Record<string, unknown> = { tenantId: t }) => listPage(db.orm.em.fork(), 'subject', where, p);
+  const page = (p: Page, where: Record<string, unknown> = { tenantId: t }) => listPage(db.orm.em.fork(), db.cursors, 'subject', where, p);
+  /** The signed cursor listPage issues after `lastId` for that filter, and its inverse. */
+  const encodeCursor = (lastId: string, where: Record<string, unknown> = { tenantId: t }) => db.cursors.encode(`subject ${JSON.stringify(where)}`, lastId);
+  const decodeCursor = (cursor: string, where: Record<string, unknown> = { tenantId: t }) => db.cursors.decode(`subject ${JSON.stringify(where)}`, cursor);
   const idsOf = (r: { rows: Record<string, unknown>[] }) => r.rows.map((x) => x.id as string);
 
   it(`defaults to ${DEFAULT_PAGE} rows (limit absent or 0) and allows up to ${MAX_PAGE}`, async () => {
@@ -76,7 +79,7 @@ describe.each(BACKENDS)('listPage on %s', (backend) => {
       sizes.push(r.rows.length);
       if (!r.nextCursor) break;
       cursor = r.nextCursor;
-      expect(decodeCursor(cursor)).toBe(seen[seen.length - 1]);
+      expect(decodeCursor(cursor, { tenantId: 't250' })).toBe(seen[seen.length - 1]);
     }
     expect(sizes).toEqual([100, 100, 50]);
     expect(seen).toEqual(Array.from({ length: 250 }, (_, i) => `subject_q${String(i).padStart(3, '0')}`));
@@ -95,7 +98,7 @@ describe.each(BACKENDS)('listPage on %s', (backend) => {
     }
     expect(seen).toEqual(first250);
     // Exactly a full last page: still no cursor after it.
-    const r = await page({ limit: 50, cursor: encodeCursor(ids[199]) }, where);
+    const r = await page({ limit: 50, cursor: encodeCursor(ids[199], where) }, where);
     expect(idsOf(r)).toEqual(ids.slice(200, 250));
     expect(r.nextCursor).toBe('');
     // The whole tenant, by MAX_PAGE: two pages, 1200 rows, in order.
@@ -104,15 +107,22 @@ describe.each(BACKENDS)('listPage on %s', (backend) => {
     expect([...idsOf(a), ...idsOf(b)]).toEqual(ids);
     expect(b.nextCursor).toBe('');
     // No filter at all (every tenant's rows) pages too.
-    const any = await page({ limit: 3, cursor: encodeCursor('subject_0099') }, {});
+    const any = await page({ limit: 3, cursor: encodeCursor('subject_0099', {}) }, {});
     expect(idsOf(any)).toEqual(['subject_0100', 'subject_0100x', 'subject_0101']);
     // An empty cursor is the first page.
     expect(idsOf(await page({ limit: 3, cursor: '' }))).toEqual(ids.slice(0, 3));
   });
 
-  it('rejects a forged cursor as invalid, naming cursor', async () => {
+  it('rejects a forged cursor, or one of another listing, as invalid, naming cursor', async () => {
     const good = (await page({ limit: 5 })).nextCursor;
+    const [position, mac] = good.split('.');
     const forged = [
+      Buffer.from(ids[10]).toString('base64url'), // an id alone, unsigned (the old format)
+      `${Buffer.from(ids[500]).toString('base64url')}.${mac}`, // another position under a real MAC
+      `${position}.${Buffer.alloc(16).toString('base64url')}`, // the right position, a made-up MAC
+      (await page({ limit: 5 }, { tenantId: 'tenant_other' })).nextCursor || encodeCursor(ids[4], { tenantId: 'tenant_other' }), // another filter's
+      (await page({ limit: 5 }, {})).nextCursor, // no filter: would page over every tenant
+
       'not a cursor!', '%%%', `${good}=`, `${good}.`, Buffer.from('subject_a?').toString('base64'), // padding / alphabet
       'AAAA', // decodes to NUL bytes, which PostgreSQL refuses as text
       Buffer.from('\u0001subject').toString('base64url'),

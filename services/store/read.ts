@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { invalid } from '../common/errors.js';
 import { KINDS, type KindDef, type KindName, type Row } from './kinds.js';
+import type { CursorCodec } from './cursors.js';
 
 export const DEFAULT_PAGE = 100;
 export const MAX_PAGE = 1000;
@@ -47,33 +48,29 @@ export async function getById(em: EntityManager, kind: KindName, id: string): Pr
   return (await loadByIds(em, kind, [id])).get(id) ?? null;
 }
 
-/** Keyset paging in id order: the cursor is the last id of the previous page. */
-export async function listPage(em: EntityManager, kind: KindName, where: Record<string, unknown>, page: Page): Promise<PageResult> {
+/** The page size a request asks for: DEFAULT_PAGE when absent, 1..MAX_PAGE. */
+export function pageLimit(page: Page): number {
   const limit = page.limit === undefined || page.limit === 0 ? DEFAULT_PAGE : page.limit;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw invalid('limit', `must be between 1 and ${MAX_PAGE}`);
+  return limit;
+}
+
+/**
+ * Keyset paging in id order: the cursor carries the last id of the previous page, signed for
+ * this kind and filter (a cursor of another listing is refused).
+ */
+export async function listPage(em: EntityManager, cursors: CursorCodec, kind: KindName, where: Record<string, unknown>, page: Page): Promise<PageResult> {
+  const limit = pageLimit(page);
+  const listing = `${kind} ${JSON.stringify(where)}`;
   // The cursor's condition is added to `where`, never in place of an `id` condition it has.
-  const filter: Record<string, unknown> = page.cursor ? { $and: [where, { id: { $gt: decodeCursor(page.cursor) } }] } : where;
+  const filter: Record<string, unknown> = page.cursor ? { $and: [where, { id: { $gt: cursors.decode(listing, page.cursor) } }] } : where;
   const d = KINDS[kind] as KindDef;
   const rows = (await em.find(d.entity, filter as never, {
     orderBy: { id: 'asc' } as never, limit: limit + 1, disableIdentityMap: true,
   })) as Row[];
   const more = rows.length > limit;
   if (more) rows.length = limit;
-  return { rows, nextCursor: more ? encodeCursor(rows[rows.length - 1].id as string) : '' };
-}
-
-export function encodeCursor(lastId: string): string {
-  return Buffer.from(lastId, 'utf8').toString('base64url');
-}
-
-export function decodeCursor(cursor: string): string {
-  const id = Buffer.from(cursor, 'base64url').toString('utf8');
-  // Control characters never occur in ids, and a NUL would reach PostgreSQL as a parameter
-  // it rejects (an internal error instead of invalid_argument).
-  if (!id || /[\u0000-\u001f\u007f]/.test(id) || encodeCursor(id) !== cursor) {
-    throw invalid('cursor', 'is not a cursor this service issued');
-  }
-  return id;
+  return { rows, nextCursor: more ? cursors.encode(listing, rows[rows.length - 1].id as string) : '' };
 }
 
 /**

@@ -44,7 +44,7 @@ describe.each(BACKENDS)('store writes on %s', (backend) => {
 
   it('runs on a database migrated once: one migration, the four built-in scope types once', async () => {
     expect(db.backend).toBe(backend);
-    expect(await q('select name from mikro_orm_migrations')).toEqual([{ name: '0001-initial' }]);
+    expect(await q('select name from mikro_orm_migrations order by name')).toEqual([{ name: '0001-initial' }, { name: '0002-service-settings' }, { name: '0003-change-log-retention' }, { name: '0004-key-notify' }]);
     expect(await q('select id, name from scope_types order by name')).toEqual(
       ['environment', 'project', 'tenant', 'workspace'].map((n) => ({ id: `scope_type_${n}`, name: n })),
     );
@@ -155,6 +155,49 @@ describe.each(BACKENDS)('store writes on %s', (backend) => {
     const next = await runWrite(db, async (tx) => { await tx.useTenant(t); await tx.insert('subject', [subject(t, 'subject_f4')]); });
     expect(next.revision).toBe(2);
     expect((await logOf(t)).map((e) => [e.revision, e.seq, e.entity_id])).toEqual([[1, 0, 'subject_f0'], [2, 0, 'subject_f4']]);
+  });
+
+  it('a transaction that enters a tenant and changes nothing consumes no revision and logs nothing', async () => {
+    const t = 'tenant_noop';
+    await freshTenant(t);
+    const first = await runWrite(db, async (tx) => { await tx.useTenant(t); await tx.insert('subject', [subject(t, 'subject_noop')]); });
+    expect(first.revision).toBe(1);
+    for (let i = 0; i < 3; i++) {
+      const noop = await runWrite(db, async (tx) => { await tx.useTenant(t); });
+      // The answer reports the revision the tenant is at: the caller's (empty) write is in it.
+      expect(noop).toMatchObject({ tenantId: t, revision: 1 });
+    }
+    expect(await revisionOf(t)).toBe(1);
+    const next = await runWrite(db, async (tx) => { await tx.useTenant(t); await tx.delete('subject', ['subject_noop']); });
+    expect(next.revision).toBe(2);
+    expect((await logOf(t)).map((e) => [e.revision, e.op])).toEqual([[1, 'upsert'], [2, 'delete']]);
+  });
+
+  it('entering a tenant waits for its other writer, so reads after entering see that writer\'s commit', async () => {
+    const t = 'tenant_lockfirst';
+    await freshTenant(t);
+    let release!: () => void;
+    const held = new Promise<void>((r) => { release = r; });
+    let entered!: () => void;
+    const firstEntered = new Promise<void>((r) => { entered = r; });
+    const first = runWrite(db, async (tx) => {
+      await tx.useTenant(t);
+      entered();
+      await held;
+      await tx.insert('subject', [subject(t, 'subject_lf_1')]);
+    });
+    await firstEntered;
+    const second = runWrite(db, async (tx) => {
+      await tx.useTenant(t);
+      // Read after entering: the first writer has committed by now.
+      return Number((await tx.em.execute<{ n: string }[]>('select count(*) as n from subjects where tenant_id = ?', [t]))[0].n);
+    });
+    await sleep(50);
+    release();
+    expect((await first).revision).toBe(1);
+    const seen = await second;
+    expect(seen.result).toBe(1);
+    expect(seen.revision).toBe(1);
   });
 
   it('a transaction touching a second tenant is refused and writes nothing', async () => {

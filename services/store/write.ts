@@ -5,6 +5,7 @@ import type { Database } from './db.js';
 import { KINDS, prepareMessages, type KindDef, type KindName, type Row } from './kinds.js';
 import { ChangeLogEntity } from './schema.js';
 import { rawQuery } from './read.js';
+import { CHANGE_CHANNEL, KEY_CHANNEL } from './notifications.js';
 
 /**
  * One change-log entry. The log stores the row as the store holds it (property names, ISO
@@ -20,19 +21,27 @@ export interface ChangeEntry {
   json: string | null;
 }
 
-/** The channel PostgreSQL NOTIFY wakes followers on; the payload is `<tenantId>:<revision>`. */
-export const CHANGE_CHANNEL = 'authz_changes';
+/** The channel a write NOTIFYs on (defined with the listener). */
+export { CHANGE_CHANNEL };
 
 /**
- * One write transaction. The first write that names a tenant bumps that tenant's
- * revision (`UPDATE … RETURNING` row-locks the tenant until commit, so commit order equals
- * revision order); every change is appended to the change log under that revision at
- * commit. A transaction writes at most one existing tenant; the one exception is
- * `useNewTenant`, for tenants created by the transaction itself.
+ * One write transaction. Entering a tenant (`useTenant`) locks its row first (`select … for no
+ * key update`), so every check a handler makes after entering sees the tenant as the last
+ * writer left it and no other writer of that tenant can interleave: check and write are one
+ * serialized step per tenant. The revision moves only when the transaction records a change:
+ * at commit it becomes the entered revision + 1 and every change is appended to the change log
+ * under it (the lock makes commit order equal revision order), so each revision has its
+ * change-log entries and a transaction that changes nothing consumes no revision. A
+ * transaction writes at most one existing tenant; the one exception is `useNewTenant`, for
+ * tenants created by the transaction itself.
  */
 export class WriteTx {
   readonly changes: ChangeEntry[] = [];
   tenantId?: string;
+  /**
+   * The revision this transaction's changes are logged under: the tenant's revision when
+   * entered, plus one. The tenant row takes it at commit only if a change was recorded.
+   */
   revision?: number;
   /** The next change-log `seq` under the current tenant's revision. */
   private seq = 0;
@@ -40,40 +49,47 @@ export class WriteTx {
   private onlyNewTenants = true;
   /** Earlier new tenants of this transaction and their changes, flushed with the current one. */
   private readonly finished: { tenantId: string; revision: number; changes: ChangeEntry[]; logged: number }[] = [];
+  /** `<tenantId>:<revision>` of every revision this transaction logged (the NOTIFY payloads). */
+  readonly committed: string[] = [];
+  /**
+   * Prefixes of the API keys this transaction wrote (`*`: unknown, every key). The database
+   * NOTIFYs them itself (a trigger on `api_keys`); runWrite also delivers them locally at commit.
+   */
+  readonly keyPrefixes = new Set<string>();
 
   constructor(readonly em: EntityManager) {}
 
-  /** Locks and bumps the tenant's revision; a second, different tenant is refused. */
+  /** Locks the tenant's row (until commit) and enters it; a second, different tenant is refused. */
   async useTenant(tenantId: string, field = 'tenantId'): Promise<void> {
     if (this.tenantId === tenantId) return;
     if (this.tenantId !== undefined) {
-      throw invalid(field, `belongs to tenant ${tenantId}, but this request writes tenant ${this.tenantId}: one request writes one tenant`);
+      throw invalid(field, 'names another tenant than the rest of the request: one request writes one tenant');
     }
     this.onlyNewTenants = false;
     const rows = await this.em.execute<{ revision: string }[]>(
-      'update tenants set revision = revision + 1 where id = ? returning revision',
+      'select revision from tenants where id = ? for no key update',
       [tenantId],
     );
     if (rows.length === 0) throw notFound('tenant', tenantId, field);
     this.tenantId = tenantId;
-    this.revision = Number(rows[0].revision);
+    this.revision = Number(rows[0].revision) + 1;
   }
 
   /**
-   * Enters a tenant this transaction has just inserted (at revision 0): moves it to revision 1
-   * and makes it the tenant later changes are recorded for. Unlike useTenant, one transaction
-   * may enter several new tenants in turn (a batch of tenants): nobody can have read or
-   * followed a tenant that did not exist before this transaction, so their change logs (each
-   * starting at revision 1) cannot interleave with another writer's. Refused once the
-   * transaction has entered an existing tenant, and for a tenant not at revision 0.
+   * Enters a tenant this transaction has just inserted (at revision 0): its changes are logged
+   * under revision 1. Unlike useTenant, one transaction may enter several new tenants in turn (a
+   * batch of tenants): nobody can have read or followed a tenant that did not exist before this
+   * transaction, so their change logs (each starting at revision 1) cannot interleave with
+   * another writer's. Refused once the transaction has entered an existing tenant, and for a
+   * tenant not at revision 0.
    */
   async useNewTenant(tenantId: string, field = 'id'): Promise<void> {
     if (this.tenantId === tenantId) return;
     if (!this.onlyNewTenants) {
-      throw invalid(field, `tenant ${tenantId} cannot be created in a request that writes existing tenant ${this.tenantId}`);
+      throw invalid(field, 'a tenant cannot be created in a request that writes an existing tenant');
     }
     const rows = await this.em.execute<{ revision: string }[]>(
-      'update tenants set revision = 1 where id = ? and revision = 0 returning revision',
+      'select revision from tenants where id = ? and revision = 0 for no key update',
       [tenantId],
     );
     if (rows.length === 0) throw new Error(`useNewTenant: tenant ${tenantId} is not a tenant inserted at revision 0 by this transaction`);
@@ -85,12 +101,18 @@ export class WriteTx {
     this.seq = 0;
   }
 
+  /** Whether a change has been recorded for the current tenant. */
+  get changed(): boolean {
+    return this.seq > 0;
+  }
+
   /**
    * Inserts rows of one kind and records them. Usually one statement: the rows travel as one
    * JSON parameter and the same statement appends their change-log entries.
    */
   async insert(kind: KindName, rows: Row[]): Promise<void> {
     if (rows.length === 0) return;
+    if (kind === 'apiKey') this.noteKeys(rows);
     const d = KINDS[kind] as KindDef;
     const logged = this.loggedRows(d, rows);
     const json = logged.length === rows.length && this.revision !== undefined ? completeJson(this.em, d.entity, rows) : undefined;
@@ -135,6 +157,7 @@ export class WriteTx {
   /** Updates one row (the full new row is given) and records it. */
   async update(kind: KindName, row: Row, patch: Row): Promise<void> {
     const d = KINDS[kind] as KindDef;
+    if (kind === 'apiKey') this.noteKeys([row, patch]);
     await this.em.nativeUpdate(d.entity, { id: row.id }, patch);
     const full = { ...row, ...patch };
     this.record(d, this.loggedRows(d, [full]));
@@ -144,8 +167,17 @@ export class WriteTx {
   async delete(kind: KindName, ids: string[]): Promise<void> {
     if (ids.length === 0) return;
     const d = KINDS[kind] as KindDef;
+    if (kind === 'apiKey') this.keyPrefixes.add('*');
     await this.em.nativeDelete(d.entity, { id: { $in: ids } });
     if (d.tenantOwned) for (const id of ids) this.changes.push({ op: 'delete', kind: d.kind, id, seq: this.seq++, json: null });
+  }
+
+  /** Records the prefixes of API-key rows written (`*` when a row does not carry its prefix). */
+  private noteKeys(rows: Row[]): void {
+    for (const r of rows) {
+      if (typeof r.prefix === 'string') this.keyPrefixes.add(r.prefix);
+      else if (r === rows[0]) this.keyPrefixes.add('*');
+    }
   }
 
   /** Queues upserts for the change log (written at flush). */
@@ -166,6 +198,7 @@ export class WriteTx {
   /** Writes the queued entries of one tenant and wakes its followers (`logged` counts every entry). */
   private async flushOne(tenantId: string, revision: number, changes: ChangeEntry[], logged: number) {
     if (logged === 0) return;
+    await this.em.execute('update tenants set revision = ? where id = ?', [revision, tenantId]);
     if (changes.length > 0) {
       const head = `{"tenantId":${JSON.stringify(tenantId)},"revision":${revision},"createdAt":${JSON.stringify(new Date())},"seq":`;
       const rows = changes.map((c) =>
@@ -173,6 +206,7 @@ export class WriteTx {
       await insertJson(this.em, ChangeLogEntity, CHANGE_LOG_PROPS, `[${rows.join(',')}]`);
     }
     await this.em.execute('select pg_notify(?, ?)', [CHANGE_CHANNEL, `${tenantId}:${revision}`]);
+    this.committed.push(`${tenantId}:${revision}`);
   }
 }
 
@@ -295,13 +329,26 @@ export interface WriteResult<T> {
   revision?: number;
 }
 
-/** Runs `fn` in one transaction; all or nothing. */
+/**
+ * Runs `fn` in one transaction; all or nothing. After the commit, this process's followers hear
+ * of the revisions it wrote, and its key caches of the keys it wrote, at once (`deliverLocal`),
+ * before the database's NOTIFY comes back.
+ */
 export async function runWrite<T>(db: Database, fn: (tx: WriteTx) => Promise<T>): Promise<WriteResult<T>> {
   const em = db.orm.em.fork();
-  return em.transactional(async (tem) => {
+  let committed: string[] = [];
+  let keys: Set<string> | undefined;
+  const out = await em.transactional(async (tem) => {
     const tx = new WriteTx(tem as EntityManager);
     const result = await fn(tx);
     await tx.flushChangeLog();
-    return { result, tenantId: tx.tenantId, revision: tx.revision };
+    committed = tx.committed;
+    keys = tx.keyPrefixes;
+    // A transaction that entered a tenant but changed nothing leaves it at the revision it found.
+    const revision = tx.revision === undefined ? undefined : tx.changed ? tx.revision : tx.revision - 1;
+    return { result, tenantId: tx.tenantId, revision };
   });
+  for (const prefix of keys ?? []) db.notifications.deliverLocal(KEY_CHANNEL, prefix);
+  for (const payload of committed) db.notifications.deliverLocal(CHANGE_CHANNEL, payload);
+  return out;
 }

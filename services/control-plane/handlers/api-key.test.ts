@@ -45,9 +45,13 @@ describe.each(BACKENDS)('ApiKeyService on %s', (backend) => {
     const log = (await app.db.orm.em.fork().execute(
       'select kind, entity_id from change_log where tenant_id = ? and revision = ?', ['tenant_a', Number(header)],
     )) as { kind: string; entity_id: string }[];
-    expect(log).toEqual([{ kind: 'subject', entity_id: apiKey!.subjectId }]);
+    // The key travels through its tenant's change log (replicas cache keys from it).
+    expect(log).toEqual([{ kind: 'subject', entity_id: apiKey!.subjectId }, { kind: 'api_key', entity_id: 'apk_first' }]);
 
-    expect(await verifier.verify(secret)).toEqual({ keyId: 'apk_first', kind: 'user', tenantId: 'tenant_a', subjectId: apiKey!.subjectId });
+    const envScope = ((await app.client(TenancyService).listTenantEnvironments({ tenantId: 'tenant_a' })).environments.find((e) => e.id === 'environment_a'))!.scopeId;
+    expect(await verifier.verify(secret)).toEqual({
+      keyId: 'apk_first', kind: 'user', tenantId: 'tenant_a', subjectId: apiKey!.subjectId, environment: { id: 'environment_a', scopeId: envScope },
+    });
   });
 
   it('creates service and platform keys; a user key cannot mint platform keys', async () => {
@@ -83,7 +87,7 @@ describe.each(BACKENDS)('ApiKeyService on %s', (backend) => {
     await expectCode(c.createApiKey({ name: 'x', kind: 'root', tenantId: 'tenant_a' }), Code.InvalidArgument, 'kind');
     await expectCode(c.createApiKey({ name: 'x', tenantId: 'tenant_a', expiresAt: timestampFromDate(new Date(Date.now() - 1000)) }), Code.InvalidArgument, 'expiresAt: is in the past');
     await expectCode(c.createApiKey({ name: 'x', tenantId: 'tenant_none' }), Code.FailedPrecondition, 'tenantId');
-    await expectCode(c.createApiKey({ name: 'x', tenantId: 'tenant_a', environmentId: 'environment_b' }), Code.InvalidArgument, 'environmentId');
+    await expectCode(c.createApiKey({ name: 'x', tenantId: 'tenant_a', environmentId: 'environment_b' }), Code.FailedPrecondition, 'environmentId');
     await expectCode(c.createApiKey({ name: 'x', tenantId: 'tenant_a', environmentId: 'environment_gone' }), Code.FailedPrecondition, 'environmentId');
     await expectCode(c.createApiKey({ id: 'apk_first', name: 'x', tenantId: 'tenant_a' }), Code.AlreadyExists);
     await expectCode(c.batchCreateApiKeys({ items: [
@@ -120,7 +124,17 @@ describe.each(BACKENDS)('ApiKeyService on %s', (backend) => {
     expect(Number(header)).toBeGreaterThan(0);
     expect(await verifier.verify(apiKey!.secretKey!)).toBeNull();
     expect((await u.listApiKeys({})).apiKeys.find((k) => k.id === 'apk_temp')?.status).toBe('revoked');
-    await u.deleteApiKey({ id: 'apk_temp' }); // already revoked: a no-op
+    // The revocation is one revision with exactly one change-log row: the key, now revoked.
+    const logOf = async () => (await app.db.orm.em.fork().execute(
+      `select revision, op, kind, entity_id as "entityId", data->>'status' as status from change_log where tenant_id = 'tenant_a' and revision = ?`, [header],
+    )) as { revision: string; op: string; kind: string; entityId: string; status: string }[];
+    expect((await logOf()).map((r) => [r.op, r.kind, r.entityId, r.status])).toEqual([['upsert', 'api_key', 'apk_temp', 'revoked']]);
+    const revisionNow = async () => Number(((await app.db.orm.em.fork().execute(`select revision from tenants where id = 'tenant_a'`)) as { revision: string }[])[0].revision);
+    const before = await revisionNow();
+    let again = 'unset';
+    await u.deleteApiKey({ id: 'apk_temp' }, { onHeader: (h) => { again = h.get('x-revision') ?? ''; } }); // already revoked: a no-op
+    expect(await revisionNow()).toBe(before); // writes nothing: no revision, no log row
+    expect(Number(again)).toBe(before); // the tenant's current revision, as a token
     await expectCode(u.deleteApiKey({ id: 'apk_missing' }), Code.NotFound);
     await expectCode(u.deleteApiKey({ id: 'apk_ops' }), Code.PermissionDenied);
     const other = (await app.client(ApiKeyService).listApiKeys({ tenantId: 'tenant_b' })).apiKeys[0];

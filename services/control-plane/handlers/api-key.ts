@@ -3,14 +3,14 @@ import { timestampDate } from '@bufbuild/protobuf/wkt';
 import { ApiKeyService } from '../../../gen/authz/v1/api_key_service_pb.js';
 import type { CreateApiKeyRequest } from '../../../gen/authz/v1/api_key_service_pb.js';
 import type { ApiKey } from '../../../gen/authz/v1/api_key_pb.js';
-import { invalid, notFound, permissionDenied } from '../../common/errors.js';
+import { invalid, permissionDenied } from '../../common/errors.js';
 import { newId } from '../../common/ids.js';
 import { rowToMessage, type Row } from '../../store/kinds.js';
-import { getById, listPage } from '../../store/read.js';
+import { listPage } from '../../store/read.js';
 import { assertTenantReach, principalOf } from '../auth/principal.js';
 import { generateSecret, secretColumns, statusOf } from '../auth/key-store.js';
-import { jsonObject, oneOf, optionalString, requireString } from '../validate.js';
-import { createMany, writeOne, type CreateSpec, type Deps } from './kit.js';
+import { jsonObject, oneOf, optionalString, requireString } from '../../common/validate.js';
+import { createMany, loadForWrite, refIn, writeOne, type CreateSpec, type Deps } from './kit.js';
 import { requireTenant } from './tenancy.js';
 
 const KEY_KINDS = ['user', 'service', 'platform'] as const;
@@ -22,6 +22,7 @@ const KEY_KINDS = ['user', 'service', 'platform'] as const;
 function apiKeys(secrets: Map<string, string>): CreateSpec<CreateApiKeyRequest, 'apiKey'> {
   return {
     kind: 'apiKey',
+    tenantRef: (item, principal) => ['tenant', item.kind === 'platform' ? undefined : item.tenantId || principal.tenantId, 'tenantId'],
     async preload(b, items) {
       await b.preload('tenant', items.map((i) => i.tenantId ?? b.principal.tenantId));
       await b.preload('environment', items.map((i) => i.environmentId));
@@ -41,16 +42,19 @@ function apiKeys(secrets: Map<string, string>): CreateSpec<CreateApiKeyRequest, 
       } else {
         tenantId = optionalString(item.tenantId, `${p}tenantId`) ?? b.principal.tenantId ?? null;
         if (!tenantId) throw invalid(`${p}tenantId`, `is required for ${kind} keys when the calling key names no tenant`);
-        assertTenantReach(b.principal, tenantId);
+        assertTenantReach(b.principal, tenantId, `${p}tenantId`);
         await b.ref('tenant', tenantId, `${p}tenantId`);
         await b.tenant(tenantId, `${p}tenantId`);
         environmentId = optionalString(item.environmentId, `${p}environmentId`) ?? null;
-        if (environmentId) {
-          const env = await b.ref('environment', environmentId, `${p}environmentId`);
-          if (env.tenantId !== tenantId) {
-            throw invalid(`${p}environmentId`, `environment ${environmentId} belongs to tenant ${env.tenantId as string}, not ${tenantId}`);
+        // A key restricted to an environment mints keys of that environment only: never wider.
+        const own = b.principal.environment;
+        if (own) {
+          if (environmentId !== null && environmentId !== own.id) {
+            throw permissionDenied(`${p}environmentId: a key restricted to environment ${own.id} cannot create keys for another environment`, `${p}environmentId`);
           }
+          environmentId = own.id;
         }
+        if (environmentId) await refIn(b, 'environment', environmentId, `${p}environmentId`, tenantId);
       }
       let expiresAt: Date | null = null;
       if (item.expiresAt) {
@@ -109,7 +113,8 @@ export function apiKeyService(deps: Deps): ServiceImpl<typeof ApiKeyService> {
       } else {
         assertPlatform(principal.kind);
       }
-      const { rows, nextCursor } = await listPage(deps.db.orm.em.fork(), 'apiKey', where, req);
+      if (principal.environment) where.environmentId = principal.environment.id;
+      const { rows, nextCursor } = await listPage(deps.db.orm.em.fork(), deps.db.cursors, 'apiKey', where, req);
       const now = new Date();
       return { apiKeys: rows.map((r) => apiKeyMessage(r, now)), nextCursor };
     },
@@ -117,13 +122,10 @@ export function apiKeyService(deps: Deps): ServiceImpl<typeof ApiKeyService> {
     async deleteApiKey(req, ctx) {
       const id = requireString(req.id, 'id');
       await writeOne(deps, ctx, async (tx, principal) => {
-        const row = await getById(tx.em, 'apiKey', id);
-        if (!row) throw notFound('API key', id, 'id');
-        if (row.tenantId) {
-          assertTenantReach(principal, row.tenantId as string);
-          await tx.useTenant(row.tenantId as string, 'id');
-        } else {
-          assertPlatform(principal.kind);
+        const row = await loadForWrite(tx, principal, 'apiKey', id);
+        if (!row.tenantId) assertPlatform(principal.kind);
+        if (principal.environment && row.environmentId !== principal.environment.id) {
+          throw permissionDenied(`a key restricted to environment ${principal.environment.id} revokes keys of that environment only`, 'id');
         }
         if (row.status !== 'revoked') await tx.update('apiKey', row, { status: 'revoked' });
       });

@@ -69,6 +69,15 @@ describe.each(BACKENDS)('DecisionService on %s', (backend) => {
     expect(code(err)).toBe(Code.Unavailable);
   });
 
+  it('ends a wait for minRevision at the caller\'s deadline, with deadline_exceeded', async () => {
+    const c = app.client(DecisionService);
+    const started = Date.now();
+    const err = await c.evaluate(ask('subject_alice', { consistency: { minRevision: 1_000_000n } }), { timeoutMs: 40 }).catch((e) => e);
+    expect(code(err)).toBe(Code.DeadlineExceeded);
+    // The wait (200 ms in these tests) was cut short by the 40 ms deadline.
+    expect(Date.now() - started).toBeLessThan(190);
+  });
+
   it('answers not_found for an unknown scope and permission_denied across tenants', async () => {
     const c = app.client(DecisionService);
     expect(code(await c.evaluate({ ...ask('subject_alice'), scopeId: 'scope_nope' }).catch((e) => e))).toBe(Code.NotFound);

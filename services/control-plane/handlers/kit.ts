@@ -1,22 +1,29 @@
 import type { HandlerContext } from '@connectrpc/connect';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import {
-  DomainError, alreadyExists, constraint, duplicateId, missingReference, notFound,
+  DomainError, alreadyExists, duplicateId, invalid, missingReference, notFound,
 } from '../../common/errors.js';
 import { newId } from '../../common/ids.js';
 import type { Database } from '../../store/db.js';
 import { KINDS, rowToMessage, type KindDef, type KindName, type MessageOf, type Row } from '../../store/kinds.js';
-import { existingIds, getById, loadByIds, listPage, type Page } from '../../store/read.js';
+import { existingIds, getById, loadByIds, listPage, rawQuery, type Page } from '../../store/read.js';
 import { runWrite, type WriteTx } from '../../store/write.js';
 import { assertTenantReach, principalOf, type Principal } from '../auth/principal.js';
-import { batchItems, clientId, requireString } from '../validate.js';
-import { setRevision as setRevisionHeader } from '../server/revision.js';
-import type { DecisionDeps } from './decision.js';
+import { batchItems, clientId, requireString } from '../../common/validate.js';
+import { setRevision as setRevisionHeader } from '../../transport/revision.js';
+import type { ControlPlaneSource } from '../decision/source.js';
+import type { WatchHub } from '../watch/hub.js';
+import type { KeyGuard } from '../watch/key-guard.js';
 
 /** What every handler needs; passed down explicitly from start-up. */
 export interface Deps {
   db: Database;
-  decision: DecisionDeps;
+  /** Where DecisionService answers from (the tenants' change-log followers). */
+  decision: ControlPlaneSource;
+  /** The Watch streams (SnapshotService); absent where no server streams (in-process test apps). */
+  watch?: WatchHub;
+  /** Ends Watch streams whose key is revoked or expires while they are open. */
+  watchKeys?: KeyGuard;
 }
 
 /** Sets x-revision (header and trailer) when the write touched a tenant. */
@@ -73,10 +80,21 @@ export class Batch {
     return this.local.get(kind)?.values() ?? [];
   }
 
-  /** The caller must reach the tenant; the transaction then writes it (revision bump). */
+  /** The caller must reach the tenant; the transaction then writes it (its row locked until commit). */
   async tenant(tenantId: string, field: string) {
-    assertTenantReach(this.principal, tenantId);
+    assertTenantReach(this.principal, tenantId, field);
     await this.tx.useTenant(tenantId, field);
+  }
+
+  /**
+   * Enters the tenant of the entity `id` of `kind` (a tenant id itself for kind `tenant`). An
+   * unknown id enters nothing: the item's build then reports it as a missing reference.
+   */
+  async enterTenantOf(kind: KindName, id: string | undefined, field: string) {
+    if (!id) return;
+    const tenantId = await tenantIdOf(this.em, kind, id);
+    if (tenantId === undefined) return;
+    await this.tenant(kind === 'tenant' ? id : (tenantId as string), field);
   }
 
   /** The item's id: its validated client id (unique within the batch) or a new one. */
@@ -111,6 +129,14 @@ export class Batch {
 
 export interface CreateSpec<I, K extends KindName> {
   kind: K;
+  /**
+   * The entity whose tenant an item writes, as `[kind, id, field]` (`field` without the item's
+   * path). createMany enters that tenant for the first item before `preload`, which locks the
+   * tenant's row: every check of the request then reads the tenant as its last writer left it,
+   * and no other writer of the tenant interleaves (one serialized step per tenant). Required for
+   * tenant-owned kinds; an undefined id (a platform key has no tenant) enters nothing.
+   */
+  tenantRef?: (item: I, principal: Principal) => [KindName, string | undefined, string];
   /** Bulk-loads what the items reference, before the per-item loop. */
   preload?: (b: Batch, items: I[]) => Promise<void>;
   /** Validates one item and returns its row; `path` prefixes field names (`items[3].`). */
@@ -126,8 +152,14 @@ export async function createMany<I, K extends KindName>(
 ): Promise<MessageOf<K>[]> {
   if (batch) batchItems(items);
   const principal = principalOf(ctx);
+  const tenantOwned = (KINDS[spec.kind] as KindDef).tenantOwned;
+  if (tenantOwned && !spec.tenantRef) throw new Error(`the create spec of ${spec.kind} names no tenantRef`);
   const { result, revision } = await guardWrite(() => runWrite(deps.db, async (tx) => {
     const b = new Batch(tx, principal);
+    if (spec.tenantRef && items.length > 0) {
+      const [kind, id, field] = spec.tenantRef(items[0], principal);
+      await b.enterTenantOf(kind, id, batch ? `items[0].${field}` : field);
+    }
     await spec.preload?.(b, items);
     const rows: Row[] = [];
     for (let i = 0; i < items.length; i++) {
@@ -184,7 +216,7 @@ export function reach(ctx: HandlerContext, row: Row) {
 export async function listMany<K extends KindName>(
   deps: Deps, kind: K, where: Record<string, unknown>, page: Page,
 ): Promise<{ items: MessageOf<K>[]; nextCursor: string }> {
-  const { rows, nextCursor } = await listPage(deps.db.orm.em.fork(), kind, where, page);
+  const { rows, nextCursor } = await listPage(deps.db.orm.em.fork(), deps.db.cursors, kind, where, page);
   return { items: rows.map((r) => rowToMessage(kind, r)), nextCursor };
 }
 
@@ -226,15 +258,32 @@ export async function deleteOne(
   return {};
 }
 
-/** Loads a row inside a write, `not_found` when absent, and enters its tenant. */
+/**
+ * Loads a row inside a write, `not_found` when absent, and enters its tenant. The row is read
+ * again once the tenant is entered (locked): what the caller checks and updates is the row as
+ * the tenant's last writer left it.
+ */
 export async function loadForWrite(tx: WriteTx, principal: Principal, kind: KindName, id: string, field = 'id'): Promise<Row> {
+  const tenantId = await tenantIdOf(tx.em, kind, id);
+  if (tenantId === undefined) throw notFound((KINDS[kind] as KindDef).label, id, field);
+  if (tenantId !== null) {
+    assertTenantReach(principal, tenantId, field);
+    await tx.useTenant(tenantId, field);
+  }
   const row = await getById(tx.em, kind, id);
   if (!row) throw notFound((KINDS[kind] as KindDef).label, id, field);
-  if (row.tenantId) {
-    assertTenantReach(principal, row.tenantId as string);
-    await tx.useTenant(row.tenantId as string, field);
-  }
   return row;
+}
+
+/** Kinds whose table has no tenant column (a tenant row is its own tenant; see enterTenantOf). */
+const GLOBAL_KINDS = new Set<KindName>(['tenant', 'scopeType', 'scopeTypeEdge']);
+
+/** The tenant of a row (null for a row without one), or undefined when the row does not exist. */
+async function tenantIdOf(em: EntityManager, kind: KindName, id: string): Promise<string | null | undefined> {
+  const d = KINDS[kind] as KindDef;
+  const column = GLOBAL_KINDS.has(kind) ? 'null' : 'tenant_id';
+  const rows = await rawQuery<{ tenant_id: string | null }>(em, `select ${column} as tenant_id from ${d.entity.meta.tableName} where id = ?`, [id]);
+  return rows.length === 0 ? undefined : rows[0].tenant_id;
 }
 
 /** The scope an item names: it must exist; the request then writes its tenant (reach + revision). */
@@ -244,13 +293,45 @@ export async function enterScope(b: Batch, scopeId: string, field: string): Prom
   return scope;
 }
 
-/** A referenced row that must exist and belong to `tenantId` (`failed_precondition` otherwise). */
+/**
+ * A referenced row that must exist in `tenantId`, the tenant the request writes. A row of
+ * another tenant gets the same answer as a missing one (`failed_precondition`, reason
+ * MISSING_REFERENCE): one rule for every reference, and no other tenant's ids in the message.
+ */
 export async function refIn(b: Batch, kind: KindName, id: string, field: string, tenantId: string): Promise<Row> {
   const row = await b.ref(kind, id, field);
   if (row.tenantId !== tenantId) {
-    throw constraint(`${(KINDS[kind] as KindDef).label} ${id} belongs to another tenant than the rest of the request`, field);
+    throw new DomainError('missing_reference', `${field}: ${(KINDS[kind] as KindDef).label} ${id} does not exist in the tenant this request writes`, field);
   }
   return row;
+}
+
+/**
+ * A uniqueness rule of a create request, as for ids: a key the store already holds is
+ * `already_exists` (409); a key of an earlier item of the same batch is `invalid_argument`.
+ */
+export class Uniques {
+  /** Key -> id of the stored row holding it ('' when unknown). */
+  private readonly stored = new Map<string, string>();
+  private readonly claimed = new Set<string>();
+
+  private static key(parts: readonly unknown[]): string {
+    return parts.map(String).join('\u0000');
+  }
+
+  /** Records a key the store holds (with the id of its row, for the message). */
+  held(parts: readonly unknown[], id = ''): void {
+    this.stored.set(Uniques.key(parts), id);
+  }
+
+  /** Claims a key for an item; `what` describes it ("role key \"x\" at scope s"). */
+  claim(parts: readonly unknown[], field: string, what: string): void {
+    const k = Uniques.key(parts);
+    if (this.claimed.has(k)) throw invalid(field, `${what} appears more than once in the batch`);
+    const clash = this.stored.get(k);
+    if (clash !== undefined) throw taken(field, `${what} already exists${clash ? ` (${clash})` : ''}`);
+    this.claimed.add(k);
+  }
 }
 
 /** `already_exists` naming the field at fault. */

@@ -1,13 +1,13 @@
 import type { ServiceImpl } from '@connectrpc/connect';
 import { MembershipService } from '../../../gen/authz/v1/membership_service_pb.js';
 import type { CreateMembershipRequest, CreateRoleAssignmentRequest } from '../../../gen/authz/v1/membership_service_pb.js';
-import { DomainError, invalid } from '../../common/errors.js';
+import { invalid } from '../../common/errors.js';
 import type { WriteTx } from '../../store/write.js';
-import { requireString } from '../validate.js';
+import { requireString } from '../../common/validate.js';
 import {
-  createMany, deleteOne, listMany, tenantOfRef, type CreateSpec, type Deps,
+  Uniques, createMany, deleteOne, listMany, refIn, tenantOfRef, type CreateSpec, type Deps,
 } from './kit.js';
-import { pair, preloadChains, requireUsableRole, rowsWhere } from './role.js';
+import { preloadChains, requireUsableRole, rowsWhere } from './role.js';
 
 /** Deletes memberships with their role assignments, each row through the change log. */
 export async function deleteMembershipsCascade(tx: WriteTx, membershipIds: string[]): Promise<void> {
@@ -18,10 +18,10 @@ export async function deleteMembershipsCascade(tx: WriteTx, membershipIds: strin
 }
 
 function memberships(): CreateSpec<CreateMembershipRequest, 'membership'> {
-  const existing = new Map<string, string>(); // pair(subjectId, scopeId) -> id
-  const seen = new Set<string>();
+  const unique = new Uniques(); // (subjectId, scopeId)
   return {
     kind: 'membership',
+    tenantRef: (item) => ['scope', item.scopeId, 'scopeId'],
     async preload(b, items) {
       await b.preload('subject', items.map((i) => i.subjectId));
       await b.preload('scope', items.map((i) => i.scopeId));
@@ -29,27 +29,17 @@ function memberships(): CreateSpec<CreateMembershipRequest, 'membership'> {
       const scopeIds = items.map((i) => i.scopeId).filter((x) => x);
       if (subjectIds.length === 0 || scopeIds.length === 0) return;
       const found = await rowsWhere(b.em, 'membership', { subjectId: { $in: subjectIds }, scopeId: { $in: scopeIds } });
-      for (const r of found) existing.set(pair(r.subjectId, r.scopeId), r.id as string);
+      for (const r of found) unique.held([r.subjectId, r.scopeId], r.id as string);
     },
     async build(b, item, p) {
       const id = b.id('membership', item.id, `${p}id`);
       const subjectId = requireString(item.subjectId, `${p}subjectId`);
       const scopeId = requireString(item.scopeId, `${p}scopeId`);
-      const subject = await b.ref('subject', subjectId, `${p}subjectId`);
       const scope = await b.ref('scope', scopeId, `${p}scopeId`);
       const tenantId = scope.tenantId as string;
       await b.tenant(tenantId, `${p}scopeId`);
-      if (subject.tenantId !== tenantId) {
-        throw invalid(`${p}subjectId`, `subject ${subjectId} belongs to ${subject.tenantId ? `tenant ${subject.tenantId as string}` : 'no tenant'}, scope ${scopeId} to tenant ${tenantId}`);
-      }
-      if (seen.has(pair(subjectId, scopeId))) {
-        throw invalid(`${p}scopeId`, `subject ${subjectId} is added to scope ${scopeId} more than once in the batch`);
-      }
-      seen.add(pair(subjectId, scopeId));
-      const clash = existing.get(pair(subjectId, scopeId));
-      if (clash) {
-        throw new DomainError('already_exists', `${p}scopeId: subject ${subjectId} is already a member of scope ${scopeId} (${clash})`, `${p}scopeId`);
-      }
+      await refIn(b, 'subject', subjectId, `${p}subjectId`, tenantId);
+      unique.claim([subjectId, scopeId], `${p}scopeId`, `a membership of subject ${subjectId} in scope ${scopeId}`);
       return { ...b.base(id, tenantId), subjectId, scopeId };
     },
   };
@@ -61,10 +51,10 @@ function memberships(): CreateSpec<CreateMembershipRequest, 'membership'> {
  */
 function roleAssignments(): CreateSpec<CreateRoleAssignmentRequest, 'roleAssignment'> {
   const chains = new Map<string, string[]>();
-  const existing = new Map<string, string>(); // pair(membershipId, roleId) -> id
-  const seen = new Set<string>();
+  const unique = new Uniques(); // (membershipId, roleId)
   return {
     kind: 'roleAssignment',
+    tenantRef: (item) => ['membership', item.membershipId, 'membershipId'],
     async preload(b, items) {
       await b.preload('membership', items.map((i) => i.membershipId));
       await b.preload('role', items.map((i) => i.roleId));
@@ -73,28 +63,18 @@ function roleAssignments(): CreateSpec<CreateRoleAssignmentRequest, 'roleAssignm
       const roleIds = items.map((i) => i.roleId).filter((x) => x);
       if (membershipIds.length === 0 || roleIds.length === 0) return;
       const found = await rowsWhere(b.em, 'roleAssignment', { membershipId: { $in: membershipIds }, roleId: { $in: roleIds } });
-      for (const r of found) existing.set(pair(r.membershipId, r.roleId), r.id as string);
+      for (const r of found) unique.held([r.membershipId, r.roleId], r.id as string);
     },
     async build(b, item, p) {
       const id = b.id('roleAssignment', item.id, `${p}id`);
       const membershipId = requireString(item.membershipId, `${p}membershipId`);
       const roleId = requireString(item.roleId, `${p}roleId`);
       const membership = await b.ref('membership', membershipId, `${p}membershipId`);
-      const role = await b.ref('role', roleId, `${p}roleId`);
       const tenantId = membership.tenantId as string;
       await b.tenant(tenantId, `${p}membershipId`);
-      if (role.tenantId !== tenantId) {
-        throw invalid(`${p}roleId`, `role ${roleId} belongs to tenant ${role.tenantId as string}, membership ${membershipId} to tenant ${tenantId}`);
-      }
+      const role = await refIn(b, 'role', roleId, `${p}roleId`, tenantId);
       await requireUsableRole(b, role, membership.scopeId as string, `the membership's scope ${membership.scopeId as string}`, chains, `${p}roleId`);
-      if (seen.has(pair(membershipId, roleId))) {
-        throw invalid(`${p}roleId`, `role ${roleId} is assigned to membership ${membershipId} more than once in the batch`);
-      }
-      seen.add(pair(membershipId, roleId));
-      const clash = existing.get(pair(membershipId, roleId));
-      if (clash) {
-        throw new DomainError('already_exists', `${p}roleId: membership ${membershipId} already has role ${roleId} (${clash})`, `${p}roleId`);
-      }
+      unique.claim([membershipId, roleId], `${p}roleId`, `an assignment of role ${roleId} to membership ${membershipId}`);
       return { ...b.base(id, tenantId), membershipId, roleId };
     },
   };

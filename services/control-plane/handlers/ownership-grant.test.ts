@@ -50,7 +50,7 @@ describe.each(BACKENDS)('OwnershipGrantService on %s', (backend) => {
     await expectCode(c.batchCreateOwnershipGrants({ items: [
       { subjectId: 'subject_bob', resourceId: 'resource_1', roleId: 'role_owner' },
       { subjectId: 'subject_bob', resourceId: 'resource_1', roleId: 'role_owner' },
-    ] }), Code.AlreadyExists, 'items[1]');
+    ] }), Code.InvalidArgument, 'items[1]');
     await expectCode(c.batchCreateOwnershipGrants({ items: [
       { id: 'ownership_grant_d', subjectId: 'subject_bob', resourceId: 'resource_1', roleId: 'role_editor' },
       { id: 'ownership_grant_d', subjectId: 'subject_bob', resourceId: 'resource_2', roleId: 'role_editor' },

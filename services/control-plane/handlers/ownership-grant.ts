@@ -3,8 +3,8 @@ import { OwnershipGrantService } from '../../../gen/authz/v1/ownership_grant_ser
 import type { CreateOwnershipGrantRequest } from '../../../gen/authz/v1/ownership_grant_service_pb.js';
 import { invalid } from '../../common/errors.js';
 import type { Row } from '../../store/kinds.js';
-import { optionalString, requireString } from '../validate.js';
-import { createMany, deleteOne, listMany, tenantOfRef, type CreateSpec, type Deps, distinct, refIn, taken } from './kit.js';
+import { optionalString, requireString } from '../../common/validate.js';
+import { Uniques, createMany, deleteOne, listMany, tenantOfRef, type CreateSpec, type Deps, distinct, refIn } from './kit.js';
 import { query } from '../../store/read.js';
 import { requireUsableRole, scopeChains } from './role.js';
 
@@ -13,10 +13,11 @@ import { requireUsableRole, scopeChains } from './role.js';
  * usable where the resource lives (defined at its owner scope or an ancestor).
  */
 function ownershipGrants(): CreateSpec<CreateOwnershipGrantRequest, 'ownershipGrant'> {
-  const known = new Set<string>(); // `${subjectId}\0${resourceId}\0${roleId}`
+  const unique = new Uniques(); // (subjectId, resourceId, roleId)
   const chains = new Map<string, string[]>();
   return {
     kind: 'ownershipGrant',
+    tenantRef: (item) => ['resource', item.resourceId, 'resourceId'],
     async preload(b, items) {
       const resourceIds = distinct(items.map((i) => i.resourceId));
       await b.preload('resource', resourceIds);
@@ -28,7 +29,7 @@ function ownershipGrants(): CreateSpec<CreateOwnershipGrantRequest, 'ownershipGr
       const rows = await query<{ s: string; r: string; o: string }>(
         b.em, 'select subject_id as s, resource_id as r, role_id as o from ownership_grants where resource_id in (?)', [resourceIds],
       );
-      for (const r of rows) known.add(`${r.s}\0${r.r}\0${r.o}`);
+      for (const r of rows) unique.held([r.s, r.r, r.o]);
     },
     async build(b, item, p) {
       const id = b.id('ownershipGrant', item.id, `${p}id`);
@@ -42,9 +43,7 @@ function ownershipGrants(): CreateSpec<CreateOwnershipGrantRequest, 'ownershipGr
       const role = await refIn(b, 'role', roleId, `${p}roleId`, tenantId);
       const owner = resource.ownerScopeId as string;
       await requireUsableRole(b, role, owner, `the resource's owner scope ${owner}`, chains, `${p}roleId`);
-      const k = `${subjectId}\0${resourceId}\0${roleId}`;
-      if (known.has(k)) throw taken(`${p}roleId`, `subject ${subjectId} already owns resource ${resourceId} with role ${roleId}`);
-      known.add(k);
+      unique.claim([subjectId, resourceId, roleId], `${p}roleId`, `an ownership grant of resource ${resourceId} to subject ${subjectId} with role ${roleId}`);
       return { ...b.base(id, tenantId), subjectId, resourceId, roleId };
     },
   };

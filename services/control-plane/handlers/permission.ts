@@ -5,7 +5,7 @@ import { invalid, limitExceeded } from '../../common/errors.js';
 import { loadByIds } from '../../store/read.js';
 import type { WriteTx } from '../../store/write.js';
 import { principalOf } from '../auth/principal.js';
-import { MAX_BATCH, optionalString, requireString } from '../validate.js';
+import { MAX_BATCH, optionalString, requireString } from '../../common/validate.js';
 import {
   createMany, deleteOne, getOne, listMany, tenantOfRef, type CreateSpec, type Deps,
 } from './kit.js';
@@ -23,6 +23,7 @@ export const permissionKey = (resourceType: string, action: string, resourcePatt
  */
 const permissions: CreateSpec<CreatePermissionRequest, 'permission'> = {
   kind: 'permission',
+  tenantRef: (item) => ['scope', item.scopeId, 'scopeId'],
   async preload(b, items) {
     await b.preload('scope', items.map((i) => i.scopeId));
   },
@@ -32,11 +33,14 @@ const permissions: CreateSpec<CreatePermissionRequest, 'permission'> = {
     const action = requireString(item.action, `${p}action`);
     const resourceType = requireString(item.resourceType, `${p}resourceType`);
     const resourcePattern = requireString(item.resourcePattern, `${p}resourcePattern`);
+    const key = permissionKey(resourceType, action, resourcePattern);
+    if (item.key !== undefined && item.key !== key) {
+      throw invalid(`${p}key`, `must be "${key}" (<resourceType>:<action>:<resourcePattern>) when sent; got "${item.key.slice(0, 64)}"`);
+    }
     const scope = await b.ref('scope', scopeId, `${p}scopeId`);
     await b.tenant(scope.tenantId as string, `${p}scopeId`);
     return {
-      ...b.base(id, scope.tenantId as string), scopeId, action, resourceType, resourcePattern,
-      key: permissionKey(resourceType, action, resourcePattern),
+      ...b.base(id, scope.tenantId as string), scopeId, action, resourceType, resourcePattern, key,
       name: optionalString(item.name, `${p}name`) ?? '',
       description: optionalString(item.description, `${p}description`) ?? '',
     };

@@ -6,7 +6,7 @@ import type { CreateResourceCollectionRequest, CreateResourcePolicyRequest } fro
 import { DomainError, invalid } from '../../common/errors.js';
 import { validateJsonLogic } from '../../engine/jsonlogic.js';
 import { validateMatchDefinition } from '../../engine/match.js';
-import { jsonObject, oneOf, optionalString, requireString } from '../validate.js';
+import { jsonObject, oneOf, optionalString, requireString } from '../../common/validate.js';
 import {
   createMany, deleteOne, getOne, listMany, tenantOfRef, type CreateSpec, type Deps, enterScope, refIn } from './kit.js';
 import { query } from '../../store/read.js';
@@ -41,6 +41,7 @@ const date = (t: Timestamp | undefined) => (t === undefined ? null : timestampDa
 
 const collections: CreateSpec<CreateResourceCollectionRequest, 'collection'> = {
   kind: 'collection',
+  tenantRef: (item) => ['scope', item.scopeId, 'scopeId'],
   async preload(b, items) {
     await b.preload('scope', items.map((i) => i.scopeId));
     await b.preload('resourceType', items.map((i) => i.resourceTypeId));
@@ -68,6 +69,7 @@ const collections: CreateSpec<CreateResourceCollectionRequest, 'collection'> = {
 
 const policies: CreateSpec<CreateResourcePolicyRequest, 'policy'> = {
   kind: 'policy',
+  tenantRef: (item) => ['scope', item.scopeId, 'scopeId'],
   async preload(b, items) {
     await b.preload('scope', items.map((i) => i.scopeId));
     await b.preload('resource', items.map((i) => (i.target?.kind === 'resource' ? i.target.resourceId : undefined)));

@@ -56,7 +56,7 @@ describe.each(BACKENDS)('ResourceTypeService on %s', (backend) => {
     await expectCode(c.createResourceType({ name: 'Doc again', key: 'doc', scopeId: 'scope_a1' }), Code.AlreadyExists, 'key');
     await expectCode(c.batchCreateResourceTypes({ items: [
       { name: 'A', key: 'twin', scopeId: 'scope_tenant_a' }, { name: 'B', key: 'twin', scopeId: 'scope_tenant_a' },
-    ] }), Code.AlreadyExists, 'items[1].key');
+    ] }), Code.InvalidArgument, 'items[1].key');
     await expectCode(c.batchCreateResourceTypes({ items: [
       { id: 'resource_type_same', name: 'A', key: 'one', scopeId: 'scope_tenant_a' }, { id: 'resource_type_same', name: 'B', key: 'two', scopeId: 'scope_tenant_a' },
     ] }), Code.InvalidArgument, 'items[1].id');
@@ -106,7 +106,7 @@ describe.each(BACKENDS)('ResourceTypeService on %s', (backend) => {
       await expectCode(c.batchCreateResourceTypeEdges({ items: [
         { parentTypeId: 'resource_type_b_doc', childTypeId: 'resource_type_b_doc' },
         { parentTypeId: 'resource_type_b_doc', childTypeId: 'resource_type_b_doc' },
-      ] }), Code.AlreadyExists, 'items[1]');
+      ] }), Code.InvalidArgument, 'items[1]');
       await expectCode(c.createResourceTypeEdge({ parentTypeId: 'resource_type_doc', childTypeId: 'resource_type_nope' }), Code.FailedPrecondition, 'childTypeId');
       await expectCode(c.createResourceTypeEdge({ parentTypeId: 'resource_type_doc', childTypeId: 'resource_type_b_doc' }), Code.FailedPrecondition, 'childTypeId');
       await expectCode(c.createResourceTypeEdge({ parentTypeId: '', childTypeId: 'resource_type_doc' }), Code.InvalidArgument, 'parentTypeId');

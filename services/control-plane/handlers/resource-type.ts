@@ -3,9 +3,9 @@ import { ResourceTypeService } from '../../../gen/authz/v1/resource_type_service
 import type { CreateResourceTypeEdgeRequest, CreateResourceTypeRequest } from '../../../gen/authz/v1/resource_type_service_pb.js';
 import { constraint, invalid } from '../../common/errors.js';
 import { rowToMessage } from '../../store/kinds.js';
-import { requireString } from '../validate.js';
+import { requireString } from '../../common/validate.js';
 import {
-  createMany, distinct, enterScope, getOne, listMany, loadForWrite, refIn, taken, tenantOfRef, writeOne, type CreateSpec, type Deps,
+  Uniques, createMany, distinct, enterScope, getOne, listMany, loadForWrite, refIn, tenantOfRef, writeOne, type CreateSpec, type Deps,
 } from './kit.js';
 import { query } from '../../store/read.js';
 
@@ -15,15 +15,16 @@ import { query } from '../../store/read.js';
 const KEY = /^[a-z0-9_-]+$/;
 
 function resourceTypes(): CreateSpec<CreateResourceTypeRequest, 'resourceType'> {
-  const known = new Set<string>(); // `${tenantId}\0${key}`: the store's and this batch's
+  const unique = new Uniques(); // (tenantId, key)
   return {
     kind: 'resourceType',
+    tenantRef: (item) => ['scope', item.scopeId, 'scopeId'],
     async preload(b, items) {
       await b.preload('scope', items.map((i) => i.scopeId));
       const keys = distinct(items.map((i) => i.key));
       if (keys.length === 0) return;
-      const rows = await query<{ tenant_id: string; key: string }>(b.em, 'select tenant_id, key from resource_types where key in (?)', [keys]);
-      for (const r of rows) known.add(`${r.tenant_id}\0${r.key}`);
+      const rows = await query<{ id: string; tenant_id: string; key: string }>(b.em, 'select id, tenant_id, key from resource_types where key in (?)', [keys]);
+      for (const r of rows) unique.held([r.tenant_id, r.key], r.id);
     },
     async build(b, item, p) {
       const id = b.id('resourceType', item.id, `${p}id`);
@@ -32,17 +33,17 @@ function resourceTypes(): CreateSpec<CreateResourceTypeRequest, 'resourceType'> 
       if (!KEY.test(key)) throw invalid(`${p}key`, 'must be lowercase letters, digits, "_" or "-"');
       const scopeId = requireString(item.scopeId, `${p}scopeId`);
       const tenantId = (await enterScope(b, scopeId, `${p}scopeId`)).tenantId as string;
-      if (known.has(`${tenantId}\0${key}`)) throw taken(`${p}key`, `a resource type with key "${key}" already exists in tenant ${tenantId}`);
-      known.add(`${tenantId}\0${key}`);
+      unique.claim([tenantId, key], `${p}key`, `a resource type with key "${key}"`);
       return { ...b.base(id, tenantId), name, key, scopeId };
     },
   };
 }
 
 function resourceTypeEdges(): CreateSpec<CreateResourceTypeEdgeRequest, 'resourceTypeEdge'> {
-  const pairs = new Set<string>(); // `${parent}\0${child}`: the store's and this batch's
+  const unique = new Uniques(); // (parentTypeId, childTypeId)
   return {
     kind: 'resourceTypeEdge',
+    tenantRef: (item) => ['resourceType', item.parentTypeId, 'parentTypeId'],
     async preload(b, items) {
       await b.preload('resourceType', items.flatMap((i) => [i.parentTypeId, i.childTypeId]));
       const parents = distinct(items.map((i) => i.parentTypeId));
@@ -50,7 +51,7 @@ function resourceTypeEdges(): CreateSpec<CreateResourceTypeEdgeRequest, 'resourc
       const rows = await query<{ parent_type_id: string; child_type_id: string }>(
         b.em, 'select parent_type_id, child_type_id from resource_type_edges where parent_type_id in (?)', [parents],
       );
-      for (const r of rows) pairs.add(`${r.parent_type_id}\0${r.child_type_id}`);
+      for (const r of rows) unique.held([r.parent_type_id, r.child_type_id]);
     },
     async build(b, item, p) {
       const id = b.id('resourceTypeEdge', item.id, `${p}id`);
@@ -60,10 +61,7 @@ function resourceTypeEdges(): CreateSpec<CreateResourceTypeEdgeRequest, 'resourc
       const tenantId = parent.tenantId as string;
       await b.tenant(tenantId, `${p}parentTypeId`);
       await refIn(b, 'resourceType', childTypeId, `${p}childTypeId`, tenantId);
-      if (pairs.has(`${parentTypeId}\0${childTypeId}`)) {
-        throw taken(`${p}childTypeId`, `an edge from resource type ${parentTypeId} to ${childTypeId} already exists`);
-      }
-      pairs.add(`${parentTypeId}\0${childTypeId}`);
+      unique.claim([parentTypeId, childTypeId], `${p}childTypeId`, `an edge from resource type ${parentTypeId} to ${childTypeId}`);
       return { ...b.base(id, tenantId), parentTypeId, childTypeId };
     },
   };

@@ -95,7 +95,7 @@ describe.each(BACKENDS)('ResourceService on %s', (backend) => {
       await expectCode(c.createResource({ ...folder('resource_dup'), externalResourceId: 'ext-resource_r1' }), Code.AlreadyExists, 'externalResourceId');
       await expectCode(c.batchCreateResources({ items: [
         { ...folder('resource_e1'), externalResourceId: 'same' }, { ...folder('resource_e2'), externalResourceId: 'same' },
-      ] }), Code.AlreadyExists, 'items[1].externalResourceId');
+      ] }), Code.InvalidArgument, 'items[1].externalResourceId');
       const odd = `it's "odd" \\ ? $1 \u00e9`;
       await c.createResource({ ...folder('resource_odd'), externalResourceId: odd });
       await expectCode(c.createResource({ ...folder('resource_odd2'), externalResourceId: odd }), Code.AlreadyExists, 'externalResourceId');

@@ -6,17 +6,15 @@ import type {
 } from '../../../gen/authz/v1/resource_service_pb.js';
 import { constraint, invalid, missingReference, notFound } from '../../common/errors.js';
 import { rowToMessage, type Row } from '../../store/kinds.js';
-import { decodeCursor, encodeCursor, listPage, loadByIds, type Page, query } from '../../store/read.js';
+import { listPage, loadByIds, pageLimit, type Page, query } from '../../store/read.js';
 import type { WriteTx } from '../../store/write.js';
-import { jsonObject, oneOf, optionalString, requireString } from '../validate.js';
+import { jsonObject, oneOf, optionalString, requireString } from '../../common/validate.js';
 import {
-  createMany, deleteOne, getOne, listMany, loadForWrite, tenantOfRef, writeOne, type CreateSpec, type Deps, distinct, refIn, taken } from './kit.js';
+  Uniques, createMany, deleteOne, getOne, listMany, loadForWrite, tenantOfRef, writeOne, type CreateSpec, type Deps, distinct, refIn } from './kit.js';
 import { MAX_DEPTH } from './scope.js';
 
 const CASCADES = ['inherit', 'none'] as const;
 const LINK_TYPES = ['share', 'alias', 'mirror'] as const;
-const DEFAULT_PAGE = 100;
-const MAX_PAGE = 1000;
 
 // --- resources ------------------------------------------------------------------------------------
 
@@ -27,11 +25,12 @@ const MAX_PAGE = 1000;
  */
 function resources(): CreateSpec<CreateResourceRequest, 'resource'> {
   const chains = new Map<string, { tenantId: string; scopes: Set<string> }>(); // owner scope -> itself + ancestors
-  const known = new Set<string>(); // `${typeId}\0${externalId}`: the store's and this batch's
+  const unique = new Uniques(); // (typeId, externalResourceId)
   let types = new Map<string, Row>();
   let entered: string | undefined; // the tenant b.tenant() has admitted (one per request)
   return {
     kind: 'resource',
+    tenantRef: (item) => ['scope', item.ownerScopeId, 'ownerScopeId'],
     async preload(b, items) {
       const typeIds = distinct(items.map((i) => i.resourceTypeId));
       const scopeIds = distinct(items.map((i) => i.ownerScopeId));
@@ -61,7 +60,7 @@ function resources(): CreateSpec<CreateResourceRequest, 'resource'> {
           cross join lateral (
             select 1 from resources r where r.tenant_id = k.n and r.resource_type_id = k.t and r.external_resource_id = k.x limit 1
           ) hit`, [JSON.stringify(keys)]);
-        for (const r of rows) known.add(`${r.t}\0${r.x}`);
+        for (const r of rows) unique.held([r.t, r.x]);
       }
     },
     async build(b, item, p) {
@@ -89,11 +88,7 @@ function resources(): CreateSpec<CreateResourceRequest, 'resource'> {
           `${p}resourceTypeId`,
         );
       }
-      const k = `${resourceTypeId}\0${externalResourceId}`;
-      if (known.has(k)) {
-        throw taken(`${p}externalResourceId`, `a resource of type ${resourceTypeId} with external id "${externalResourceId}" already exists`);
-      }
-      known.add(k);
+      unique.claim([resourceTypeId, externalResourceId], `${p}externalResourceId`, `a resource of type ${resourceTypeId} with external id "${externalResourceId}"`);
       return { ...b.base(id, chain.tenantId), resourceTypeId, ownerScopeId, externalResourceId, displayName, attributes };
     },
   };
@@ -140,6 +135,7 @@ function resourceEdges(): CreateSpec<CreateResourceEdgeRequest, 'resourceEdge'> 
   };
   return {
     kind: 'resourceEdge',
+    tenantRef: (item) => ['resource', item.parentResourceId, 'parentResourceId'],
     async preload(b, items) {
       const ids = distinct(items.flatMap((i) => [i.parentResourceId, i.childResourceId]));
       if (ids.length === 0) return;
@@ -198,12 +194,6 @@ function resourceEdges(): CreateSpec<CreateResourceEdgeRequest, 'resourceEdge'> 
   };
 }
 
-function pageLimit(page: Page): number {
-  const limit = page.limit || DEFAULT_PAGE;
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw invalid('limit', `must be between 1 and ${MAX_PAGE}`);
-  return limit;
-}
-
 /** Resources by id, in the order given (ids that vanished meanwhile are skipped). */
 async function resourcesInOrder(em: EntityManager, ids: string[]) {
   const rows = await loadByIds(em, 'resource', ids);
@@ -214,9 +204,10 @@ async function resourcesInOrder(em: EntityManager, ids: string[]) {
 async function descendants(deps: Deps, ctx: HandlerContext, id: string, page: Page) {
   await tenantOfRef(deps, ctx, 'resource', id, 'id');
   const limit = pageLimit(page);
+  const listing = `descendants ${id}`;
   let after: [number, string] = [0, ''];
   if (page.cursor) {
-    const raw = decodeCursor(page.cursor);
+    const raw = deps.db.cursors.decode(listing, page.cursor);
     const at = raw.indexOf(':');
     const depth = Number(raw.slice(0, at));
     if (at < 1 || !Number.isInteger(depth)) throw invalid('cursor', 'is not a cursor this service issued');
@@ -235,7 +226,7 @@ async function descendants(deps: Deps, ctx: HandlerContext, id: string, page: Pa
   const last = rows[rows.length - 1];
   return {
     resources: await resourcesInOrder(em, rows.map((r) => r.id)),
-    nextCursor: more ? encodeCursor(`${last.depth}:${last.id}`) : '',
+    nextCursor: more ? deps.db.cursors.encode(listing, `${last.depth}:${last.id}`) : '',
   };
 }
 
@@ -243,9 +234,10 @@ async function descendants(deps: Deps, ctx: HandlerContext, id: string, page: Pa
 async function ancestors(deps: Deps, ctx: HandlerContext, id: string, page: Page) {
   await tenantOfRef(deps, ctx, 'resource', id, 'resourceId');
   const limit = pageLimit(page);
+  const listing = `ancestors ${id}`;
   let after = 0;
   if (page.cursor) {
-    after = Number(decodeCursor(page.cursor));
+    after = Number(deps.db.cursors.decode(listing, page.cursor));
     if (!Number.isInteger(after) || after < 1) throw invalid('cursor', 'is not a cursor this service issued');
   }
   const rows = await query<{ id: string; cascade: string; depth: number; display_name: string | null; resource_type_id: string }>(
@@ -264,16 +256,17 @@ async function ancestors(deps: Deps, ctx: HandlerContext, id: string, page: Page
     resourceAncestors: rows.map((r) => ({
       id: r.id, displayName: r.display_name ?? undefined, cascade: r.cascade, resourceTypeId: r.resource_type_id, depth: Number(r.depth),
     })),
-    nextCursor: more ? encodeCursor(String(rows[rows.length - 1].depth)) : '',
+    nextCursor: more ? deps.db.cursors.encode(listing, String(rows[rows.length - 1].depth)) : '',
   };
 }
 
 // --- resource scope links -------------------------------------------------------------------------
 
 function scopeLinks(): CreateSpec<CreateResourceScopeLinkRequest, 'resourceScopeLink'> {
-  const known = new Set<string>(); // `${resourceId}\0${scopeId}\0${linkType}`
+  const unique = new Uniques(); // (resourceId, scopeId, linkType)
   return {
     kind: 'resourceScopeLink',
+    tenantRef: (item) => ['resource', item.resourceId, 'resourceId'],
     async preload(b, items) {
       const resourceIds = distinct(items.map((i) => i.resourceId));
       await b.preload('resource', resourceIds);
@@ -282,7 +275,7 @@ function scopeLinks(): CreateSpec<CreateResourceScopeLinkRequest, 'resourceScope
       const rows = await query<{ r: string; s: string; t: string }>(
         b.em, 'select resource_id as r, scope_id as s, link_type as t from resource_scope_links where resource_id in (?)', [resourceIds],
       );
-      for (const r of rows) known.add(`${r.r}\0${r.s}\0${r.t}`);
+      for (const r of rows) unique.held([r.r, r.s, r.t]);
     },
     async build(b, item, p) {
       const id = b.id('resourceScopeLink', item.id, `${p}id`);
@@ -294,9 +287,7 @@ function scopeLinks(): CreateSpec<CreateResourceScopeLinkRequest, 'resourceScope
       const tenantId = resource.tenantId as string;
       await b.tenant(tenantId, `${p}resourceId`);
       await refIn(b, 'scope', scopeId, `${p}scopeId`, tenantId);
-      const k = `${resourceId}\0${scopeId}\0${linkType}`;
-      if (known.has(k)) throw taken(`${p}scopeId`, `resource ${resourceId} already has a ${linkType} link to scope ${scopeId}`);
-      known.add(k);
+      unique.claim([resourceId, scopeId, linkType], `${p}scopeId`, `a ${linkType} link of resource ${resourceId} to scope ${scopeId}`);
       return { ...b.base(id, tenantId), resourceId, scopeId, linkType, metadata };
     },
   };
@@ -340,7 +331,7 @@ export function resourceService(deps: Deps): ServiceImpl<typeof ResourceService>
       const id = requireString(req.id, 'id');
       await tenantOfRef(deps, ctx, 'resource', id, 'id');
       const em = deps.db.orm.em.fork();
-      const { rows, nextCursor } = await listPage(em, 'resourceEdge', { parentResourceId: id }, req);
+      const { rows, nextCursor } = await listPage(em, deps.db.cursors, 'resourceEdge', { parentResourceId: id }, req);
       return { resources: await resourcesInOrder(em, rows.map((e) => e.childResourceId as string)), nextCursor };
     },
     async getResourceParent(req, ctx) {

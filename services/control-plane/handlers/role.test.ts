@@ -53,7 +53,7 @@ describe.each(BACKENDS)('RoleService on %s', (backend) => {
     await expectCode(c.createRole({ scopeId: 'scope_dept' }), Code.InvalidArgument, 'key: is required');
     await expectCode(c.batchCreateRoles({ items: [{ scopeId: 'scope_dept', key: 'x1' }, { key: 'x2' }] }), Code.InvalidArgument, 'items[1].scopeId: is required');
     await expectCode(c.createRole({ scopeId: 'scope_nowhere', key: 'x' }), Code.FailedPrecondition, 'scopeId');
-    await expectCode(c.createRole({ scopeId: 'scope_dept', key: 'editor' }), Code.AlreadyExists, 'already has a role with key "editor"');
+    await expectCode(c.createRole({ scopeId: 'scope_dept', key: 'editor' }), Code.AlreadyExists, 'a role with key "editor" at scope scope_dept already exists');
     await expectCode(c.batchCreateRoles({ items: [
       { id: 'role_r1', scopeId: 'scope_dept', key: 'same' }, { id: 'role_r2', scopeId: 'scope_dept', key: 'same' },
     ] }), Code.InvalidArgument, 'items[1].key');
@@ -84,8 +84,8 @@ describe.each(BACKENDS)('RoleService on %s', (backend) => {
     ] });
     expect(rolePermissions.map((r) => r.tenantId)).toEqual(['tenant_a', 'tenant_a']);
     await expectCode(c.createRolePermission({ roleId: 'role_editor', permissionId: 'permission_team_delete' }), Code.FailedPrecondition, 'neither role role_editor');
-    await expectCode(c.createRolePermission({ roleId: 'role_editor', permissionId: 'permission_b_read' }), Code.InvalidArgument, 'permissionId');
-    await expectCode(c.createRolePermission({ roleId: 'role_editor', permissionId: 'permission_root_read' }), Code.AlreadyExists, 'already has permission');
+    await expectCode(c.createRolePermission({ roleId: 'role_editor', permissionId: 'permission_b_read' }), Code.FailedPrecondition, 'permissionId');
+    await expectCode(c.createRolePermission({ roleId: 'role_editor', permissionId: 'permission_root_read' }), Code.AlreadyExists, 'already exists');
     await expectCode(c.batchCreateRolePermissions({ items: [
       { roleId: 'role_editor_team', permissionId: 'permission_team_delete' }, { roleId: 'role_editor_team', permissionId: 'permission_team_delete' },
     ] }), Code.InvalidArgument, 'items[1].permissionId');

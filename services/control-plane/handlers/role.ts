@@ -2,12 +2,12 @@ import type { ServiceImpl } from '@connectrpc/connect';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { RoleService } from '../../../gen/authz/v1/role_service_pb.js';
 import type { CreateRolePermissionRequest, CreateRoleRequest } from '../../../gen/authz/v1/role_service_pb.js';
-import { DomainError, constraint, invalid } from '../../common/errors.js';
+import { constraint } from '../../common/errors.js';
 import { KINDS, type KindDef, type KindName, type Row } from '../../store/kinds.js';
 import type { WriteTx } from '../../store/write.js';
-import { optionalString, requireString } from '../validate.js';
+import { optionalString, requireString } from '../../common/validate.js';
 import {
-  Batch, createMany, deleteOne, getOne, listMany, tenantOfRef, type CreateSpec, type Deps,
+  Batch, Uniques, createMany, deleteOne, getOne, listMany, refIn, tenantOfRef, type CreateSpec, type Deps,
 } from './kit.js';
 import { MAX_DEPTH } from './scope.js';
 
@@ -78,21 +78,18 @@ export async function deleteRoleCascade(tx: WriteTx, roleId: string): Promise<vo
   await tx.delete('role', [roleId]);
 }
 
-/** `a\u0000b`: a key for pairs of ids in sets. */
-export const pair = (a: unknown, b: unknown) => `${String(a)}\u0000${String(b)}`;
-
 function roles(): CreateSpec<CreateRoleRequest, 'role'> {
-  const existing = new Map<string, string>(); // pair(scopeId, key) -> role id
-  const seen = new Set<string>(); // pair(scopeId, key) of earlier items
+  const unique = new Uniques(); // (scopeId, key)
   return {
     kind: 'role',
+    tenantRef: (item) => ['scope', item.scopeId, 'scopeId'],
     async preload(b, items) {
       await b.preload('scope', items.map((i) => i.scopeId));
       const scopeIds = items.map((i) => i.scopeId).filter((x) => x);
       const keys = items.map((i) => i.key).filter((x) => x);
       if (scopeIds.length === 0 || keys.length === 0) return;
       for (const r of await rowsWhere(b.em, 'role', { scopeId: { $in: scopeIds }, key: { $in: keys } })) {
-        existing.set(pair(r.scopeId, r.key), r.id as string);
+        unique.held([r.scopeId, r.key], r.id as string);
       }
     },
     async build(b, item, p) {
@@ -101,14 +98,7 @@ function roles(): CreateSpec<CreateRoleRequest, 'role'> {
       const key = requireString(item.key, `${p}key`);
       const scope = await b.ref('scope', scopeId, `${p}scopeId`);
       await b.tenant(scope.tenantId as string, `${p}scopeId`);
-      if (seen.has(pair(scopeId, key))) {
-        throw invalid(`${p}key`, `role key "${key}" at scope ${scopeId} appears more than once in the batch`);
-      }
-      seen.add(pair(scopeId, key));
-      const clash = existing.get(pair(scopeId, key));
-      if (clash) {
-        throw new DomainError('already_exists', `${p}key: scope ${scopeId} already has a role with key "${key}" (${clash})`, `${p}key`);
-      }
+      unique.claim([scopeId, key], `${p}key`, `a role with key "${key}" at scope ${scopeId}`);
       return {
         ...b.base(id, scope.tenantId as string), scopeId, key,
         name: optionalString(item.name, `${p}name`) ?? key,
@@ -125,10 +115,10 @@ function roles(): CreateSpec<CreateRoleRequest, 'role'> {
  */
 function rolePermissions(): CreateSpec<CreateRolePermissionRequest, 'rolePermission'> {
   const chains = new Map<string, string[]>();
-  const existing = new Map<string, string>(); // pair(roleId, permissionId) -> id
-  const seen = new Set<string>();
+  const unique = new Uniques(); // (roleId, permissionId)
   return {
     kind: 'rolePermission',
+    tenantRef: (item) => ['role', item.roleId, 'roleId'],
     async preload(b, items) {
       await b.preload('role', items.map((i) => i.roleId));
       await b.preload('permission', items.map((i) => i.permissionId));
@@ -137,32 +127,22 @@ function rolePermissions(): CreateSpec<CreateRolePermissionRequest, 'rolePermiss
       const permissionIds = items.map((i) => i.permissionId).filter((x) => x);
       if (roleIds.length === 0 || permissionIds.length === 0) return;
       const found = await rowsWhere(b.em, 'rolePermission', { roleId: { $in: roleIds }, permissionId: { $in: permissionIds } });
-      for (const r of found) existing.set(pair(r.roleId, r.permissionId), r.id as string);
+      for (const r of found) unique.held([r.roleId, r.permissionId], r.id as string);
     },
     async build(b, item, p) {
       const id = b.id('rolePermission', item.id, `${p}id`);
       const roleId = requireString(item.roleId, `${p}roleId`);
       const permissionId = requireString(item.permissionId, `${p}permissionId`);
       const role = await b.ref('role', roleId, `${p}roleId`);
-      const permission = await b.ref('permission', permissionId, `${p}permissionId`);
       await b.tenant(role.tenantId as string, `${p}roleId`);
-      if (permission.tenantId !== role.tenantId) {
-        throw invalid(`${p}permissionId`, `permission ${permissionId} belongs to tenant ${permission.tenantId as string}, role ${roleId} to tenant ${role.tenantId as string}`);
-      }
+      const permission = await refIn(b, 'permission', permissionId, `${p}permissionId`, role.tenantId as string);
       if (!(await isAtOrBelow(b, role.scopeId as string, permission.scopeId as string, chains))) {
         throw constraint(
           `permission ${permissionId} is defined at scope ${permission.scopeId as string}, which is neither role ${roleId}'s scope ${role.scopeId as string} nor an ancestor of it`,
           `${p}permissionId`,
         );
       }
-      if (seen.has(pair(roleId, permissionId))) {
-        throw invalid(`${p}permissionId`, `permission ${permissionId} is granted to role ${roleId} more than once in the batch`);
-      }
-      seen.add(pair(roleId, permissionId));
-      const clash = existing.get(pair(roleId, permissionId));
-      if (clash) {
-        throw new DomainError('already_exists', `${p}permissionId: role ${roleId} already has permission ${permissionId} (${clash})`, `${p}permissionId`);
-      }
+      unique.claim([roleId, permissionId], `${p}permissionId`, `a grant of permission ${permissionId} to role ${roleId}`);
       return { ...b.base(id, role.tenantId as string), roleId, permissionId };
     },
   };

@@ -2,7 +2,7 @@ import type { ServiceImpl } from '@connectrpc/connect';
 import { ScopeOverrideService } from '../../../gen/authz/v1/scope_override_service_pb.js';
 import type { CreateScopeOverrideRequest } from '../../../gen/authz/v1/scope_override_service_pb.js';
 import { invalid } from '../../common/errors.js';
-import { oneOf, requireString } from '../validate.js';
+import { oneOf, requireString } from '../../common/validate.js';
 import { createMany, deleteOne, listMany, tenantOfRef, type CreateSpec, type Deps, enterScope, refIn } from './kit.js';
 
 const MODES = ['block', 'add', 'remove'] as const;
@@ -10,6 +10,7 @@ const MODES = ['block', 'add', 'remove'] as const;
 /** `block` stops a role flowing down past the scope; `add`/`remove` change its permissions there and below. */
 const scopeOverrides: CreateSpec<CreateScopeOverrideRequest, 'scopeOverride'> = {
   kind: 'scopeOverride',
+  tenantRef: (item) => ['scope', item.scopeId, 'scopeId'],
   async preload(b, items) {
     await b.preload('scope', items.map((i) => i.scopeId));
     await b.preload('role', items.map((i) => i.roleId));
@@ -23,8 +24,10 @@ const scopeOverrides: CreateSpec<CreateScopeOverrideRequest, 'scopeOverride'> = 
     if (mode === 'block' && item.permissionIds.length > 0) throw invalid(`${p}permissionIds`, 'must be empty for mode block');
     if (mode !== 'block' && item.permissionIds.length === 0) throw invalid(`${p}permissionIds`, `is required for mode ${mode}`);
     const permissionIds = item.permissionIds.map((x, i) => requireString(x, `${p}permissionIds[${i}]`));
+    const listed = new Set<string>();
     permissionIds.forEach((x, i) => {
-      if (permissionIds.indexOf(x) !== i) throw invalid(`${p}permissionIds[${i}]`, `permission ${x} is listed twice`);
+      if (listed.has(x)) throw invalid(`${p}permissionIds[${i}]`, `permission ${x} is listed twice`);
+      listed.add(x);
     });
     const tenantId = (await enterScope(b, scopeId, `${p}scopeId`)).tenantId as string;
     await refIn(b, 'role', roleId, `${p}roleId`, tenantId);

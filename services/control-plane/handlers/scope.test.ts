@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConnectError, Code } from '@connectrpc/connect';
 import { ScopeService } from '../../../gen/authz/v1/scope_service_pb.js';
-import { BACKENDS, createTestApp, seedTenant, type TestApp } from '../../../test/harness.js';
+import { BACKENDS, createTestApp, expectCode, seedTenant, type TestApp } from '../../../test/harness.js';
 
 describe.each(BACKENDS)('ScopeService on %s', (backend) => {
   let app: TestApp;
@@ -23,6 +23,14 @@ describe.each(BACKENDS)('ScopeService on %s', (backend) => {
     ]);
     const anc = await c.listScopeAncestors({ id: 'scope_eng' });
     expect(anc.scopes.map((s) => s.id)).toEqual(['scope_org', 'scope_tenant_a']);
+  });
+
+  it('keeps scope type names unique: a stored name is already_exists (409), a repeat within a batch invalid_argument', async () => {
+    const c = app.client(ScopeService);
+    await c.createScopeType({ name: 'unit' });
+    await expectCode(c.createScopeType({ name: 'unit' }), Code.AlreadyExists, 'name: a scope type named "unit" already exists');
+    await expectCode(c.batchCreateScopeTypes({ items: [{ name: 'squad' }, { name: 'squad' }] }), Code.InvalidArgument, 'items[1].name');
+    expect((await c.listScopeTypes({ limit: 1000 })).scopeTypes.filter((t) => t.name === 'squad')).toEqual([]);
   });
 
   it('refuses duplicate ids in a batch and writes nothing', async () => {

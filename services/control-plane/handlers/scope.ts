@@ -5,25 +5,33 @@ import { constraint, invalid, notFound } from '../../common/errors.js';
 import { rowToMessage, type Row } from '../../store/kinds.js';
 import { getById } from '../../store/read.js';
 import { principalOf } from '../auth/principal.js';
-import { optionalString, requireString } from '../validate.js';
+import { optionalString, requireString } from '../../common/validate.js';
 import { requireTenant } from './tenancy.js';
-import { Batch, createMany, listMany, loadForWrite, tenantOfRef, writeOne, type CreateSpec, type Deps } from './kit.js';
+import { Batch, Uniques, createMany, distinct, listMany, loadForWrite, tenantOfRef, writeOne, type CreateSpec, type Deps } from './kit.js';
+import { query } from '../../store/read.js';
 
 /** Contract §6: scope and resource hierarchies are at most 64 levels deep. */
 export const MAX_DEPTH = 64;
 
-const scopeTypes: CreateSpec<CreateScopeTypeRequest, 'scopeType'> = {
-  kind: 'scopeType',
-  async build(b, item, p) {
-    const id = b.id('scopeType', item.id, `${p}id`);
-    const name = requireString(item.name, `${p}name`);
-    const clash = await b.em.execute('select id from scope_types where name = ?', [name]);
-    if (clash.length > 0 || [...b.created('scopeType')].some((r) => r.name === name)) {
-      throw constraint(`a scope type named "${name}" already exists`, `${p}name`);
-    }
-    return { ...b.base(id), name, description: optionalString(item.description, `${p}description`) ?? '' };
-  },
-};
+function scopeTypes(): CreateSpec<CreateScopeTypeRequest, 'scopeType'> {
+  const unique = new Uniques(); // (name)
+  return {
+    kind: 'scopeType',
+    async preload(b, items) {
+      const names = distinct(items.map((i) => i.name));
+      if (names.length === 0) return;
+      for (const r of await query<{ id: string; name: string }>(b.em, 'select id, name from scope_types where name in (?)', [names])) {
+        unique.held([r.name], r.id);
+      }
+    },
+    async build(b, item, p) {
+      const id = b.id('scopeType', item.id, `${p}id`);
+      const name = requireString(item.name, `${p}name`);
+      unique.claim([name], `${p}name`, `a scope type named "${name}"`);
+      return { ...b.base(id), name, description: optionalString(item.description, `${p}description`) ?? '' };
+    },
+  };
+}
 
 const scopeTypeEdges: CreateSpec<CreateScopeTypeEdgeRequest, 'scopeTypeEdge'> = {
   kind: 'scopeTypeEdge',
@@ -93,6 +101,7 @@ export async function rootScopeOf(b: Batch, tenantId: string, field: string): Pr
 
 const scopes: CreateSpec<CreateScopeRequest, 'scope'> = {
   kind: 'scope',
+  tenantRef: (item, principal) => (item.parentId ? ['scope', item.parentId, 'parentId'] : ['tenant', item.tenantId || principal.tenantId, 'tenantId']),
   async preload(b, items) {
     await b.preload('scope', items.map((i) => i.parentId));
     await b.preload('scopeType', items.map((i) => i.typeId));
@@ -122,10 +131,10 @@ export function scopeService(deps: Deps): ServiceImpl<typeof ScopeService> {
       return { scopeTypes: items, nextCursor };
     },
     async createScopeType(req, ctx) {
-      return { scopeType: (await createMany(deps, ctx, scopeTypes, [req], false))[0] };
+      return { scopeType: (await createMany(deps, ctx, scopeTypes(), [req], false))[0] };
     },
     async batchCreateScopeTypes(req, ctx) {
-      return { scopeTypes: await createMany(deps, ctx, scopeTypes, req.items, true) };
+      return { scopeTypes: await createMany(deps, ctx, scopeTypes(), req.items, true) };
     },
     async createScopeTypeEdge(req, ctx) {
       return { scopeTypeEdge: (await createMany(deps, ctx, scopeTypeEdges, [req], false))[0] };

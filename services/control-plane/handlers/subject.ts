@@ -4,7 +4,7 @@ import type { CreateSubjectRequest } from '../../../gen/authz/v1/subject_service
 import { constraint, invalid } from '../../common/errors.js';
 import { rowToMessage } from '../../store/kinds.js';
 import type { WriteTx } from '../../store/write.js';
-import { jsonObject, oneOf, optionalString, requireString } from '../validate.js';
+import { jsonObject, oneOf, optionalString, requireString } from '../../common/validate.js';
 import {
   createMany, deleteOne, getOne, listMany, loadForWrite, writeOne, type CreateSpec, type Deps,
 } from './kit.js';
@@ -16,6 +16,7 @@ export const SUBJECT_TYPES = ['user', 'service', 'agent'] as const;
 
 const subjects: CreateSpec<CreateSubjectRequest, 'subject'> = {
   kind: 'subject',
+  tenantRef: (item, principal) => ['tenant', item.tenantId || principal.tenantId, 'tenantId'],
   async preload(b, items) {
     await b.preload('tenant', items.map((i) => i.tenantId || b.principal.tenantId));
   },

@@ -45,7 +45,7 @@ describe.each(BACKENDS)('TagService on %s', (backend) => {
       await expectCode(c.createTagGroup({ scopeId: 'scope_tenant_a', name: 'E', key: 'env' }), Code.AlreadyExists, 'key');
       await expectCode(c.batchCreateTagGroups({ items: [
         { scopeId: 'scope_tenant_a', name: 'A', key: 'dup' }, { scopeId: 'scope_tenant_a', name: 'B', key: 'dup' },
-      ] }), Code.AlreadyExists, 'items[1].key');
+      ] }), Code.InvalidArgument, 'items[1].key');
       await expectCode(c.createTagGroup({ scopeId: 'scope_tenant_a', name: 'N', key: 'neg', maxAppliedPerTarget: -1 }), Code.InvalidArgument, 'maxAppliedPerTarget');
       await expectCode(c.createTagGroup({ scopeId: 'scope_tenant_a', name: '', key: 'x' }), Code.InvalidArgument, 'name: is required');
       await expectCode(c.createTagGroup({ scopeId: 'scope_tenant_a', name: 'x', key: '' }), Code.InvalidArgument, 'key: is required');
@@ -86,7 +86,7 @@ describe.each(BACKENDS)('TagService on %s', (backend) => {
       await expectCode(c.createTag({ tagGroupId: 'tag_group_env', identifier: 'prod' }), Code.AlreadyExists, 'identifier');
       await expectCode(c.batchCreateTags({ items: [
         { tagGroupId: 'tag_group_env', identifier: 'qa' }, { tagGroupId: 'tag_group_env', identifier: 'qa' },
-      ] }), Code.AlreadyExists, 'items[1].identifier');
+      ] }), Code.InvalidArgument, 'items[1].identifier');
       await expectCode(c.createTag({ tagGroupId: 'tag_group_nope', identifier: 'x' }), Code.FailedPrecondition, 'tagGroupId');
       await expectCode(c.createTag({ tagGroupId: 'tag_group_env', identifier: 'x', scopeId: 'scope_tenant_b' }), Code.FailedPrecondition, 'scopeId');
       await expectCode(c.createTag({ tagGroupId: 'tag_group_env', identifier: '' }), Code.InvalidArgument, 'identifier: is required');

@@ -6,9 +6,9 @@ import type {
 import { constraint, invalid } from '../../common/errors.js';
 import { rowToMessage, type KindName, type Row } from '../../store/kinds.js';
 import { listPage, query } from '../../store/read.js';
-import { oneOf, optionalString, requireString } from '../validate.js';
+import { oneOf, optionalString, requireString } from '../../common/validate.js';
 import {
-  createMany, deleteOne, getOne, listMany, loadForWrite, reach, tenantOfRef, writeOne, type Batch, type CreateSpec, type Deps, distinct, enterScope, refIn, taken } from './kit.js';
+  Uniques, createMany, deleteOne, getOne, listMany, loadForWrite, reach, tenantOfRef, writeOne, type Batch, type CreateSpec, type Deps, distinct, enterScope, refIn } from './kit.js';
 import { requireUsableRole, scopeChains } from './role.js';
 
 const TARGET_TYPES = ['resource', 'subject', 'scope'] as const;
@@ -28,15 +28,16 @@ async function unlockedGroup(b: Batch, groupId: string, field: string, what: str
 }
 
 function tagGroups(): CreateSpec<CreateTagGroupRequest, 'tagGroup'> {
-  const known = new Set<string>(); // `${tenantId}\0${key}`
+  const unique = new Uniques(); // (tenantId, key)
   return {
     kind: 'tagGroup',
+    tenantRef: (item) => ['scope', item.scopeId, 'scopeId'],
     async preload(b, items) {
       await b.preload('scope', items.map((i) => i.scopeId));
       const keys = distinct(items.map((i) => i.key));
       if (keys.length === 0) return;
       for (const r of await query<{ t: string; k: string }>(b.em, 'select tenant_id as t, key as k from tag_groups where key in (?)', [keys])) {
-        known.add(`${r.t}\0${r.k}`);
+        unique.held([r.t, r.k]);
       }
     },
     async build(b, item, p) {
@@ -47,8 +48,7 @@ function tagGroups(): CreateSpec<CreateTagGroupRequest, 'tagGroup'> {
       const description = optionalString(item.description, `${p}description`) ?? '';
       const maxAppliedPerTarget = maxApplied(item.maxAppliedPerTarget, `${p}maxAppliedPerTarget`);
       const tenantId = (await enterScope(b, scopeId, `${p}scopeId`)).tenantId as string;
-      if (known.has(`${tenantId}\0${key}`)) throw taken(`${p}key`, `a tag group with key "${key}" already exists in tenant ${tenantId}`);
-      known.add(`${tenantId}\0${key}`);
+      unique.claim([tenantId, key], `${p}key`, `a tag group with key "${key}"`);
       return {
         ...b.base(id, tenantId), scopeId, name, key, description, origin: 'user', maxAppliedPerTarget, isLocked: item.isLocked,
       };
@@ -57,9 +57,10 @@ function tagGroups(): CreateSpec<CreateTagGroupRequest, 'tagGroup'> {
 }
 
 function tags(): CreateSpec<CreateTagRequest, 'tag'> {
-  const known = new Set<string>(); // `${groupId}\0${identifier}`
+  const unique = new Uniques(); // (tagGroupId, identifier)
   return {
     kind: 'tag',
+    tenantRef: (item) => ['tagGroup', item.tagGroupId, 'tagGroupId'],
     async preload(b, items) {
       const groups = distinct(items.map((i) => i.tagGroupId));
       const identifiers = distinct(items.map((i) => i.identifier));
@@ -69,7 +70,7 @@ function tags(): CreateSpec<CreateTagRequest, 'tag'> {
       const rows = await query<{ g: string; i: string }>(
         b.em, 'select tag_group_id as g, identifier as i from tags where tag_group_id in (?) and identifier in (?)', [groups, identifiers],
       );
-      for (const r of rows) known.add(`${r.g}\0${r.i}`);
+      for (const r of rows) unique.held([r.g, r.i]);
     },
     async build(b, item, p) {
       const id = b.id('tag', item.id, `${p}id`);
@@ -81,10 +82,7 @@ function tags(): CreateSpec<CreateTagRequest, 'tag'> {
       const tenantId = group.tenantId as string;
       await b.tenant(tenantId, `${p}tagGroupId`);
       if (explicitScope) await refIn(b, 'scope', explicitScope, `${p}scopeId`, tenantId);
-      if (known.has(`${tagGroupId}\0${identifier}`)) {
-        throw taken(`${p}identifier`, `tag group ${tagGroupId} already has a tag "${identifier}"`);
-      }
-      known.add(`${tagGroupId}\0${identifier}`);
+      unique.claim([tagGroupId, identifier], `${p}identifier`, `a tag "${identifier}" in tag group ${tagGroupId}`);
       return { ...b.base(id, tenantId), scopeId: explicitScope ?? (group.scopeId as string), tagGroupId, identifier, label };
     },
   };
@@ -96,9 +94,10 @@ function tags(): CreateSpec<CreateTagRequest, 'tag'> {
  */
 function tagAssignments(): CreateSpec<CreateTagAssignmentRequest, 'tagAssignment'> {
   const counts = new Map<string, number>(); // `${targetId}\0${groupId}` -> tags of the group on the target
-  const pairs = new Set<string>(); // `${tagId}\0${targetId}`
+  const unique = new Uniques(); // (tagId, targetId)
   return {
     kind: 'tagAssignment',
+    tenantRef: (item) => ['tag', item.tagId, 'tagId'],
     async preload(b, items) {
       const tagIds = distinct(items.map((i) => i.tagId));
       await b.preload('tag', tagIds);
@@ -115,7 +114,7 @@ function tagAssignments(): CreateSpec<CreateTagAssignmentRequest, 'tagAssignment
         select a.target_id as target, a.tag_id as tag, t.tag_group_id as grp
         from tag_assignments a join tags t on t.id = a.tag_id where a.target_id in (?)`, [targets]);
       for (const r of rows) {
-        pairs.add(`${r.tag}\0${r.target}`);
+        unique.held([r.tag, r.target]);
         const k = `${r.target}\0${r.grp}`;
         counts.set(k, (counts.get(k) ?? 0) + 1);
       }
@@ -130,7 +129,7 @@ function tagAssignments(): CreateSpec<CreateTagAssignmentRequest, 'tagAssignment
       await b.tenant(tenantId, `${p}tagId`);
       const group = await unlockedGroup(b, tag.tagGroupId as string, `${p}tagId`, 'assignments');
       await refIn(b, TARGET_KIND[targetType], targetId, `${p}targetId`, tenantId);
-      if (pairs.has(`${tagId}\0${targetId}`)) throw taken(`${p}targetId`, `${targetType} ${targetId} already carries tag ${tagId}`);
+      unique.claim([tagId, targetId], `${p}targetId`, `an assignment of tag ${tagId} to ${targetType} ${targetId}`);
       const k = `${targetId}\0${group.id as string}`;
       const count = counts.get(k) ?? 0;
       const max = group.maxAppliedPerTarget as number;
@@ -141,7 +140,6 @@ function tagAssignments(): CreateSpec<CreateTagAssignmentRequest, 'tagAssignment
         );
       }
       counts.set(k, count + 1);
-      pairs.add(`${tagId}\0${targetId}`);
       return { ...b.base(id, tenantId), tagId, targetType, targetId };
     },
   };
@@ -155,6 +153,7 @@ function tagBindings(): CreateSpec<CreateTagBindingRequest, 'tagBinding'> {
   const chains = new Map<string, string[]>();
   return {
     kind: 'tagBinding',
+    tenantRef: (item) => ['scope', item.scopeId, 'scopeId'],
     async preload(b, items) {
       await b.preload('scope', items.map((i) => i.scopeId));
       await b.preload('tag', items.map((i) => i.tagId));
@@ -231,7 +230,7 @@ export function tagService(deps: Deps): ServiceImpl<typeof TagService> {
     async listTagAssignments(req, ctx) {
       // The target may be a resource, a subject or a scope: reach is checked on the rows found.
       const targetId = requireString(req.targetId, 'targetId');
-      const { rows, nextCursor } = await listPage(deps.db.orm.em.fork(), 'tagAssignment', { targetId }, req);
+      const { rows, nextCursor } = await listPage(deps.db.orm.em.fork(), deps.db.cursors, 'tagAssignment', { targetId }, req);
       for (const r of rows) reach(ctx, r);
       return { tagAssignments: rows.map((r) => rowToMessage('tagAssignment', r)), nextCursor };
     },

@@ -148,7 +148,7 @@ describe.each(BACKENDS)('TenancyService on %s', (backend) => {
       await tx.insert('tenant', [{ id: 'tenant_mixed', name: 'm', scopeId: 'scope_m', revision: 0, createdAt: new Date(), createdBy: 't' }]);
       await tx.useNewTenant('tenant_mixed');
     }).catch((e: unknown) => e);
-    expect(String(err)).toContain('cannot be created in a request that writes existing tenant');
+    expect(String(err)).toContain('cannot be created in a request that writes an existing tenant');
     expect(await app.db.orm.em.fork().execute(`select id from tenants where id = 'tenant_mixed'`)).toHaveLength(0);
     await expect(runWrite(app.db, (tx) => tx.useNewTenant('tenant_b'))).rejects.toThrow(/not a tenant inserted at revision 0/);
   });

@@ -9,8 +9,8 @@ import { newId } from '../../common/ids.js';
 import { rowToMessage, type Row } from '../../store/kinds.js';
 import { getById } from '../../store/read.js';
 import { runWrite } from '../../store/write.js';
-import { assertTenantReach, principalOf } from '../auth/principal.js';
-import { batchItems, optionalString, requireString } from '../validate.js';
+import { assertTenantReach, assertWholeTenantReach, principalOf, type Principal } from '../auth/principal.js';
+import { batchItems, optionalString, requireString } from '../../common/validate.js';
 import {
   Batch, createMany, guardWrite, listMany, setRevision, tenantOfRef, type CreateSpec, type Deps,
 } from './kit.js';
@@ -21,17 +21,22 @@ import { buildScope, rootScopeOf } from './scope.js';
  * learns nothing about other tenants), then `not_found` when it does not exist.
  */
 export async function requireTenant(deps: Deps, ctx: HandlerContext, tenantId: string, field: string): Promise<Row> {
-  assertTenantReach(principalOf(ctx), tenantId);
+  assertTenantReach(principalOf(ctx), tenantId, field);
   const row = await getById(deps.db.orm.em.fork(), 'tenant', tenantId);
   if (!row) throw notFound('tenant', tenantId, field);
   return row;
+}
+
+/** A list filter narrowed, for a key restricted to an environment, to that environment. */
+function reachableEnvironments(principal: Principal, where: Record<string, unknown>): Record<string, unknown> {
+  return principal.environment ? { ...where, id: principal.environment.id } : where;
 }
 
 /** The tenant of a create item: its `tenantId`, else the calling key's tenant; checked for reach. */
 function itemTenant(b: Batch, tenantId: string | undefined, field: string): string {
   const t = optionalString(tenantId, field) ?? b.principal.tenantId;
   if (!t) throw invalid(field, 'is required when the API key names no tenant');
-  assertTenantReach(b.principal, t);
+  assertTenantReach(b.principal, t, field);
   return t;
 }
 
@@ -77,10 +82,12 @@ async function childScope(b: Batch, name: string, typeId: string, parentId: stri
 
 const projects: CreateSpec<CreateProjectRequest, 'project'> = {
   kind: 'project',
+  tenantRef: (item, principal) => ['tenant', item.tenantId || principal.tenantId, 'tenantId'],
   async preload(b, items) {
     await b.preload('tenant', items.map((i) => i.tenantId || b.principal.tenantId));
   },
   async build(b, item, p) {
+    assertWholeTenantReach(b.principal, `the scope where a project would be created`);
     const id = b.id('project', item.id, `${p}id`);
     const name = requireString(item.name, `${p}name`);
     const tenantId = itemTenant(b, item.tenantId, `${p}tenantId`);
@@ -92,20 +99,22 @@ const projects: CreateSpec<CreateProjectRequest, 'project'> = {
 
 const environments: CreateSpec<CreateEnvironmentRequest, 'environment'> = {
   kind: 'environment',
+  tenantRef: (item) => ['project', item.projectId, 'projectId'],
   async preload(b, items) {
     await b.preload('project', items.map((i) => i.projectId));
   },
   async build(b, item, p) {
+    assertWholeTenantReach(b.principal, `the scope where an environment would be created`);
     const id = b.id('environment', item.id, `${p}id`);
     const name = requireString(item.name, `${p}name`);
     const projectId = requireString(item.projectId, `${p}projectId`);
     const given = optionalString(item.tenantId, `${p}tenantId`);
-    if (given) assertTenantReach(b.principal, given);
+    if (given) assertTenantReach(b.principal, given, `${p}tenantId`);
     const project = await b.ref('project', projectId, `${p}projectId`);
     const tenantId = project.tenantId as string;
-    assertTenantReach(b.principal, tenantId);
+    assertTenantReach(b.principal, tenantId, `${p}projectId`);
     if (given && given !== tenantId) {
-      throw invalid(`${p}projectId`, `project ${projectId} belongs to tenant ${tenantId}, not to ${given}`);
+      throw invalid(`${p}projectId`, `project ${projectId} does not belong to tenant ${given}`);
     }
     const scopeId = await childScope(b, name, 'scope_type_environment', project.scopeId as string, p);
     return { ...b.base(id, tenantId), projectId, scopeId, name };
@@ -114,10 +123,12 @@ const environments: CreateSpec<CreateEnvironmentRequest, 'environment'> = {
 
 const workspaces: CreateSpec<CreateWorkspaceRequest, 'workspace'> = {
   kind: 'workspace',
+  tenantRef: (item, principal) => ['tenant', item.tenantId || principal.tenantId, 'tenantId'],
   async preload(b, items) {
     await b.preload('tenant', items.map((i) => i.tenantId || b.principal.tenantId));
   },
   async build(b, item, p) {
+    assertWholeTenantReach(b.principal, `the scope where a workspace would be created`);
     const id = b.id('workspace', item.id, `${p}id`);
     const name = requireString(item.name, `${p}name`);
     const tenantId = itemTenant(b, item.tenantId, `${p}tenantId`);
@@ -141,6 +152,7 @@ export function tenancyService(deps: Deps): ServiceImpl<typeof TenancyService> {
     },
     async getTenant(req, ctx) {
       const id = requireString(req.id, 'id');
+      assertWholeTenantReach(principalOf(ctx), 'the tenant', 'id');
       return { tenant: rowToMessage('tenant', await requireTenant(deps, ctx, id, 'id')) };
     },
     async createProject(req, ctx) {
@@ -151,6 +163,7 @@ export function tenancyService(deps: Deps): ServiceImpl<typeof TenancyService> {
     },
     async listProjects(req, ctx) {
       const tenantId = requireString(req.tenantId, 'tenantId');
+      assertWholeTenantReach(principalOf(ctx), 'the tenant\'s projects', 'tenantId');
       await requireTenant(deps, ctx, tenantId, 'tenantId');
       const { items, nextCursor } = await listMany(deps, 'project', { tenantId }, req);
       return { projects: items, nextCursor };
@@ -164,13 +177,13 @@ export function tenancyService(deps: Deps): ServiceImpl<typeof TenancyService> {
     async listTenantEnvironments(req, ctx) {
       const tenantId = requireString(req.tenantId, 'tenantId');
       await requireTenant(deps, ctx, tenantId, 'tenantId');
-      const { items, nextCursor } = await listMany(deps, 'environment', { tenantId }, req);
+      const { items, nextCursor } = await listMany(deps, 'environment', reachableEnvironments(principalOf(ctx), { tenantId }), req);
       return { environments: items, nextCursor };
     },
     async listProjectEnvironments(req, ctx) {
       const projectId = requireString(req.projectId, 'projectId');
       await tenantOfRef(deps, ctx, 'project', projectId, 'projectId');
-      const { items, nextCursor } = await listMany(deps, 'environment', { projectId }, req);
+      const { items, nextCursor } = await listMany(deps, 'environment', reachableEnvironments(principalOf(ctx), { projectId }), req);
       return { environments: items, nextCursor };
     },
     async createWorkspace(req, ctx) {
@@ -181,6 +194,7 @@ export function tenancyService(deps: Deps): ServiceImpl<typeof TenancyService> {
     },
     async listWorkspaces(req, ctx) {
       const tenantId = requireString(req.tenantId, 'tenantId');
+      assertWholeTenantReach(principalOf(ctx), 'the tenant\'s workspaces', 'tenantId');
       await requireTenant(deps, ctx, tenantId, 'tenantId');
       const { items, nextCursor } = await listMany(deps, 'workspace', { tenantId }, req);
       return { workspaces: items, nextCursor };

@@ -1,28 +1,33 @@
 import type { JsonObject } from '@bufbuild/protobuf';
-import { invalid, limitExceeded } from '../common/errors.js';
-import { isValidClientId, type Namespace } from '../common/ids.js';
+import { invalid, limitExceeded } from './errors.js';
+import { isValidClientId, type Namespace } from './ids.js';
 
 /** Contract §6 limits. */
 export const MAX_STRING = 256;
 export const MAX_JSON_BYTES = 16 * 1024;
+/** Items of a batch, and of any list of a request without its own `max_items` (transport/guard.ts). */
 export const MAX_BATCH = 1000;
 
-/** A required, non-empty string of at most 256 characters. */
-export function requireString(value: string | undefined, field: string, max = MAX_STRING): string {
-  if (value === undefined || value === '') throw invalid(field, 'is required');
+/**
+ * A required, non-empty string of at most 256 characters. Like every helper here it takes
+ * `null` for absent: proto3 JSON's null means the field's default, and JSON read without a
+ * message decoder (the lean decision path) hands it over as is.
+ */
+export function requireString(value: string | null | undefined, field: string, max = MAX_STRING): string {
+  if (value === undefined || value === null || value === '') throw invalid(field, 'is required');
   return optionalString(value, field, max) as string;
 }
 
-/** An optional string: at most 256 characters; '' and undefined both mean absent. */
-export function optionalString(value: string | undefined, field: string, max = MAX_STRING): string | undefined {
-  if (value === undefined || value === '') return undefined;
+/** An optional string: at most 256 characters; '', null and undefined all mean absent. */
+export function optionalString(value: string | null | undefined, field: string, max = MAX_STRING): string | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
   if (value.length > max) throw limitExceeded(field, `is longer than ${max} characters`);
   return value;
 }
 
 /** One of the allowed spellings; `fallback` when absent. */
-export function oneOf<T extends string>(value: string | undefined, allowed: readonly T[], field: string, fallback?: T): T {
-  if (value === undefined || value === '') {
+export function oneOf<T extends string>(value: string | null | undefined, allowed: readonly T[], field: string, fallback?: T): T {
+  if (value === undefined || value === null || value === '') {
     if (fallback !== undefined) return fallback;
     throw invalid(field, `is required (one of ${allowed.join(', ')})`);
   }
@@ -31,8 +36,8 @@ export function oneOf<T extends string>(value: string | undefined, allowed: read
 }
 
 /** A JSON object of at most 16 KiB serialized; undefined stays undefined. */
-export function jsonObject(value: JsonObject | undefined, field: string, max = MAX_JSON_BYTES): JsonObject | undefined {
-  if (value === undefined) return undefined;
+export function jsonObject(value: JsonObject | null | undefined, field: string, max = MAX_JSON_BYTES): JsonObject | undefined {
+  if (value === undefined || value === null) return undefined;
   if (Buffer.byteLength(JSON.stringify(value)) > max) throw limitExceeded(field, `is larger than ${max} bytes of JSON`);
   return value;
 }
@@ -44,9 +49,8 @@ export function clientId(ns: Namespace, value: string | undefined, field: string
   return value;
 }
 
-/** A batch of 1..1000 items. */
+/** A batch holds at least one item (the request guard bounds it at MAX_BATCH). */
 export function batchItems<T>(items: T[], field = 'items'): T[] {
   if (items.length === 0) throw invalid(field, 'must hold at least one item');
-  if (items.length > MAX_BATCH) throw limitExceeded(field, `holds ${items.length} items; at most ${MAX_BATCH} are allowed`);
   return items;
 }

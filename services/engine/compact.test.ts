@@ -1,0 +1,216 @@
+/**
+ * The compact structures of the tenant index: a subject's grants (array, then map), slim rows,
+ * and that deletes free what inserts took (a long-running follower must not grow with churn).
+ */
+import { describe, expect, it } from 'vitest';
+import { evaluate } from './evaluate.js';
+import { GRANT_SCAN_LIMIT, SubjectGrants, TenantIndex } from './index.js';
+import type { Change, OwnershipGrant, TenantSnapshot } from './model.js';
+import { bagRows } from './index.js';
+
+const grant = (i: number, resource = `resource_${i % 7}`): OwnershipGrant => ({ id: `ownership_grant_${i}`, subjectId: 'subject_s', resourceId: resource, roleId: 'role_r' });
+const ids = (b: ReturnType<SubjectGrants['get']>) => [...bagRows(b)].map((g) => g.id).sort();
+
+describe('SubjectGrants', () => {
+  it('answers the same in array form and map form, through growth, deletes and re-inserts', () => {
+    const set = new SubjectGrants('subject_s');
+    const model = new Map<string, OwnershipGrant>();
+    const check = () => {
+      expect(set.size).toBe(model.size);
+      for (const g of model.values()) expect(set.find(g.id)).toStrictEqual(g);
+      expect(set.find('ownership_grant_none')).toBeUndefined();
+      for (let r = 0; r < 8; r++) {
+        const want = [...model.values()].filter((g) => g.resourceId === `resource_${r}`).map((g) => g.id).sort();
+        expect(ids(set.get(`resource_${r}`))).toEqual(want);
+      }
+      expect((set.canonical() as { form: string }).form).toBe('ok');
+    };
+    for (let i = 0; i < 3 * GRANT_SCAN_LIMIT; i++) {
+      set.add(grant(i).id, grant(i).resourceId, 'role_r');
+      model.set(grant(i).id, grant(i));
+      check();
+    }
+    // Deleting an absent grant changes nothing.
+    set.delete(grant(10_000).id);
+    check();
+    for (let i = 0; i < 3 * GRANT_SCAN_LIMIT; i += 2) {
+      set.delete(grant(i).id);
+      model.delete(grant(i).id);
+      check();
+    }
+    for (let i = 0; i < 3 * GRANT_SCAN_LIMIT; i++) {
+      if (!model.has(grant(i).id)) continue;
+      set.delete(grant(i).id);
+      model.delete(grant(i).id);
+      check();
+    }
+    expect(set.size).toBe(0);
+    // Re-inserts after emptying.
+    for (let i = 0; i < GRANT_SCAN_LIMIT + 2; i++) {
+      set.add(grant(i).id, 'resource_1', 'role_r');
+      model.set(grant(i).id, grant(i, 'resource_1'));
+    }
+    check();
+  });
+});
+
+function tenant(): TenantSnapshot {
+  return {
+    revision: 1,
+    rows: {
+      scope: [{ id: 'scope_0', tenantId: 't', parentId: null, typeId: 'st', name: 'root' }],
+      subject: [{ id: 'subject_s', type: 'user', externalId: 's', metadata: { a: 1 } }],
+      role: [{ id: 'role_r', scopeId: 'scope_0', key: 'r', name: 'r' }],
+      permission: [{ id: 'permission_p', scopeId: 'scope_0', action: 'read', resourceType: 'doc', resourcePattern: '*', key: 'doc:read:*' }],
+      role_permission: [{ id: 'role_permission_1', roleId: 'role_r', permissionId: 'permission_p' }],
+      resource_type: [{ id: 'resource_type_doc', key: 'doc', scopeId: 'scope_0', name: 'Doc' }],
+    },
+  };
+}
+
+describe('slim rows', () => {
+  it('keeps the model fields of a wire row, exactly, and drops the others', () => {
+    const idx = TenantIndex.fromSnapshot(tenant());
+    const wire = (o: Record<string, unknown>) => JSON.parse(JSON.stringify({ tenantId: 'tenant_x', updatedAt: '2025-01-01T00:00:00.000Z', ...o }));
+    const rows = [
+      { id: 'resource_a', resourceTypeId: 'resource_type_doc', ownerScopeId: 'scope_0', externalResourceId: 'a', displayName: 'A', attributes: { k: [1, { b: null }] }, createdAt: '2025-01-02T03:04:05.120Z', createdBy: 'subject_s' },
+      { id: 'resource_b', resourceTypeId: 'resource_type_doc', ownerScopeId: 'scope_0', externalResourceId: 'b', displayName: null, attributes: null, createdAt: '2025-01-02T03:04:05Z', createdBy: 'x' },
+      { id: 'resource_c', resourceTypeId: 'resource_type_doc', ownerScopeId: 'scope_0', externalResourceId: '', displayName: '', attributes: {}, createdAt: 'not a time', createdBy: '' },
+      { id: 'resource_d', resourceTypeId: 'resource_type_doc', ownerScopeId: 'scope_0', externalResourceId: 'd' },
+    ];
+    const changes = rows.map((r) => ({ op: 'upsert', kind: 'resource', id: r.id, row: wire(r) }) as Change);
+    changes.push({ op: 'upsert', kind: 'ownership_grant', id: 'g1', row: wire({ id: 'g1', subjectId: 'subject_s', resourceId: 'resource_a', roleId: 'role_r', createdBy: 'x' }) });
+    changes.push({ op: 'upsert', kind: 'subject', id: 'subject_t', row: wire({ id: 'subject_t', type: 'agent', externalId: 't', metadata: null }) });
+    changes.push({ op: 'upsert', kind: 'membership', id: 'm1', row: wire({ id: 'm1', subjectId: 'subject_t', scopeId: 'scope_0' }) });
+    changes.push({ op: 'upsert', kind: 'role_assignment', id: 'a1', row: wire({ id: 'a1', membershipId: 'm1', roleId: 'role_r' }) });
+    changes.push({ op: 'upsert', kind: 'resource_edge', id: 'e1', row: wire({ id: 'e1', parentResourceId: 'resource_a', childResourceId: 'resource_b', cascade: 'inherit', relationshipType: null }) });
+    idx.apply(2, changes);
+    for (const r of rows) expect(idx.resource(r.id)).toStrictEqual(r);
+    // The view the decision path reads gives the same fields (absent ones as undefined).
+    for (const r of rows) {
+      const view = idx.resourceView(idx.resourceNode(r.id)!) as unknown as Record<string, unknown>;
+      for (const f of ['id', 'resourceTypeId', 'ownerScopeId', 'externalResourceId', 'displayName', 'attributes', 'createdAt', 'createdBy']) {
+        expect(view[f], f).toEqual((r as Record<string, unknown>)[f]);
+      }
+    }
+    expect(idx.ownershipGrant('g1')).toStrictEqual({ id: 'g1', subjectId: 'subject_s', resourceId: 'resource_a', roleId: 'role_r' });
+    expect(idx.subject('subject_t')).toStrictEqual({ id: 'subject_t', type: 'agent', externalId: 't', metadata: null });
+    expect(idx.membership('m1')).toStrictEqual({ id: 'm1', subjectId: 'subject_t', scopeId: 'scope_0' });
+    expect(idx.roleAssignment('a1')).toStrictEqual({ id: 'a1', membershipId: 'm1', roleId: 'role_r' });
+    expect(idx.resourceEdge('e1')).toStrictEqual({ id: 'e1', parentResourceId: 'resource_a', childResourceId: 'resource_b', cascade: 'inherit', relationshipType: null });
+    // References share the referred row's string.
+    expect(idx.ownershipGrant('g1')?.resourceId).toBe(idx.resource('resource_a')?.id);
+    expect(evaluate(idx, { actor: { subjectId: 'subject_t' }, scopeId: 'scope_0', action: 'read', resource: { resourceId: 'resource_b' } }, { now: new Date(), gate: 'off' }).allowed).toBe(true);
+    expect(idx.count('resource')).toBe(4);
+  });
+});
+
+describe('churn', () => {
+  it('deletes free what upserts took: numbers are reused and the state equals a fresh build', () => {
+    const idx = TenantIndex.fromSnapshot(tenant());
+    const res = (i: number, at = '2025-01-02T03:04:05.000Z') => ({ id: `resource_${i}`, resourceTypeId: 'resource_type_doc', ownerScopeId: 'scope_0', externalResourceId: `e${i % 5}`, createdAt: at, createdBy: 'subject_s' });
+    let revision = 1;
+    for (let round = 0; round < 20; round++) {
+      const up: Change[] = [];
+      for (let i = 0; i < 200; i++) {
+        up.push({ op: 'upsert', kind: 'resource', id: `resource_${i}`, row: res(i, i % 3 === 0 ? 'odd time' : undefined) });
+        up.push({ op: 'upsert', kind: 'ownership_grant', id: `g${i}`, row: { id: `g${i}`, subjectId: 'subject_s', resourceId: `resource_${i}`, roleId: 'role_r' } });
+        if (i > 0) up.push({ op: 'upsert', kind: 'resource_edge', id: `e${i}`, row: { id: `e${i}`, parentResourceId: `resource_${i - 1}`, childResourceId: `resource_${i}`, cascade: 'inherit' } });
+      }
+      idx.apply(++revision, up);
+      expect(idx.count('resource')).toBe(200);
+      expect(idx.subjectNode('subject_s')?.grantsByResource?.size).toBe(200);
+      const down: Change[] = up.map((c) => ({ op: 'delete', kind: c.kind, id: c.id }) as Change);
+      // Delete in another order than inserted.
+      down.reverse();
+      idx.apply(++revision, down);
+      expect(idx.count('resource')).toBe(0);
+    }
+    const space = idx.resourceSpace();
+    expect(space.nodes).toBe(0);
+    expect(space.rawCreatedAt).toBe(0);
+    // 200 nodes at most were live at once: numbers are reused, not handed out afresh.
+    expect(space.numbers).toBeLessThanOrEqual(200);
+    expect(idx.subjectNode('subject_s')?.grantsByResource).toBeUndefined();
+    expect(idx.derivedState()).toEqual(TenantIndex.fromSnapshot({ ...tenant(), revision }).derivedState());
+  });
+});
+
+describe('TenantIndex.builder', () => {
+  it('rows in any order give the state fromSnapshot gives', async () => {
+    const { genTenant, rng } = await import('./testdata/generate.js');
+    for (let seed = 1; seed <= 60; seed++) {
+      const r = rng(seed);
+      const t = genTenant(r);
+      const rows: [string, unknown][] = [];
+      for (const [kind, list] of Object.entries(t.rows)) for (const row of list ?? []) rows.push([kind, row]);
+      // Fisher–Yates with the same generator: arrival order unrelated to kinds.
+      for (let i = rows.length - 1; i > 0; i--) {
+        const j = Math.floor(r() * (i + 1));
+        [rows[i], rows[j]] = [rows[j], rows[i]];
+      }
+      const b = TenantIndex.builder();
+      for (const [kind, row] of rows) b.add(kind as never, row);
+      const built = b.build(t.revision);
+      expect(built.revision).toBe(t.revision);
+      expect(built.derivedState()).toEqual(TenantIndex.fromSnapshot(t).derivedState());
+      expect(() => b.add('scope', { id: 'x' })).toThrow(/already built/);
+    }
+  });
+
+  it('refuses a malformed row', () => {
+    const b = TenantIndex.builder();
+    expect(() => b.add('policy', { id: 'p' })).toThrow(/policy/);
+    expect(() => b.add('nope' as never, { id: 'p' })).toThrow(/unknown kind/);
+  });
+});
+
+describe('id bags', () => {
+  it('grow from a string to an array to a set and back, matching a rebuild at every size', () => {
+    const base = tenant();
+    const idx = TenantIndex.fromSnapshot(base);
+    let revision = 1;
+    const rps = Array.from({ length: 20 }, (_, i) => ({ id: `role_permission_x${i}`, roleId: `role_${i}`, permissionId: 'permission_p' }));
+    const roles = rps.map((rp) => ({ id: rp.roleId, scopeId: 'scope_0', key: rp.roleId, name: rp.roleId }));
+    idx.apply(++revision, roles.map((row) => ({ op: 'upsert', kind: 'role', id: row.id, row }) as Change));
+    const live: typeof rps = [];
+    const expectRebuilt = () =>
+      expect(idx.derivedState()).toEqual(
+        TenantIndex.fromSnapshot({ revision, rows: { ...base.rows, role: [...(base.rows.role ?? []), ...roles], role_permission: [...(base.rows.role_permission ?? []), ...live] } }).derivedState(),
+      );
+    for (const rp of rps) {
+      idx.apply(++revision, [{ op: 'upsert', kind: 'role_permission', id: rp.id, row: rp }]);
+      live.push(rp);
+      expectRebuilt();
+    }
+    for (const rp of [...rps].reverse()) {
+      idx.apply(++revision, [{ op: 'delete', kind: 'role_permission', id: rp.id }]);
+      live.splice(live.indexOf(rp), 1);
+      expectRebuilt();
+    }
+  });
+});
+
+describe('canonicalTime', () => {
+  it('agrees with Date.parse and toISOString on valid, invalid and near-valid times', async () => {
+    const { canonicalTime } = await import('./index.js');
+    const slow = (v: string) => {
+      const ms = Date.parse(v);
+      return v.length === 24 && !Number.isNaN(ms) && new Date(ms).toISOString() === v ? ms : NaN;
+    };
+    const { rng } = await import('./testdata/generate.js');
+    const r = rng(7);
+    const cases = ['2025-01-02T03:04:05.120Z', '2024-02-29T23:59:59.999Z', '2023-02-29T00:00:00.000Z', '0099-01-01T00:00:00.000Z', '0100-01-01T00:00:00.000Z', '9999-12-31T23:59:59.999Z', '2025-13-01T00:00:00.000Z', '2025-04-31T00:00:00.000Z', '2025-01-01T24:00:00.000Z', '2025-01-01T00:60:00.000Z', '2025-01-01T00:00:60.000Z', '2025-01-01 00:00:00.000Z', '2025-01-01T00:00:00.000+', '2025-01-01T00:00:00Z', '1900-02-29T00:00:00.000Z', '2000-02-29T00:00:00.000Z', '-025-01-01T00:00:00.000Z', '2025-01-0aT00:00:00.000Z'];
+    for (let i = 0; i < 20_000; i++) {
+      const ms = Math.floor((r() * 2 - 0.5) * 4e14);
+      const iso = new Date(ms).toISOString();
+      cases.push(iso);
+      // One character changed to a digit or a separator.
+      const k = Math.floor(r() * iso.length);
+      cases.push(iso.slice(0, k) + '0123456789-:.TZ'[Math.floor(r() * 15)] + iso.slice(k + 1));
+    }
+    for (const c of cases) expect(canonicalTime(c), c).toBe(slow(c));
+    expect(canonicalTime(undefined)).toBeNaN();
+    expect(canonicalTime(1)).toBeNaN();
+  });
+});
