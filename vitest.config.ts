@@ -6,5 +6,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Two files at a time on CI's 2 cores: most suites wait on PostgreSQL, timers and child
+    // processes, so a second worker roughly halves the wall time (vitest's default is cores − 1).
+    maxWorkers: 2,
   },
 });

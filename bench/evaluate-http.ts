@@ -1,8 +1,9 @@
 /**
  * The control plane's `POST /evaluate` end to end: a real server on a free port (PostgreSQL
  * from DATABASE_URL, else the embedded database in memory), the README's tenant, and REST calls
- * with an API key, one at a time and 16 at once. Each call verifies the key (one query), catches
- * the tenant index up to the committed revision (one query) and runs the engine.
+ * with an API key, one at a time and 16 at once, on the lean decision path. Each call verifies
+ * the key from the key cache (no query once cached), catches the tenant index up to the
+ * committed revision (one query) and runs the engine.
  *
  *   npm run bench:evaluate-http
  *
@@ -11,7 +12,7 @@
  */
 import { startControlPlane } from '../services/control-plane/app.js';
 import { loadConfig } from '../services/control-plane/config.js';
-import { createLogger } from '../services/control-plane/observability.js';
+import { createLogger } from '../services/transport/observability.js';
 import { createScratchDatabase } from '../test/databases.js';
 
 const KEY = 'azk_bench_bootstrap_key_0123456789abcdefghijkl';

@@ -2,6 +2,9 @@ import { expect } from 'vitest';
 import { Code, ConnectError, createClient, createRouterTransport, type Client, type Interceptor } from '@connectrpc/connect';
 import type { DescService } from '@bufbuild/protobuf';
 import { openDatabase, type Database } from '../services/store/db.js';
+import { startControlPlane, type ControlPlane, type InternalOptions } from '../services/control-plane/app.js';
+import { loadConfig } from '../services/control-plane/config.js';
+import { createLogger } from '../services/transport/observability.js';
 import { createScratchDatabase } from './databases.js';
 
 export { createScratchDatabase };
@@ -10,9 +13,11 @@ import type { Deps } from '../services/control-plane/handlers/kit.js';
 import { runWrite } from '../services/store/write.js';
 import type { KindName, Row } from '../services/store/kinds.js';
 import { TenantIndexes } from '../services/control-plane/decision/indexes.js';
+import { ControlPlaneSource } from '../services/control-plane/decision/source.js';
 import type { GateMode } from '../services/engine/mod.js';
 import { registerServices } from '../services/control-plane/services.js';
-import { errorInterceptor } from '../services/control-plane/errors.js';
+import { errorInterceptor } from '../services/transport/errors.js';
+import { requestGuard } from '../services/transport/guard.js';
 
 export type Backend = 'postgres' | 'embedded';
 
@@ -52,7 +57,7 @@ export async function createTestApp(backend: Backend, options: { gate?: GateMode
   const db = await openTestDatabase(backend);
   const deps: Deps = {
     db,
-    decision: { indexes: new TenantIndexes(db, { minRevisionWaitMs: 200, maxRows: options.indexMaxRows ?? 5_000_000 }), gate: options.gate ?? 'off' },
+    decision: new ControlPlaneSource(new TenantIndexes(db, { minRevisionWaitMs: 200, maxRows: options.indexMaxRows ?? 5_000_000 }), options.gate ?? 'off'),
   };
   return {
     db,
@@ -63,7 +68,7 @@ export async function createTestApp(backend: Backend, options: { gate?: GateMode
         return next(req);
       };
       const transport = createRouterTransport((router) => registerServices(router, deps), {
-        router: { interceptors: [errorInterceptor(), as] },
+        router: { interceptors: [errorInterceptor(), as, requestGuard()] },
       });
       return createClient(service, transport);
     },
@@ -116,4 +121,70 @@ export async function seedRows(db: Database, tenantId: string, kind: KindName, r
     await tx.insert(kind, rows.map((r) => ({ tenantId, createdAt: new Date(), createdBy: 'test', ...r })));
   });
   return revision!;
+}
+
+/** The platform key of every control plane started by startTestControlPlane. */
+export const TEST_BOOTSTRAP_KEY = 'azk_test_bootstrap_secret_0123456789abcdefghij';
+
+/**
+ * A real control plane on a free port over a fresh database of `backend` (a new PostgreSQL
+ * database, dropped by close(), or an in-memory embedded one), with TEST_BOOTSTRAP_KEY as its
+ * platform key. `env` adds configuration variables.
+ */
+export async function startTestControlPlane(
+  backend: Backend,
+  env: Record<string, string> = {},
+  internal: InternalOptions = {},
+): Promise<ControlPlane & { url: string }> {
+  let drop = async () => {};
+  const vars: Record<string, string> = { SERVICE_PORT: '0', SERVICE_BOOTSTRAP_API_KEY: TEST_BOOTSTRAP_KEY, SERVICE_DATA_DIR: 'memory://', ...env };
+  // A second control plane on the same database (DATABASE_URL given): the database is not ours to drop.
+  if (backend === 'postgres' && !env.DATABASE_URL) {
+    const scratch = await createScratchDatabase(process.env.DATABASE_URL!);
+    vars.DATABASE_URL = scratch.url;
+    drop = scratch.drop;
+  }
+  let cp: ControlPlane;
+  try {
+    cp = await startControlPlane(loadConfig(vars, []), createLogger({ logLevel: 'silent' }), internal);
+  } catch (err) {
+    await drop();
+    throw err;
+  }
+  return {
+    ...cp,
+    url: cp.server.url,
+    async close() {
+      await cp.close();
+      await drop();
+    },
+  };
+}
+
+/**
+ * What the store holds, in a few numbers that any write changes: rows of every table, change-log
+ * rows and the sum of tenant revisions (to check that a refused request wrote nothing).
+ */
+export async function storeDigest(db: Database): Promise<{ rows: number; changeLog: number; revisions: number }> {
+  const em = db.orm.em.fork();
+  const tables = (await em.execute(
+    `select table_name as t from information_schema.tables where table_schema = current_schema() and table_type = 'BASE TABLE' and table_name <> 'mikro_orm_migrations'`,
+  )) as { t: string }[];
+  const counts = (await em.execute(tables.map((x) => `select count(*)::int as n from "${x.t}"`).join(' union all '))) as { n: number }[];
+  const [log] = (await em.execute('select count(*)::int as n from change_log')) as { n: number }[];
+  const [rev] = (await em.execute('select coalesce(sum(revision), 0)::int as n from tenants')) as { n: number }[];
+  return { rows: counts.reduce((a, c) => a + c.n, 0), changeLog: log.n, revisions: rev.n };
+}
+
+/**
+ * Every tenant whose change log does not hold exactly revisions (compactedThrough, revision]
+ * (each revision with at least one row, none above the tenant's; compactedThrough is 0 unless
+ * the log was compacted), with what it holds; empty when all are whole.
+ */
+export async function revisionGaps(db: Database): Promise<{ tenantId: string; revision: number; compactedThrough: number; logged: number[] }[]> {
+  const rows = (await db.orm.em.fork().execute(`
+    select t.id as "tenantId", t.revision::int as revision, coalesce(h.compacted_through, 0)::int as "compactedThrough",
+      coalesce((select array_agg(distinct c.revision::int order by c.revision::int) from change_log c where c.tenant_id = t.id), '{}') as logged
+    from tenants t left join change_log_horizons h on h.tenant_id = t.id`)) as { tenantId: string; revision: number; compactedThrough: number; logged: number[] }[];
+  return rows.filter((r) => r.logged.length !== r.revision - r.compactedThrough || r.logged.some((v, i) => v !== r.compactedThrough + i + 1));
 }

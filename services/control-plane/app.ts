@@ -1,18 +1,47 @@
 import type { Logger } from 'pino';
 import { openDatabase, type Database } from '../store/db.js';
-import { ensureBootstrapKey, StoreKeyVerifier } from './auth/key-store.js';
+import { ensureBootstrapKey } from './auth/key-store.js';
+import { CachedKeyVerifier } from './auth/key-cache.js';
+import { KeyGuard } from './watch/key-guard.js';
+import { controlPlaneFastPath } from './decision/fast-path.js';
 import type { Config } from './config.js';
 import { TenantIndexes } from './decision/indexes.js';
+import { ControlPlaneSource } from './decision/source.js';
 import type { Deps } from './handlers/kit.js';
-import { createLogger, createRegistry, indexMetrics } from './observability.js';
-import { startServer, type RunningServer } from './server/index.js';
+import { createLogger, createRegistry } from '../transport/observability.js';
+import { startServer, type RunningServer } from '../transport/server.js';
+import { authInterceptor } from './auth/interceptor.js';
+import { storeErrors } from './errors.js';
+import { indexMetrics, keyCacheMetrics, poolMetrics } from './observability.js';
 import { registerServices, SERVICES } from './services.js';
+import { decisionCounter } from '../decision/metrics.js';
+import type { WatchHub } from './watch/hub.js';
+import { startWatch } from './watch/setup.js';
+import type { WatchLimits } from './watch/stream.js';
+import { DecisionLog } from '../decision/log.js';
+import { startTracing, type Tracing } from '../transport/tracing.js';
+import openApi from './openapi.json' with { type: 'json' };
+
+/** The committed OpenAPI document (openapi.ts makes it), served at `GET /openapi.json`. */
+const OPENAPI_TEXT = JSON.stringify(openApi);
+
+/** Knobs tests turn (not configuration). */
+export interface InternalOptions {
+  /** Smaller Watch chunks and pages, faster polls. */
+  watch?: Partial<WatchLimits>;
+  /** `false` leaves the decision RPCs to connect-node (tests compare the two). */
+  leanDecisions?: boolean;
+  /** The `OTEL_*` variables tracing reads (default: the process's environment). */
+  otelEnv?: Record<string, string | undefined>;
+}
 
 export interface ControlPlane {
   server: RunningServer;
   db: Database;
   /** The platform key generated on an empty database (print it once), if one was. */
   generatedBootstrapKey?: string;
+  /** The Watch streams (for metrics and tests). */
+  watch: WatchHub;
   close(): Promise<void>;
 }
 
@@ -20,41 +49,80 @@ export interface ControlPlane {
  * The composition root: opens (and migrates) the database, makes sure a platform key
  * exists, and serves every service on one port. Configuration arrives validated.
  */
-export async function startControlPlane(config: Config, logger: Logger = createLogger({ logLevel: config.logLevel })): Promise<ControlPlane> {
-  const db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+export async function startControlPlane(
+  config: Config,
+  logger: Logger = createLogger({ logLevel: config.logLevel }),
+  internal: InternalOptions = {},
+): Promise<ControlPlane> {
+  const registry = createRegistry();
+  // Both can refuse a setting (ConfigError): before the database is touched.
+  const tracing = startTracing({ serviceName: 'control-plane', logger, env: internal.otelEnv });
+  let decisionLog: DecisionLog | undefined;
+  let db: Database | undefined;
   try {
+    decisionLog = await DecisionLog.open({
+      target: config.decisionLog, sample: config.decisionLogSample, bufferBytes: config.decisionLogBufferBytes,
+      service: 'control-plane', variable: 'SERVICE_DECISION_LOG', registry, logger,
+    });
+    db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, logger });
+  } catch (err) {
+    await shutdownObservability(tracing, decisionLog);
+    throw err;
+  }
+  try {
+    await db.notifications.start();
     const generated = await ensureBootstrapKey(db, { bootstrapApiKey: config.bootstrapApiKey, log: logger });
     const indexes = new TenantIndexes(db, { minRevisionWaitMs: config.minRevisionWaitMs, maxRows: config.indexMaxRows });
-    const registry = createRegistry();
     indexMetrics(registry, indexes);
+    poolMetrics(registry, db);
+    const watch = startWatch(db, config, registry, logger, internal.watch);
+    const verifier = new CachedKeyVerifier(db);
+    keyCacheMetrics(registry, verifier);
+    const watchKeys = new KeyGuard(verifier, db.notifications, 1_000, (err) => logger.debug({ err }, 'a Watch stream\'s key could not be checked; checked again later'));
     const deps: Deps = {
       db,
-      decision: {
-        indexes,
-        gate: config.resourceScopeGate,
-        onEngineError: (err) => logger.error({ err }, 'evaluation failed; denied'),
-      },
+      decision: new ControlPlaneSource(indexes, config.resourceScopeGate, (err) => logger.error({ err }, 'evaluation failed; denied'), decisionCounter(registry), decisionLog),
+      watch: watch.hub,
+      watchKeys,
     };
     const server = await startServer({
-      config,
+      host: config.host,
+      port: config.port,
       routes: (router) => registerServices(router, deps),
       services: SERVICES,
-      keyVerifier: new StoreKeyVerifier(db),
+      interceptors: [authInterceptor(verifier)],
+      fastPath: internal.leanDecisions === false ? undefined : controlPlaneFastPath({ source: deps.decision, verifier, logger, registry, tracing }),
+      classifyError: storeErrors,
       readiness: () => db.ping(),
+      openApi: OPENAPI_TEXT,
+      corsOrigins: config.corsOrigins,
       logger,
       registry,
+      tracing,
     });
+    const opened = db;
     return {
       server,
       db,
       generatedBootstrapKey: generated ?? undefined,
+      watch: watch.hub,
       async close() {
+        // Watch streams first: they end with `unavailable` at once instead of holding the server's grace period.
+        watchKeys.close();
+        await watch.close();
         await server.close();
-        await db.close();
+        await opened.close();
+        await shutdownObservability(tracing, decisionLog);
       },
     };
   } catch (err) {
     await db.close();
+    await shutdownObservability(tracing, decisionLog);
     throw err;
   }
+}
+
+/** Exports the last spans and writes the last decision-log lines. */
+async function shutdownObservability(tracing: Tracing | undefined, decisionLog: DecisionLog | undefined): Promise<void> {
+  await Promise.all([tracing?.shutdown(), decisionLog?.close()]);
 }

@@ -10,9 +10,16 @@ describe('loadConfig', () => {
       host: '127.0.0.1',
       resourceScopeGate: 'off',
       watchHeartbeatMs: 1000,
+      watchMaxBufferedBytes: 16 * 1024 * 1024,
+      changeLogRetentionRevisions: 10_000,
+      changeLogRetentionHours: 24,
+      changeLogCompactIntervalMs: 300_000,
       minRevisionWaitMs: 1000,
       indexMaxRows: 5_000_000,
       logLevel: 'info',
+      decisionLog: { kind: 'off' },
+      decisionLogSample: 1,
+      decisionLogBufferBytes: 4 * 1024 * 1024,
     });
     expect(Object.isFrozen(c)).toBe(true);
     expect(c.databaseUrl).toBeUndefined();
@@ -28,6 +35,10 @@ describe('loadConfig', () => {
         SERVICE_BOOTSTRAP_API_KEY: 'sk_bootstrap_secret',
         SERVICE_RESOURCE_SCOPE_GATE: 'links-fallback',
         SERVICE_WATCH_HEARTBEAT_MS: '250',
+        SERVICE_WATCH_MAX_BUFFERED_BYTES: '1048576',
+        SERVICE_CHANGE_LOG_RETENTION_REVISIONS: '100',
+        SERVICE_CHANGE_LOG_RETENTION_HOURS: '0',
+        SERVICE_CHANGE_LOG_COMPACT_INTERVAL_MS: '0',
         SERVICE_MIN_REVISION_WAIT_MS: '0',
         SERVICE_INDEX_MAX_ROWS: '1000',
         SERVICE_LOG_LEVEL: 'debug',
@@ -42,6 +53,10 @@ describe('loadConfig', () => {
       bootstrapApiKey: 'sk_bootstrap_secret',
       resourceScopeGate: 'links-fallback',
       watchHeartbeatMs: 250,
+      watchMaxBufferedBytes: 1048576,
+      changeLogRetentionRevisions: 100,
+      changeLogRetentionHours: 0,
+      changeLogCompactIntervalMs: 0,
       minRevisionWaitMs: 0,
       indexMaxRows: 1000,
       logLevel: 'debug',
@@ -58,6 +73,17 @@ describe('loadConfig', () => {
     expect(c.port).toBe(7070);
     expect(c.resourceScopeGate).toBe('strict');
     expect(c.databaseUrl).toBe('postgresql://localhost/authz');
+  });
+
+  it('reads CORS origins (SERVICE_CORS_ORIGINS or its flag), normalised as browsers send them; unset: none', () => {
+    expect(loadConfig({}, []).corsOrigins).toBeUndefined();
+    expect(loadConfig({ SERVICE_CORS_ORIGINS: 'https://app.example.com, http://localhost:5173,HTTPS://Admin.Example.com:443' }, []).corsOrigins)
+      .toEqual(['https://app.example.com', 'http://localhost:5173', 'https://admin.example.com']);
+    expect(loadConfig({}, ['--service-cors-origins', 'https://a.example']).corsOrigins).toEqual(['https://a.example']);
+    for (const bad of ['*', 'app.example.com', 'https://app.example.com/', 'https://app.example.com/path', 'ftp://files.example.com', 'https://u:p@app.example.com', 'https://app.example.com?x=1', ' , ']) {
+      expect(() => loadConfig({ SERVICE_CORS_ORIGINS: bad }, []), bad).toThrow(/^SERVICE_CORS_ORIGINS: /);
+    }
+    expect(() => loadConfig({ SERVICE_CORS_ORIGINS: 'https://ok.example,https://bad.example/' }, [])).toThrow('"https://bad.example/" is not an origin');
   });
 
   it('treats empty variables as unset', () => {

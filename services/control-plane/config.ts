@@ -1,12 +1,17 @@
 /**
- * Control-plane configuration (contract §2): parsed and validated once at boot from the
- * environment and CLI flags, then passed down explicitly. Every variable has a flag twin
- * (`SERVICE_PORT` ↔ `--service-port 8080` or `--service-port=8080`); a flag wins over the
- * variable. A bad value throws a ConfigError naming the variable.
+ * Control-plane configuration (contract §2): the settings of common/settings.ts, read once at
+ * boot from the environment and CLI flags and passed down explicitly.
  */
+import {
+  ConfigError, GATE_MODES, LOG_LEVELS, REDACTED, decimal, decisionLogTarget, describeSettings, integer, loadSettings, nonEmpty, oneOf, origins, secret,
+  type DecisionLogTarget, type Parser, type Setting,
+} from '../common/settings.js';
 
-export type ResourceScopeGate = 'off' | 'links-fallback' | 'strict';
-export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+import type { LogLevel } from '../transport/observability.js';
+
+export { ConfigError, flagFor } from '../common/settings.js';
+export type { LogLevel };
+export type ResourceScopeGate = (typeof GATE_MODES)[number];
 
 export interface Config {
   /** `postgres://…`; unset means embedded PostgreSQL (PGlite) under `dataDir`. Sensitive. */
@@ -18,60 +23,27 @@ export interface Config {
   readonly bootstrapApiKey?: string;
   readonly resourceScopeGate: ResourceScopeGate;
   readonly watchHeartbeatMs: number;
+  /** Bytes one Watch stream may hold for a client that does not read before it is ended (`resource_exhausted`). */
+  readonly watchMaxBufferedBytes: number;
+  /** Change-log retention: the newest revisions of each tenant always kept. */
+  readonly changeLogRetentionRevisions: number;
+  /** Change-log retention: revisions younger than this are always kept, hours. */
+  readonly changeLogRetentionHours: number;
+  /** How often the change log is compacted, ms; 0: never. */
+  readonly changeLogCompactIntervalMs: number;
   readonly minRevisionWaitMs: number;
   /** Rows the control plane's tenant indexes may hold together before idle tenants are dropped. */
   readonly indexMaxRows: number;
+  /** Origins browsers may call from (CORS); unset: no CORS headers. */
+  readonly corsOrigins?: readonly string[];
   readonly logLevel: LogLevel;
+  /** Where decisions are logged, one JSON line each (services/decision/log.ts); off by default. */
+  readonly decisionLog: DecisionLogTarget;
+  /** Share of decisions the decision log writes, 0 to 1. */
+  readonly decisionLogSample: number;
+  /** Bytes the decision log may hold unwritten; a line past it is dropped (and counted), never waited for. */
+  readonly decisionLogBufferBytes: number;
 }
-
-/** A configuration value is missing or malformed; `variable` names the environment variable. */
-export class ConfigError extends Error {
-  constructor(
-    readonly variable: string,
-    message: string,
-  ) {
-    super(`${variable}: ${message}`);
-    this.name = 'ConfigError';
-  }
-}
-
-type Parser<T> = (raw: string, variable: string) => T;
-
-interface Setting<K extends keyof Config> {
-  key: K;
-  variable: string;
-  parse: Parser<NonNullable<Config[K]>>;
-  default?: Config[K];
-}
-
-const GATES: readonly ResourceScopeGate[] = ['off', 'links-fallback', 'strict'];
-const LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-
-const nonEmpty: Parser<string> = (raw, variable) => {
-  if (raw.trim() === '') throw new ConfigError(variable, 'must not be empty');
-  return raw;
-};
-
-const integer =
-  (min: number, max: number): Parser<number> =>
-  (raw, variable) => {
-    if (!/^\d+$/.test(raw.trim())) throw new ConfigError(variable, `must be an integer, got ${JSON.stringify(raw)}`);
-    const n = Number(raw.trim());
-    if (!Number.isSafeInteger(n) || n < min || n > max) {
-      throw new ConfigError(variable, `must be between ${min} and ${max}, got ${raw}`);
-    }
-    return n;
-  };
-
-const oneOf =
-  <T extends string>(values: readonly T[]): Parser<T> =>
-  (raw, variable) => {
-    const v = raw.trim() as T;
-    if (!values.includes(v)) {
-      throw new ConfigError(variable, `must be one of ${values.map((x) => `'${x}'`).join(', ')}, got ${JSON.stringify(raw)}`);
-    }
-    return v;
-  };
 
 const databaseUrl: Parser<string> = (raw, variable) => {
   let url: URL;
@@ -86,91 +58,37 @@ const databaseUrl: Parser<string> = (raw, variable) => {
   return raw.trim();
 };
 
-const secret: Parser<string> = (raw, variable) => {
-  if (raw === '') throw new ConfigError(variable, 'must not be empty');
-  // The secret travels in an HTTP header: visible ASCII only.
-  if (!/^[\x21-\x7e]+$/.test(raw)) throw new ConfigError(variable, 'must be printable ASCII without spaces');
-  return raw;
-};
-
 const SETTINGS = [
   { key: 'databaseUrl', variable: 'DATABASE_URL', parse: databaseUrl },
   { key: 'dataDir', variable: 'SERVICE_DATA_DIR', parse: nonEmpty, default: './data' },
   { key: 'port', variable: 'SERVICE_PORT', parse: integer(0, 65535), default: 8080 },
   { key: 'host', variable: 'SERVICE_HOST', parse: nonEmpty, default: '127.0.0.1' },
   { key: 'bootstrapApiKey', variable: 'SERVICE_BOOTSTRAP_API_KEY', parse: secret },
-  { key: 'resourceScopeGate', variable: 'SERVICE_RESOURCE_SCOPE_GATE', parse: oneOf(GATES), default: 'off' },
+  { key: 'resourceScopeGate', variable: 'SERVICE_RESOURCE_SCOPE_GATE', parse: oneOf(GATE_MODES), default: 'off' },
   { key: 'watchHeartbeatMs', variable: 'SERVICE_WATCH_HEARTBEAT_MS', parse: integer(1, 3_600_000), default: 1000 },
+  { key: 'watchMaxBufferedBytes', variable: 'SERVICE_WATCH_MAX_BUFFERED_BYTES', parse: integer(65_536, 1_073_741_824), default: 16 * 1024 * 1024 },
+  { key: 'changeLogRetentionRevisions', variable: 'SERVICE_CHANGE_LOG_RETENTION_REVISIONS', parse: integer(1, 1_000_000_000), default: 10_000 },
+  { key: 'changeLogRetentionHours', variable: 'SERVICE_CHANGE_LOG_RETENTION_HOURS', parse: integer(0, 100_000), default: 24 },
+  { key: 'changeLogCompactIntervalMs', variable: 'SERVICE_CHANGE_LOG_COMPACT_INTERVAL_MS', parse: integer(0, 86_400_000), default: 300_000 },
   { key: 'minRevisionWaitMs', variable: 'SERVICE_MIN_REVISION_WAIT_MS', parse: integer(0, 3_600_000), default: 1000 },
   { key: 'indexMaxRows', variable: 'SERVICE_INDEX_MAX_ROWS', parse: integer(0, 1_000_000_000), default: 5_000_000 },
-  { key: 'logLevel', variable: 'SERVICE_LOG_LEVEL', parse: oneOf(LEVELS), default: 'info' },
-] as const satisfies readonly Setting<keyof Config>[];
-
-/** The CLI flag twin of an environment variable: `SERVICE_PORT` → `--service-port`. */
-export function flagFor(variable: string): string {
-  return '--' + variable.toLowerCase().replace(/_/g, '-');
-}
+  { key: 'corsOrigins', variable: 'SERVICE_CORS_ORIGINS', parse: origins },
+  { key: 'logLevel', variable: 'SERVICE_LOG_LEVEL', parse: oneOf(LOG_LEVELS), default: 'info' },
+  { key: 'decisionLog', variable: 'SERVICE_DECISION_LOG', parse: decisionLogTarget, default: { kind: 'off' } },
+  { key: 'decisionLogSample', variable: 'SERVICE_DECISION_LOG_SAMPLE', parse: decimal(0, 1), default: 1 },
+  { key: 'decisionLogBufferBytes', variable: 'SERVICE_DECISION_LOG_BUFFER_BYTES', parse: integer(4096, 1_073_741_824), default: 4 * 1024 * 1024 },
+] as const satisfies readonly Setting<Config>[];
 
 /** Every configuration variable with its flag and default, for `--help` texts and docs. */
-export const CONFIG_VARIABLES: ReadonlyArray<{ variable: string; flag: string; default?: string | number }> = SETTINGS.map(
-  (s) => ({ variable: s.variable, flag: flagFor(s.variable), default: 'default' in s ? s.default : undefined }),
-);
+export const CONFIG_VARIABLES = describeSettings(SETTINGS);
 
-function parseFlags(argv: readonly string[]): Map<string, string> {
-  const byFlag = new Map<string, string>(SETTINGS.map((s) => [flagFor(s.variable), s.variable]));
-  const out = new Map<string, string>();
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (!arg.startsWith('--')) throw new ConfigError('argv', `unexpected argument ${JSON.stringify(arg)}`);
-    const eq = arg.indexOf('=');
-    const flag = eq === -1 ? arg : arg.slice(0, eq);
-    const variable = byFlag.get(flag);
-    if (!variable) throw new ConfigError('argv', `unknown flag ${flag}`);
-    let value: string;
-    if (eq !== -1) {
-      value = arg.slice(eq + 1);
-    } else {
-      const next = argv[i + 1];
-      if (next === undefined || next.startsWith('--')) throw new ConfigError(variable, `flag ${flag} needs a value`);
-      value = next;
-      i++;
-    }
-    out.set(variable, value);
-  }
-  return out;
-}
-
-/**
- * Reads, validates and freezes the configuration. Flags win over environment variables; an
- * empty environment variable counts as unset. Throws ConfigError naming the variable at fault.
- */
+/** Reads, validates and freezes the control plane's configuration (see common/settings.ts). */
 export function loadConfig(
   env: Record<string, string | undefined> = process.env,
   argv: readonly string[] = process.argv.slice(2),
 ): Config {
-  const flags = parseFlags(argv);
-  const config: Record<string, unknown> = {};
-  for (const s of SETTINGS) {
-    const fromFlag = flags.get(s.variable);
-    const fromEnv = env[s.variable];
-    const raw = fromFlag ?? (fromEnv === '' ? undefined : fromEnv);
-    if (raw !== undefined) {
-      try {
-        config[s.key] = s.parse(raw, s.variable);
-      } catch (e) {
-        if (e instanceof ConfigError && fromFlag !== undefined) {
-          throw new ConfigError(s.variable, `${e.message.slice(s.variable.length + 2)} (from flag ${flagFor(s.variable)})`);
-        }
-        throw e;
-      }
-    } else if ('default' in s) {
-      config[s.key] = s.default;
-    }
-  }
-  return Object.freeze(config) as unknown as Config;
+  return loadSettings(SETTINGS, env, argv);
 }
-
-const REDACTED = '[redacted]';
 
 /** A copy of the configuration that is safe to log: the bootstrap key and the database password are redacted. */
 export function redactConfig(c: Config): Record<string, unknown> {

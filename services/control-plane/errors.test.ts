@@ -1,54 +1,33 @@
-import { Code, ConnectError } from '@connectrpc/connect';
+import { Code } from '@connectrpc/connect';
 import { describe, expect, it } from 'vitest';
-import {
-  alreadyExists, constraint, DomainError, duplicateId, invalid, limitExceeded, missingReference, notFound,
-  permissionDenied, unauthenticated, unavailable,
-} from '../common/errors.js';
 import { ErrorInfoSchema, ErrorReason } from '../../gen/authz/v1/error_reason_pb.js';
-import { toConnectError } from './errors.js';
+import { toConnectError } from '../transport/errors.js';
+import { storeErrors } from './errors.js';
 
-describe('toConnectError', () => {
-  const cases: Array<[DomainError, Code, ErrorReason, string]> = [
-    [invalid('ownerScopeId', 'required'), Code.InvalidArgument, ErrorReason.INVALID_FIELD, 'ownerScopeId'],
-    [duplicateId('items[3].id', 'scope_1'), Code.InvalidArgument, ErrorReason.DUPLICATE_ID, 'items[3].id'],
-    [limitExceeded('items', 'at most 1000'), Code.InvalidArgument, ErrorReason.LIMIT, 'items'],
-    [new DomainError('too_large', 'body too large'), Code.ResourceExhausted, ErrorReason.LIMIT, ''],
-    [notFound('scope', 'scope_1', 'id'), Code.NotFound, ErrorReason.NOT_FOUND, 'id'],
-    [alreadyExists('scope', 'scope_1', 'id'), Code.AlreadyExists, ErrorReason.ALREADY_EXISTS, 'id'],
-    [missingReference('typeId', 'scope type', 'x'), Code.FailedPrecondition, ErrorReason.MISSING_REFERENCE, 'typeId'],
-    [constraint('cycle'), Code.FailedPrecondition, ErrorReason.CONSTRAINT, ''],
-    [unauthenticated('no key'), Code.Unauthenticated, ErrorReason.UNAUTHENTICATED, ''],
-    [permissionDenied('tier'), Code.PermissionDenied, ErrorReason.TIER, ''],
-    [unavailable('behind'), Code.Unavailable, ErrorReason.STALE, ''],
+describe('database outages', () => {
+  const withCode = (code: string, message = 'x') => Object.assign(new Error(message), { code });
+  const outages: [string, unknown][] = [
+    ['connection refused', withCode('ECONNREFUSED', 'connect ECONNREFUSED 127.0.0.1:5432')],
+    ['admin shutdown (57P01)', withCode('57P01', 'terminating connection due to administrator command')],
+    ['cannot connect now (57P03)', withCode('57P03')],
+    ['too many connections (53300)', withCode('53300')],
+    ['connection exception (08006)', withCode('08006')],
+    ['database refusing connections', withCode('55000', 'database "x" is not currently accepting connections')],
+    ['a wrapped cause', Object.assign(new Error('query failed'), { cause: withCode('ECONNRESET') })],
+    ['pool timeout', Object.assign(new Error('Knex: Timeout acquiring a connection. The pool is probably full.'), { name: 'KnexTimeoutError' })],
+    ['terminated mid-query', new Error('Connection terminated unexpectedly')],
   ];
-  for (const [err, code, reason, field] of cases) {
-    it(`${err.kind} → ${Code[code]}`, () => {
-      const ce = toConnectError(err);
-      expect(ce.code).toBe(code);
-      expect(ce.rawMessage).toBe(err.message);
-      expect(ce.cause).toBe(err);
-      const [info] = ce.findDetails(ErrorInfoSchema);
-      expect(info.reason).toBe(reason);
-      expect(info.field).toBe(field);
+  for (const [what, err] of outages) {
+    it(`${what} → unavailable, retryable, without internals`, () => {
+      const ce = toConnectError(err, storeErrors);
+      expect(Code[ce.code]).toBe('Unavailable');
+      expect(ce.findDetails(ErrorInfoSchema)[0]?.reason).toBe(ErrorReason.DATABASE_UNAVAILABLE);
+      expect(ce.rawMessage).not.toContain('5432');
     });
   }
-
-  it('passes ConnectErrors through unchanged', () => {
-    const ce = new ConnectError('x', Code.Aborted);
-    expect(toConnectError(ce)).toBe(ce);
-  });
-
-  it('turns anything else into a generic internal error, keeping the cause', () => {
-    const boom = new Error('password=hunter2');
-    const ce = toConnectError(boom);
-    expect(ce.code).toBe(Code.Internal);
-    expect(ce.rawMessage).toBe('internal error');
-    expect(ce.cause).toBe(boom);
-    expect(toConnectError('a string').code).toBe(Code.Internal);
-  });
-
-  it('recognises a DomainError from another copy of the module', () => {
-    const foreign = Object.assign(new Error('scope x not found'), { name: 'DomainError', kind: 'not_found', field: 'id' });
-    expect(toConnectError(foreign).code).toBe(Code.NotFound);
+  it('a query the database refuses for its content stays internal', () => {
+    for (const err of [withCode('42P01', 'relation does not exist'), withCode('22P05', 'unsupported Unicode escape sequence'), new Error('boom')]) {
+      expect(Code[toConnectError(err, storeErrors).code]).toBe('Internal');
+    }
   });
 });

@@ -1,68 +1,5 @@
-/**
- * Logging and metrics: a pino logger writing JSON to stderr, and a prom-client registry with
- * the default process metrics plus per-RPC request counts and durations.
- */
-import { Code, ConnectError, type Interceptor } from '@connectrpc/connect';
-import { codeToString } from '@connectrpc/connect/protocol-connect';
-import { pino, type Logger } from 'pino';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { LogLevel } from './config.js';
-
-/** A JSON logger on stderr (stdout stays free for program output). */
-export function createLogger(opts: { logLevel?: LogLevel; name?: string } = {}): Logger {
-  return pino(
-    { level: opts.logLevel ?? 'info', name: opts.name ?? 'control-plane', base: { pid: process.pid } },
-    pino.destination({ fd: 2, sync: false }),
-  );
-}
-
-export const RPC_REQUESTS = 'authz_rpc_requests_total';
-export const RPC_DURATION = 'authz_rpc_duration_seconds';
-const LABELS = ['service', 'method', 'code'] as const;
-
-/** A fresh registry holding default metrics, `authz_rpc_requests_total` and `authz_rpc_duration_seconds`. */
-export function createRegistry(opts: { defaultMetrics?: boolean } = {}): Registry {
-  const registry = new Registry();
-  if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: registry });
-  rpcMetrics(registry);
-  return registry;
-}
-
-function rpcMetrics(registry: Registry): { requests: Counter<(typeof LABELS)[number]>; duration: Histogram<(typeof LABELS)[number]> } {
-  const requests =
-    (registry.getSingleMetric(RPC_REQUESTS) as Counter<(typeof LABELS)[number]> | undefined) ??
-    new Counter({
-      name: RPC_REQUESTS,
-      help: 'RPCs handled, by service, method and Connect code ("ok" on success).',
-      labelNames: LABELS,
-      registers: [registry],
-    });
-  const duration =
-    (registry.getSingleMetric(RPC_DURATION) as Histogram<(typeof LABELS)[number]> | undefined) ??
-    new Histogram({
-      name: RPC_DURATION,
-      help: 'RPC handling time in seconds, by service, method and Connect code.',
-      labelNames: LABELS,
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-      registers: [registry],
-    });
-  return { requests, duration };
-}
-
-export const HTTP_REJECTED = 'authz_http_rejected_total';
-
-/**
- * `authz_http_rejected_total{reason}`: requests answered before any handler ran, so the RPC
- * metrics never see them (REST routing and body errors, probes hit with a wrong method,
- * transport failures). `reason` is a RejectReason of the gateway, `probe_method` or
- * `transport_error`.
- */
-export function rejectCounter(registry: Registry): Counter<'reason'> {
-  return (
-    (registry.getSingleMetric(HTTP_REJECTED) as Counter<'reason'> | undefined) ??
-    new Counter({ name: HTTP_REJECTED, help: 'HTTP requests answered before reaching a handler, by reason.', labelNames: ['reason'], registers: [registry] })
-  );
-}
+/** The control plane's own metrics, beside the generic ones of services/transport/observability.ts. */
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 /** What the decision path's tenant indexes report (see TenantIndexes). */
 export interface IndexStatsSource {
@@ -103,46 +40,94 @@ export function indexMetrics(registry: Registry, source: IndexStatsSource): void
   });
 }
 
+
+/** What the API-key cache reports (see CachedKeyVerifier). */
+export interface KeyCacheStatsSource {
+  readonly stats: { hits: number; misses: number; bypasses: number; size: number };
+}
+
 /**
- * Records every RPC (Connect, gRPC, gRPC-Web and REST alike, since the gateway calls the same
- * handlers) in the registry's RPC metrics. Streams are recorded when they end.
+ * `authz_api_key_cache_total{result}` (`hit`: answered from memory; `miss`: read the database;
+ * `bypass`: read the database because notifications were down) and `authz_api_key_cache_entries`.
  */
-export function metricsInterceptor(registry: Registry): Interceptor {
-  const { requests, duration } = rpcMetrics(registry);
-  return (next) => async (req) => {
-    const start = process.hrtime.bigint();
-    const labels = { service: req.service.typeName, method: req.method.name };
-    const record = (err: unknown) => {
-      const code = err === undefined ? 'ok' : codeToString(ConnectError.from(err, Code.Internal).code);
-      const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-      requests.inc({ ...labels, code });
-      duration.observe({ ...labels, code }, seconds);
-    };
-    let res;
-    try {
-      res = await next(req);
-    } catch (err) {
-      record(err);
-      throw err;
-    }
-    if (!res.stream) {
-      record(undefined);
-      return res;
-    }
-    const inner = res.message;
-    return {
-      ...res,
-      message: (async function* () {
-        let failed: unknown;
-        try {
-          yield* inner;
-        } catch (err) {
-          failed = err ?? new Error('stream failed');
-          throw err;
-        } finally {
-          record(failed);
-        }
-      })(),
-    };
-  };
+export function keyCacheMetrics(registry: Registry, source: KeyCacheStatsSource): void {
+  new Counter({
+    name: 'authz_api_key_cache_total',
+    help: 'API-key verifications by how they were answered: hit (memory), miss (database), bypass (database; notifications down).',
+    labelNames: ['result'],
+    registers: [registry],
+    collect() {
+      const s = source.stats;
+      this.reset();
+      this.inc({ result: 'hit' }, s.hits);
+      this.inc({ result: 'miss' }, s.misses);
+      this.inc({ result: 'bypass' }, s.bypasses);
+    },
+  });
+  new Gauge({
+    name: 'authz_api_key_cache_entries',
+    help: 'Key prefixes whose keys the API-key cache holds.',
+    registers: [registry],
+    collect() {
+      this.set(source.stats.size);
+    },
+  });
+}
+
+/** What the database reports of its connection pool (see Database in services/store/db.ts). */
+export interface PoolStatsSource {
+  poolStats(): { used: number; free: number; pendingAcquires: number; pendingCreates: number; max: number } | undefined;
+  onAcquire(f: (seconds: number) => void): () => void;
+}
+
+/**
+ * The ORM's connection pool: `authz_db_pool_connections{state=used|free}`,
+ * `authz_db_pool_pending_acquires` (callers waiting for a connection: above 0 for long, the pool
+ * is the bottleneck), `authz_db_pool_pending_creates`, `authz_db_pool_max_connections`, and
+ * `authz_db_pool_acquire_seconds` (how long each acquire waited). The LISTEN connection is not
+ * in the pool. Returns the unsubscribe of the acquire timing.
+ */
+export function poolMetrics(registry: Registry, source: PoolStatsSource): () => void {
+  new Gauge({
+    name: 'authz_db_pool_connections',
+    help: 'Database connections of the pool, by state: used (lent to a query or transaction) or free.',
+    labelNames: ['state'],
+    registers: [registry],
+    collect() {
+      const s = source.poolStats();
+      this.set({ state: 'used' }, s?.used ?? 0);
+      this.set({ state: 'free' }, s?.free ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'authz_db_pool_pending_acquires',
+    help: 'Callers waiting for a database connection from the pool.',
+    registers: [registry],
+    collect() {
+      this.set(source.poolStats()?.pendingAcquires ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'authz_db_pool_pending_creates',
+    help: 'Database connections being opened by the pool.',
+    registers: [registry],
+    collect() {
+      this.set(source.poolStats()?.pendingCreates ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'authz_db_pool_max_connections',
+    help: 'The most connections the pool opens.',
+    registers: [registry],
+    collect() {
+      this.set(source.poolStats()?.max ?? 0);
+    },
+  });
+  const acquire = new Histogram({
+    name: 'authz_db_pool_acquire_seconds',
+    help: 'How long each acquire of a database connection from the pool waited, seconds.',
+    buckets: [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
+    registers: [registry],
+  });
+  return source.onAcquire((s) => acquire.observe(s));
 }

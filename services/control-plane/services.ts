@@ -3,7 +3,8 @@ import type { DescService } from '@bufbuild/protobuf';
 import { ScopeService } from '../../gen/authz/v1/scope_service_pb.js';
 import type { Deps } from './handlers/kit.js';
 import { DecisionService } from '../../gen/authz/v1/decision_service_pb.js';
-import { decisionService } from './handlers/decision.js';
+import { decisionService } from '../decision/connect.js';
+import { principalOf } from './auth/principal.js';
 import { scopeService } from './handlers/scope.js';
 import { TenancyService } from '../../gen/authz/v1/tenancy_service_pb.js';
 import { SubjectService } from '../../gen/authz/v1/subject_service_pb.js';
@@ -29,9 +30,11 @@ import { policyService } from './handlers/policy.js';
 import { tagService } from './handlers/tag.js';
 import { scopeOverrideService } from './handlers/scope-override.js';
 import { ownershipGrantService } from './handlers/ownership-grant.js';
+import { SnapshotService } from '../../gen/authz/v1/snapshot_service_pb.js';
+import { snapshotService } from './watch/service.js';
 
 /** Every service of the control plane, for the server and the REST gateway. */
-export const SERVICES: DescService[] = [DecisionService, ScopeService, TenancyService, SubjectService, ApiKeyService, RoleService, PermissionService, MembershipService, ResourceTypeService, ResourceService, PolicyService, TagService, ScopeOverrideService, OwnershipGrantService];
+export const SERVICES: DescService[] = [DecisionService, ScopeService, TenancyService, SubjectService, ApiKeyService, RoleService, PermissionService, MembershipService, ResourceTypeService, ResourceService, PolicyService, TagService, ScopeOverrideService, OwnershipGrantService, SnapshotService];
 
 /** Registers every service implementation on a Connect router. */
 export function registerServices(router: ConnectRouter, deps: Deps): ConnectRouter {
@@ -42,12 +45,13 @@ export function registerServices(router: ConnectRouter, deps: Deps): ConnectRout
   router.service(RoleService, roleService(deps));
   router.service(PermissionService, permissionService(deps));
   router.service(MembershipService, membershipService(deps));
-  router.service(DecisionService, decisionService(deps.decision));
+  router.service(DecisionService, decisionService(deps.decision, principalOf));
   router.service(ResourceTypeService, resourceTypeService(deps));
   router.service(ResourceService, resourceService(deps));
   router.service(PolicyService, policyService(deps));
   router.service(TagService, tagService(deps));
   router.service(ScopeOverrideService, scopeOverrideService(deps));
   router.service(OwnershipGrantService, ownershipGrantService(deps));
+  if (deps.watch) router.service(SnapshotService, snapshotService(deps.watch, deps.watchKeys));
   return router;
 }

@@ -5,7 +5,7 @@ import { access, AccessTier } from '../../gen/authz/v1/options_pb.js';
 import { SERVICES } from '../../services/control-plane/services.js';
 import { startControlPlane, type ControlPlane } from '../../services/control-plane/app.js';
 import { loadConfig } from '../../services/control-plane/config.js';
-import { createLogger } from '../../services/control-plane/observability.js';
+import { createLogger } from '../../services/transport/observability.js';
 import { BACKENDS, openTestDatabase } from '../harness.js';
 import { callUnary, loadGrpcJsClient } from '../interop/grpc-js-client.js';
 
@@ -140,6 +140,15 @@ describe.each(BACKENDS)('control plane end to end on %s', (backend) => {
     expect(Number(/^authz_tenant_indexes (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(1);
     expect(Number(/^authz_tenant_index_rows (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThan(0);
     expect(metrics).toMatch(/^authz_tenant_index_evictions_total 0$/m);
+    // The database pool: read from knex's pool at scrape time, acquires timed as they happen.
+    expect(Number(/^authz_db_pool_max_connections (\d+)$/m.exec(metrics)?.[1])).toBe(backend === 'postgres' ? 10 : 1);
+    const used = Number(/^authz_db_pool_connections\{state="used"\} (\d+)$/m.exec(metrics)?.[1]);
+    const free = Number(/^authz_db_pool_connections\{state="free"\} (\d+)$/m.exec(metrics)?.[1]);
+    expect(used).toBeGreaterThanOrEqual(0);
+    expect(free).toBeGreaterThanOrEqual(1); // the README flow's queries left connections open
+    expect(metrics).toMatch(/^authz_db_pool_pending_acquires 0$/m);
+    expect(metrics).toMatch(/^authz_db_pool_pending_creates \d+$/m);
+    expect(Number(/^authz_db_pool_acquire_seconds_count (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThan(10);
   });
 
   it('answers REST errors with {code, message, details} and writes nothing', async () => {

@@ -103,3 +103,18 @@ export function callUnary<Res = Record<string, unknown>>(
     });
   });
 }
+
+/**
+ * A plaintext grpc-js client of a service defined in one .proto file of `third_party/proto`
+ * (`grpc/health/v1/health.proto`), loaded from that file alone.
+ */
+export function loadThirdPartyClient(protoFile: string, serviceName: string, address: string): DynamicClient & Record<string, (...args: unknown[]) => unknown> {
+  const pkg = grpc.loadPackageDefinition(
+    protoLoader.loadSync(protoFile, { includeDirs: [join(ROOT, 'third_party/proto')], keepCase: false, longs: String, enums: String, defaults: true, oneofs: true }),
+  );
+  let node: unknown = pkg;
+  for (const part of serviceName.split('.')) node = (node as Record<string, unknown> | undefined)?.[part];
+  if (typeof node !== 'function') throw new Error(`service ${serviceName} is not defined in ${protoFile}`);
+  const Ctor = node as grpc.ServiceClientConstructor;
+  return new Ctor(address.replace(/^[a-z]+:\/\//, ''), grpc.credentials.createInsecure()) as unknown as DynamicClient & Record<string, (...args: unknown[]) => unknown>;
+}

@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KEYS, startFakeServer } from '../../services/control-plane/server/testkit.js';
-import type { RunningServer } from '../../services/control-plane/server/server.js';
+import type { RunningServer } from '../../services/transport/server.js';
 import { callUnary, loadGrpcJsClient, type DynamicClient } from './grpc-js-client.js';
 
 describe('plain grpc-js client built from the .proto files', () => {
@@ -42,6 +42,17 @@ describe('plain grpc-js client built from the .proto files', () => {
     await expect(callUnary(client, 'getResource', { id: 'x' }, { 'x-api-key': KEYS.user })).rejects.toMatchObject({
       code: grpc.status.PERMISSION_DENIED,
     });
+  });
+
+  it('reads an unknown method as UNIMPLEMENTED with the server\'s message and ErrorInfo', async () => {
+    const err = await new Promise<grpc.ServiceError>((resolve) => {
+      client.makeUnaryRequest('/authz.v1.ResourceService/NoSuchMethod', (b: Buffer) => b, (b: Buffer) => b, Buffer.alloc(0), (e) => resolve(e!));
+    });
+    expect(err.code).toBe(grpc.status.UNIMPLEMENTED);
+    expect(err.details).toBe('unknown method NoSuchMethod for service authz.v1.ResourceService');
+    const status = err.metadata.get('grpc-status-details-bin')[0] as Buffer;
+    // google.rpc.Status: its one detail is an Any of authz.v1.ErrorInfo.
+    expect(status.toString('latin1')).toContain('type.googleapis.com/authz.v1.ErrorInfo');
   });
 
   it('knows every service of the API', () => {

@@ -8,7 +8,7 @@ import { DecisionService } from '../../../gen/authz/v1/decision_service_pb.js';
 import { ErrorInfoSchema, ErrorReason } from '../../../gen/authz/v1/error_reason_pb.js';
 import { ResourceService } from '../../../gen/authz/v1/resource_service_pb.js';
 import { TenancyService } from '../../../gen/authz/v1/tenancy_service_pb.js';
-import type { RunningServer } from '../server/server.js';
+import type { RunningServer } from '../../transport/server.js';
 import { KEYS, PRINCIPALS, startFakeServer, type FakeKeyVerifier, type FakeWorld } from '../server/testkit.js';
 import { credentialsOf } from './interceptor.js';
 import { assertTenantReach, principalKey, principalOf } from './principal.js';

@@ -3,12 +3,14 @@
  * the API key from `x-api-key` or `Authorization: Bearer`, verifies it and enforces the tier.
  * A method without a tier is denied (fail closed).
  */
-import { getOption, hasOption, type DescMethod } from '@bufbuild/protobuf';
-import { Code, type Interceptor } from '@connectrpc/connect';
+import type { IncomingHttpHeaders } from 'node:http';
+import { getOption, hasOption, type DescMethod, type DescService } from '@bufbuild/protobuf';
+import { Code, ConnectError, type Interceptor } from '@connectrpc/connect';
 import { AccessTier, access } from '../../../gen/authz/v1/options_pb.js';
 import { ErrorReason } from '../../../gen/authz/v1/error_reason_pb.js';
-import { connectErrorWithInfo } from '../errors.js';
-import { principalKey, type KeyKind, type KeyVerifier } from './principal.js';
+import { connectErrorWithInfo } from '../../transport/errors.js';
+import { spanKey, TENANT_ATTRIBUTE } from '../../transport/tracing.js';
+import { principalKey, type KeyKind, type KeyVerifier, type Principal } from './principal.js';
 
 /** Which key kinds each tier admits (spec, Authentication; contract §6). */
 export const TIER_KINDS: Readonly<Record<AccessTier, readonly KeyKind[]>> = {
@@ -48,9 +50,24 @@ const unauthenticated = (message: string) =>
  * Authorization header or two different secrets.
  */
 export function credentialsOf(header: Headers): string | undefined {
-  const apiKey = header.get('x-api-key')?.trim() || undefined;
+  return credentialsFrom(header.get('x-api-key'), header.get('authorization'));
+}
+
+/** A Node header value as `Headers.get` reads it (repeated values joined by `, `). */
+function nodeHeader(v: string | string[] | undefined): string | null {
+  if (v === undefined) return null;
+  return typeof v === 'string' ? v : v.join(', ');
+}
+
+/** credentialsOf over Node's request headers (the lean decision path). */
+export function credentialsOfNode(headers: IncomingHttpHeaders): string | undefined {
+  return credentialsFrom(nodeHeader(headers['x-api-key']), nodeHeader(headers.authorization));
+}
+
+function credentialsFrom(xApiKey: string | null, authorizationHeader: string | null): string | undefined {
+  const apiKey = xApiKey?.trim() || undefined;
   let bearer: string | undefined;
-  const authorization = header.get('authorization')?.trim();
+  const authorization = authorizationHeader?.trim();
   if (authorization) {
     const m = /^Bearer\s+(\S+)$/i.exec(authorization);
     if (!m) throw unauthenticated('the Authorization header must be "Bearer <API key>"');
@@ -72,18 +89,46 @@ export function credentialsOf(header: Headers): string | undefined {
 export function authInterceptor(verifier: KeyVerifier): Interceptor {
   return (next) => async (req) => {
     const secret = credentialsOf(req.header);
-    if (secret === undefined) throw unauthenticated('missing credentials: send x-api-key or Authorization: Bearer');
-    const principal = await verifier.verify(secret);
-    if (!principal) throw unauthenticated('unknown, revoked or expired API key');
-    const tier = accessTierOf(req.method);
-    if (!TIER_KINDS[tier]?.includes(principal.kind)) {
-      const message =
-        tier === AccessTier.UNSPECIFIED
-          ? `${req.method.parent.typeName}.${req.method.name} declares no access tier`
-          : `a ${principal.kind} key cannot call ${req.method.parent.typeName}.${req.method.name} (tier ${TIER_NAMES[tier]}: ${TIER_KINDS[tier].join(' or ')} keys)`;
-      throw connectErrorWithInfo(message, Code.PermissionDenied, ErrorReason.TIER);
-    }
+    const principal = admit(req.method, await verified(verifier, secret));
     req.contextValues.set(principalKey, principal);
+    // The key's tenant, where it has one, on the call's span (tracing on).
+    if (principal.tenantId) req.contextValues.get(spanKey)?.setAttribute(TENANT_ATTRIBUTE, principal.tenantId);
     return next(req);
   };
+}
+
+/**
+ * The lean decision path's caller (services/decision/lean.ts `caller`): the same checks as
+ * authInterceptor, with the same errors, from Node's request headers. Synchronous when the
+ * verifier answers from its cache.
+ */
+export function leanCaller(verifier: KeyVerifier, service: DescService): (headers: IncomingHttpHeaders, method: string) => Principal | Promise<Principal> {
+  const methods = new Map<string, DescMethod>(service.methods.map((m) => [m.name, m]));
+  return (headers, name) => {
+    const method = methods.get(name);
+    if (!method) throw new ConnectError(`${service.typeName}.${name} is not served here`, Code.Unimplemented);
+    const secret = credentialsOfNode(headers);
+    const v = verified(verifier, secret);
+    return v instanceof Promise ? v.then((p) => admit(method, p)) : admit(method, v);
+  };
+}
+
+/** The verifier's answer for a secret; `unauthenticated` for a missing one. */
+function verified(verifier: KeyVerifier, secret: string | undefined): Principal | null | Promise<Principal | null> {
+  if (secret === undefined) throw unauthenticated('missing credentials: send x-api-key or Authorization: Bearer');
+  return verifier.verify(secret);
+}
+
+/** The principal when its kind may call the method: `unauthenticated` without one, `permission_denied` for a kind the tier does not admit. */
+function admit(method: DescMethod, principal: Principal | null): Principal {
+  if (!principal) throw unauthenticated('unknown, revoked or expired API key');
+  const tier = accessTierOf(method);
+  if (!TIER_KINDS[tier]?.includes(principal.kind)) {
+    const message =
+      tier === AccessTier.UNSPECIFIED
+        ? `${method.parent.typeName}.${method.name} declares no access tier`
+        : `a ${principal.kind} key cannot call ${method.parent.typeName}.${method.name} (tier ${TIER_NAMES[tier]}: ${TIER_KINDS[tier].join(' or ')} keys)`;
+    throw connectErrorWithInfo(message, Code.PermissionDenied, ErrorReason.TIER);
+  }
+  return principal;
 }

@@ -8,7 +8,7 @@
  * argon2) would only add latency to every request. Operator-chosen bootstrap secrets must
  * be at least 32 characters; operators should make them random too.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../../common/ids.js';
 import type { Database } from '../../store/db.js';
@@ -24,7 +24,7 @@ export const HASH_ALGO = 'sha256';
 /** The shortest secret accepted from configuration (SERVICE_BOOTSTRAP_API_KEY). */
 export const MIN_CONFIGURED_SECRET = 32;
 /** Longer credentials are rejected without hashing them. */
-const MAX_SECRET = 1024;
+export const MAX_SECRET = 1024;
 
 export type KeyStatus = 'active' | 'revoked' | 'expired';
 
@@ -35,7 +35,7 @@ export function generateSecret(): string {
 
 /** SHA-256 of the secret, hex. */
 export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex');
+  return hash('sha256', secret, 'hex');
 }
 
 export function prefixOf(secret: string): string {
@@ -59,39 +59,90 @@ export function statusOf(row: Row, now = new Date()): KeyStatus {
   return row.status as KeyStatus;
 }
 
-function hashMatches(storedHex: unknown, secretHash: Buffer): boolean {
-  if (typeof storedHex !== 'string' || !/^[0-9a-f]{64}$/.test(storedHex)) return false;
-  return timingSafeEqual(Buffer.from(storedHex, 'hex'), secretHash);
+/**
+ * One stored key a secret may be, as verification needs it: the stored hash (decoded once), what
+ * decides its status, and the principal it stands for (immutable: a key's kind, tenant, subject
+ * and environment never change, and environments are never moved or deleted).
+ */
+export interface KeyCandidate {
+  readonly id: string;
+  /** The stored SHA-256, 32 bytes; undefined when the row holds no valid hash of HASH_ALGO (it never matches). */
+  readonly hash: Buffer | undefined;
+  readonly revoked: boolean;
+  /** Epoch ms of `expiresAt`; Infinity without one. */
+  readonly expiresAt: number;
+  readonly principal: Principal;
 }
 
-/** Verifies secrets against the `api_keys` table. */
+/** Longer credentials are rejected without hashing them; shorter ones have no prefix. */
+export function plausibleSecret(secret: string): boolean {
+  return secret.length >= PREFIX_LENGTH && secret.length <= MAX_SECRET;
+}
+
+/**
+ * Every stored key with the prefix, revoked and expired ones included. Raw SQL on the request
+ * path: no query building or entity hydration for a lookup that verification makes.
+ */
+export async function keysWithPrefix(db: Database, prefix: string): Promise<KeyCandidate[]> {
+  const rows = ((await db.orm.em.getConnection().execute(
+    `select k.id, k.kind, k.tenant_id as "tenantId", k.subject_id as "subjectId", k.secret_hash as "secretHash", k.hash_algo as "hashAlgo",
+       k.status, k.expires_at as "expiresAt", k.environment_id as "environmentId", e.scope_id as "environmentScopeId"
+     from api_keys k left join environments e on e.id = k.environment_id where k.prefix = ?`,
+    [prefix],
+  )) as Row[]);
+  return rows.map(candidateOf);
+}
+
+function candidateOf(r: Row): KeyCandidate {
+  const stored = r.secretHash;
+  const valid = r.hashAlgo === HASH_ALGO && typeof stored === 'string' && /^[0-9a-f]{64}$/.test(stored);
+  const principal: Principal = {
+    keyId: r.id as string,
+    kind: r.kind as KeyKind,
+    ...(r.tenantId ? { tenantId: r.tenantId as string } : {}),
+    subjectId: r.subjectId as string,
+    // An environment that cannot be found leaves the key reaching no scope at all.
+    ...(r.environmentId ? { environment: Object.freeze({ id: r.environmentId as string, scopeId: (r.environmentScopeId as string | null) ?? '' }) } : {}),
+  };
+  return {
+    id: r.id as string,
+    hash: valid ? Buffer.from(stored as string, 'hex') : undefined,
+    revoked: r.status !== 'active',
+    expiresAt: r.expiresAt ? new Date(r.expiresAt as string | Date).getTime() : Number.POSITIVE_INFINITY,
+    principal: Object.freeze(principal),
+  };
+}
+
+/**
+ * The principal of the first active, unexpired candidate whose hash equals `secretHash`, or
+ * null. Every candidate is compared, in constant time (a revoked key may share the secret of a
+ * newer one).
+ */
+export function matchKey(candidates: readonly KeyCandidate[], secretHash: Buffer, now: number): Principal | null {
+  let match: Principal | null = null;
+  for (const c of candidates) {
+    const equal = c.hash !== undefined && timingSafeEqual(c.hash, secretHash);
+    if (equal && !c.revoked && c.expiresAt > now) match ??= c.principal;
+  }
+  return match;
+}
+
+/** SHA-256 of the secret, as bytes. */
+export function secretDigest(secret: string): Buffer {
+  // The one-shot hash (Node ≥ 20.12): no Hash object per call, on every verified request.
+  return hash('sha256', secret, 'buffer');
+}
+
+/** Verifies secrets against the `api_keys` table, one query per call (see CachedKeyVerifier). */
 export class StoreKeyVerifier implements KeyVerifier {
   constructor(private readonly db: Database) {}
 
   /** The key's principal; null for an unknown, revoked or expired secret. */
   async verify(secret: string): Promise<Principal | null> {
-    if (secret.length < PREFIX_LENGTH || secret.length > MAX_SECRET) return null;
-    // Raw SQL on the request path: no query building or entity hydration for a lookup that
-    // every request makes.
-    const rows = ((await this.db.orm.em.getConnection().execute(
-      'select id, kind, tenant_id as "tenantId", subject_id as "subjectId", secret_hash as "secretHash", hash_algo as "hashAlgo", status, expires_at as "expiresAt" from api_keys where prefix = ?',
-      [prefixOf(secret)],
-    )) as Row[]);
-    if (rows.length === 0) return null;
-    const hash = Buffer.from(hashSecret(secret), 'hex');
-    const now = new Date();
-    // Every candidate is compared (a revoked key may share the secret of a newer one).
-    let match: Row | undefined;
-    for (const r of rows) {
-      if (r.hashAlgo === HASH_ALGO && hashMatches(r.secretHash, hash) && statusOf(r, now) === 'active') match ??= r;
-    }
-    if (!match) return null;
-    return {
-      keyId: match.id as string,
-      kind: match.kind as KeyKind,
-      ...(match.tenantId ? { tenantId: match.tenantId as string } : {}),
-      subjectId: match.subjectId as string,
-    };
+    if (!plausibleSecret(secret)) return null;
+    const candidates = await keysWithPrefix(this.db, prefixOf(secret));
+    if (candidates.length === 0) return null;
+    return matchKey(candidates, secretDigest(secret), Date.now());
   }
 }
 

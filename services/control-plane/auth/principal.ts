@@ -16,15 +16,21 @@ export interface Principal {
   tenantId?: string;
   /** The subject the key acts as; recorded as `createdBy`. */
   subjectId: string;
+  /**
+   * The environment the key is restricted to (`environmentId` of the key) and that
+   * environment's scope: the key reaches that scope and its descendants only.
+   */
+  environment?: { id: string; scopeId: string };
 }
 
 /**
  * Resolves an API-key secret to its principal. Must return null for an unknown, revoked or
  * expired secret (the caller answers 401); throw only for real failures (database down).
- * Implementations look the key up by prefix and compare hashes in constant time.
+ * Implementations look the key up by prefix and compare hashes in constant time. May answer
+ * synchronously (a cache hit) so that the lean decision path takes no microtask turn.
  */
 export interface KeyVerifier {
-  verify(secret: string): Promise<Principal | null>;
+  verify(secret: string): Principal | null | Promise<Principal | null>;
 }
 
 /** Where the auth interceptor puts the verified principal in the handler context. */
@@ -47,13 +53,34 @@ export function reachesTenant(principal: Principal, tenantId: string): boolean {
 }
 
 /**
- * Throws `permission_denied` unless the principal reaches the tenant: platform keys reach
- * every tenant; user and service keys only their own.
+ * Throws `permission_denied` for a key restricted to an environment: `what` (a tenant, its
+ * projects or workspaces, another environment) lies outside that environment's scope.
  */
-export function assertTenantReach(principal: Principal, tenantId: string): void {
+export function assertWholeTenantReach(principal: Principal, what: string, field?: string): void {
+  if (principal.environment) {
+    throw permissionDenied(`the API key is restricted to environment ${principal.environment.id} and its scopes; ${what} lies outside it`, field);
+  }
+}
+
+/**
+ * Throws `permission_denied` unless the principal reaches the scope whose path (the scope, then
+ * its ancestors) is given: a key restricted to an environment reaches that environment's scope
+ * and its descendants only. Tenant reach is checked separately (assertTenantReach).
+ */
+export function assertScopeReach(principal: Principal, scopePath: readonly string[], field: string): void {
+  const env = principal.environment;
+  if (env && !scopePath.includes(env.scopeId)) {
+    throw permissionDenied(`the API key is restricted to environment ${env.id}; the scope of ${field} lies outside it`, field);
+  }
+}
+
+/**
+ * Throws `permission_denied` unless the principal reaches the tenant: platform keys reach
+ * every tenant; user and service keys only their own. The message names the request field
+ * that led there, never the other tenant's id.
+ */
+export function assertTenantReach(principal: Principal, tenantId: string, field?: string): void {
   if (!reachesTenant(principal, tenantId)) {
-    throw permissionDenied(
-      tenantId ? `the API key does not reach tenant ${tenantId}` : 'the API key does not reach this tenant',
-    );
+    throw permissionDenied(field ? `the API key does not reach the tenant of ${field}` : 'the API key does not reach this tenant', field);
   }
 }

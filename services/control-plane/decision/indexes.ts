@@ -1,18 +1,15 @@
-import { IsolationLevel, type EntityManager } from '@mikro-orm/postgresql';
-import { ENTITY_KINDS, TenantIndex, type Change, type EntityKind, type TenantSnapshot } from '../../engine/mod.js';
-import { notFound, unavailable } from '../../common/errors.js';
+import { ENTITY_KINDS, TenantIndex, type Change, type EntityKind } from '../../engine/mod.js';
+import { notFound } from '../../common/errors.js';
+import { signalOf, sleep, waitEnded, type CallSignal } from '../../decision/decide.js';
 import type { Database } from '../../store/db.js';
-import { KINDS, changeLogData, messageToChangeData, type KindDef, type Row } from '../../store/kinds.js';
+import { changeLogData, messageToChangeData, type Row } from '../../store/kinds.js';
+import { knownRevisions, type KnownRevisions } from '../known-revisions.js';
+import { tenantRows } from '../tenant-rows.js';
 
-/** Store kind name (KINDS key) of each engine kind. */
-const STORE_KIND: Record<EntityKind, keyof typeof KINDS> = {
-  scope: 'scope', subject: 'subject', role: 'role', permission: 'permission', role_permission: 'rolePermission',
-  membership: 'membership', role_assignment: 'roleAssignment', scope_override: 'scopeOverride',
-  ownership_grant: 'ownershipGrant', resource_type: 'resourceType', resource: 'resource',
-  resource_scope_link: 'resourceScopeLink', resource_edge: 'resourceEdge', collection: 'collection',
-  policy: 'policy', tag_group: 'tagGroup', tag: 'tag', tag_assignment: 'tagAssignment', tag_binding: 'tagBinding',
-};
 const ENGINE_KINDS = new Set<string>(ENTITY_KINDS);
+
+/** Rows a page when a tenant's index is loaded (two pages are held at most). */
+const LOAD_PAGE_ROWS = 10_000;
 
 export interface IndexOptions {
   /** How long a `minRevision` ahead of the committed state may wait. */
@@ -39,8 +36,11 @@ const MAX_SCOPE_TENANTS = 100_000;
 /**
  * The control plane's followers of the change log: one TenantIndex per tenant asked about,
  * built from a snapshot and then moved forward by change-log entries, never rebuilt per
- * write. Before answering, an index is caught up to the tenant's committed revision (one
- * indexed read), so a decision after a write sees that write.
+ * write. Before answering, an index is caught up to the tenant's committed revision as this
+ * process knows it from CHANGE_CHANNEL notifications (its own writes included, so a decision
+ * after a write here sees that write); the database is asked only while notifications are not
+ * live (fail closed), for a tenant not heard of yet, and for `fullyConsistent`. The change log
+ * is read only when that revision is ahead of the index.
  */
 export class TenantIndexes {
   private readonly entries = new Map<string, Promise<Entry>>();
@@ -52,7 +52,11 @@ export class TenantIndexes {
   /** Indexes dropped to stay within `maxRows` since start. */
   evictions = 0;
 
-  constructor(private readonly db: Database, private readonly opts: IndexOptions) {}
+  private readonly known: KnownRevisions;
+
+  constructor(private readonly db: Database, private readonly opts: IndexOptions) {
+    this.known = knownRevisions(db);
+  }
 
   /** The tenant a scope belongs to; `not_found` for an unknown scope. Scopes never change tenant. */
   async tenantOfScope(scopeId: string, field = 'scopeId'): Promise<string> {
@@ -66,10 +70,32 @@ export class TenantIndexes {
   }
 
   /**
-   * The tenant's index, caught up to its committed revision and at least `minRevision`;
-   * `unavailable` when `minRevision` is not reached within the wait.
+   * The answer of tenantOfScope and get together when it needs no wait: the scope's tenant is
+   * known, its index is loaded, and the index is at the committed revision this process knows
+   * (notifications live) and at least `minRevision`. Undefined otherwise: ask the async way. The
+   * common decision then takes no promise and no microtask turn.
    */
-  async get(tenantId: string, minRevision = 0): Promise<TenantIndex> {
+  readyFor(scopeId: string, minRevision: number): { tenantId: string; index: TenantIndex } | undefined {
+    const tenantId = this.scopeTenants.get(scopeId);
+    if (tenantId === undefined) return undefined;
+    const entry = this.loaded.get(tenantId);
+    const p = this.entries.get(tenantId);
+    if (entry === undefined || p === undefined) return undefined;
+    const known = this.known.get(tenantId);
+    const revision = entry.index.revision;
+    if (known === undefined || known > revision || revision < minRevision) return undefined;
+    this.touch(tenantId, p, entry);
+    return { tenantId, index: entry.index };
+  }
+
+  /**
+   * The tenant's index, caught up to its committed revision and at least `minRevision`;
+   * `unavailable` when `minRevision` is not reached within the wait, `deadline_exceeded` when
+   * the caller's `deadline` (epoch ms) ends the wait first, `canceled` when `signal` does (the
+   * caller went away). `fullyConsistent` asks the database for the committed revision instead
+   * of trusting notifications.
+   */
+  async get(tenantId: string, minRevision = 0, deadline = Number.POSITIVE_INFINITY, fullyConsistent = false, signal?: CallSignal): Promise<TenantIndex> {
     let p = this.entries.get(tenantId);
     if (!p) {
       p = this.load(tenantId);
@@ -77,15 +103,20 @@ export class TenantIndexes {
       p.catch(() => this.entries.delete(tenantId));
     }
     const entry = await p;
-    const deadline = Date.now() + this.opts.minRevisionWaitMs;
-    for (;;) {
-      await this.catchUp(tenantId, entry);
+    const waitUntil = Date.now() + this.opts.minRevisionWaitMs;
+    const until = Math.min(waitUntil, deadline);
+    let aborted: AbortSignal | undefined;
+    for (let first = true; ; first = false) {
+      await this.catchUp(tenantId, entry, fullyConsistent);
       this.touch(tenantId, p, entry);
       if (entry.index.revision >= minRevision) return entry.index;
-      if (Date.now() >= deadline) {
-        throw unavailable(`revision ${minRevision} of tenant ${tenantId} is not available yet (at ${entry.index.revision})`);
+      // Made only once a wait starts (see CallSignal).
+      if (first) aborted = signalOf(signal);
+      if (Date.now() >= until || aborted?.aborted) {
+        const message = `revision ${minRevision} of tenant ${tenantId} is not available yet (at ${entry.index.revision})`;
+        throw waitEnded(message, deadline, waitUntil, aborted);
       }
-      await new Promise((r) => setTimeout(r, Math.min(25, Math.max(1, deadline - Date.now()))));
+      await sleep(Math.min(25, Math.max(1, until - Date.now())), aborted);
     }
   }
 
@@ -114,15 +145,24 @@ export class TenantIndexes {
     }
   }
 
-  private catchUp(tenantId: string, entry: Entry): Promise<void> {
+  private catchUp(tenantId: string, entry: Entry, ask: boolean): Promise<void> {
+    // The common case (the known revision is the index's) takes no query at all.
+    const known = ask ? undefined : this.known.get(tenantId);
+    if (known !== undefined && known <= entry.index.revision) return Promise.resolve();
     const run = entry.busy.then(async () => {
       const em = this.db.orm.em.fork();
-      const rev = await committedRevision(em, tenantId);
+      const rev = await this.known.committed(em, tenantId, ask);
       if (rev <= entry.index.revision) return;
       const rows = (await em.execute(
         'select revision, op, kind, entity_id, data from change_log where tenant_id = ? and revision > ? order by revision, seq',
         [tenantId, entry.index.revision],
       )) as { revision: string; op: 'upsert' | 'delete'; kind: string; entity_id: string; data: Row | null }[];
+      // The log was compacted past this index (idle for long): it cannot be moved forward, only
+      // rebuilt from a snapshot.
+      if (rows.length === 0 || Number(rows[0].revision) !== entry.index.revision + 1) {
+        entry.index = (await this.load(tenantId)).index;
+        return;
+      }
       let cur = -1;
       let batch: Change[] = [];
       const flush = () => {
@@ -131,6 +171,10 @@ export class TenantIndexes {
       for (const r of rows) {
         const revision = Number(r.revision);
         if (revision !== cur) {
+          if (cur >= 0 && revision !== cur + 1) {
+            entry.index = (await this.load(tenantId)).index;
+            return;
+          }
           flush();
           cur = revision;
           batch = [];
@@ -145,20 +189,14 @@ export class TenantIndexes {
     return run;
   }
 
-  /** Every engine row of the tenant, read in one repeatable-read transaction at one revision. */
+  /** Every engine row of the tenant at one revision (tenant-rows.ts), indexed as the pages come. */
   private async load(tenantId: string): Promise<Entry> {
-    const em = this.db.orm.em.fork();
-    const snapshot = await em.transactional(async (tem) => {
-      const revision = await committedRevision(tem as EntityManager, tenantId);
-      const rows: TenantSnapshot['rows'] = {};
-      for (const kind of ENTITY_KINDS) {
-        const d = KINDS[STORE_KIND[kind]] as KindDef;
-        const found = (await tem.find(d.entity, { tenantId } as never, { disableIdentityMap: true })) as Row[];
-        (rows as Record<string, unknown[]>)[kind] = found.map((r) => messageToChangeData(d, r));
-      }
-      return { revision, rows } as TenantSnapshot;
-    }, { isolationLevel: IsolationLevel.REPEATABLE_READ });
-    const index = TenantIndex.fromSnapshot(snapshot);
+    const builder = TenantIndex.builder();
+    let revision = 0;
+    for await (const { kind, def, rows } of tenantRows(this.db, tenantId, { rows: LOAD_PAGE_ROWS }, (r) => (revision = r))) {
+      for (const row of rows) builder.add(kind, messageToChangeData(def, row));
+    }
+    const index = builder.build(revision);
     return { index, busy: Promise.resolve(), rows: rowCount(index) };
   }
 }
@@ -167,10 +205,4 @@ function rowCount(index: TenantIndex): number {
   let n = 0;
   for (const kind of ENTITY_KINDS) n += index.count(kind);
   return n;
-}
-
-async function committedRevision(em: EntityManager, tenantId: string): Promise<number> {
-  const rows = (await em.execute('select revision from tenants where id = ?', [tenantId])) as { revision: string }[];
-  if (rows.length === 0) throw notFound('tenant', tenantId);
-  return Number(rows[0].revision);
 }

@@ -2,11 +2,15 @@ import * as http from 'node:http';
 import * as http2 from 'node:http2';
 import * as net from 'node:net';
 import { Code, createClient } from '@connectrpc/connect';
+import { findTrailerError } from '@connectrpc/connect/protocol-grpc';
+import { ErrorInfoSchema } from '../../../gen/authz/v1/error_reason_pb.js';
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from '@connectrpc/connect-node';
 import { afterEach, describe, expect, it } from 'vitest';
+import { pino } from 'pino';
 import { ResourceService } from '../../../gen/authz/v1/resource_service_pb.js';
-import { createRegistry } from '../observability.js';
-import type { RunningServer } from './server.js';
+import { createRegistry } from '../../transport/observability.js';
+import type { RunningServer } from '../../transport/server.js';
+import type { NodeServerRequest, NodeServerResponse } from '../../transport/gateway/gateway.js';
 import { KEYS, startFakeServer } from './testkit.js';
 
 const servers: RunningServer[] = [];
@@ -218,5 +222,147 @@ describe('close()', () => {
     await server.close();
     expect(Date.now() - t0).toBeLessThan(1000);
     sock.destroy();
+  });
+});
+
+describe('answers before any handler, in the caller\'s protocol', () => {
+  it('a method an RPC path does not take is 405 with Allow and a Connect JSON error; Connect GET still works', async () => {
+    const registry = createRegistry({ defaultMetrics: false });
+    const { server } = await start({ registry });
+    const r = await fetch(`${server.url}/authz.v1.ResourceService/CreateResource`);
+    expect(r.status).toBe(405);
+    expect(r.headers.get('allow')).toBe('POST');
+    expect(r.headers.get('content-type')).toBe('application/json');
+    const body = (await r.json()) as { code: string; message: string; details: { type: string; debug: unknown }[] };
+    expect(body).toMatchObject({ code: 'unimplemented', message: 'GET is not allowed on /authz.v1.ResourceService/CreateResource; allowed: POST' });
+    expect(body.details.map((d) => d.type)).toEqual(['authz.v1.ErrorInfo']);
+    // A method without side effects takes GET too (Connect's GET), so its Allow says both.
+    const del = await fetch(`${server.url}/authz.v1.ResourceService/GetResource`, { method: 'DELETE' });
+    expect([del.status, del.headers.get('allow')]).toEqual([405, 'POST, GET']);
+    const get = await fetch(`${server.url}/authz.v1.ResourceService/GetResource?encoding=json&message=${encodeURIComponent('{"id":"resource_none"}')}&connect=v1`, auth);
+    expect(get.status).toBe(404);
+    expect(await get.json()).toMatchObject({ code: 'not_found' });
+    expect(await (await fetch(`${server.url}/metrics`)).text()).toContain('authz_http_rejected_total{reason="method_not_allowed"} 2');
+  });
+
+  it('an unknown gRPC method is a trailers-only UNIMPLEMENTED with ErrorInfo, not the gateway\'s JSON 404', async () => {
+    const registry = createRegistry({ defaultMetrics: false });
+    const { server } = await start({ registry });
+    const session = http2.connect(server.url);
+    const { headers, endStream, body } = await new Promise<{ headers: http2.IncomingHttpHeaders; endStream: boolean; body: number }>((resolve, reject) => {
+      const req = session.request({ ':method': 'POST', ':path': '/authz.v1.ResourceService/NoSuchMethod', 'content-type': 'application/grpc', te: 'trailers' });
+      let got: { headers: http2.IncomingHttpHeaders; endStream: boolean } | undefined;
+      let bytes = 0;
+      req.on('response', (h, flags) => (got = { headers: h, endStream: (flags & http2.constants.NGHTTP2_FLAG_END_STREAM) !== 0 }));
+      req.on('data', (c: Buffer) => (bytes += c.length));
+      req.on('end', () => resolve({ ...got!, body: bytes }));
+      req.on('error', reject);
+      req.end(Buffer.alloc(5));
+    });
+    session.close();
+    expect(headers[':status']).toBe(200);
+    expect(endStream).toBe(true);
+    expect(body).toBe(0);
+    expect(headers['content-type']).toBe('application/grpc');
+    const status = findTrailerError(new Headers(Object.entries(headers).filter(([k]) => !k.startsWith(':')).map(([k, v]) => [k, String(v)])));
+    expect(status?.code).toBe(Code.Unimplemented);
+    expect(status?.rawMessage).toBe('unknown method NoSuchMethod for service authz.v1.ResourceService');
+    expect(status?.findDetails(ErrorInfoSchema)).toHaveLength(1);
+    // A Connect caller of an unknown service gets its JSON error (501).
+    const c = await fetch(`${server.url}/acme.v1.Nothing/Call`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect([c.status, ((await c.json()) as { code: string }).code]).toEqual([501, 'unimplemented']);
+    // A REST path that no binding declares is still the gateway's 404.
+    expect((await fetch(`${server.url}/no/such/path`)).status).toBe(404);
+    expect(await (await fetch(`${server.url}/metrics`)).text()).toContain('authz_http_rejected_total{reason="unimplemented"} 2');
+  });
+});
+
+describe('calls the client abandons', () => {
+  it('are counted as canceled and logged once at debug level, not as transport failures (gateway and connect-node)', async () => {
+    const registry = createRegistry({ defaultMetrics: false });
+    const lines: { level: number; msg: string }[] = [];
+    const logger = pino({ level: 'debug' }, { write: (l: string) => void lines.push(JSON.parse(l) as { level: number; msg: string }) });
+    // Every call takes 300 ms, so the client leaves while it runs.
+    const { server } = await start({ registry, logger, interceptors: [(next) => async (req) => (await new Promise((r) => setTimeout(r, 300)), next(req))] });
+    const abandon = async (url: string, init: RequestInit) => {
+      const ac = new AbortController();
+      setTimeout(() => ac.abort(), 50);
+      await fetch(url, { ...init, signal: ac.signal }).catch(() => undefined);
+    };
+    await abandon(`${server.url}/resources/resource_x`, auth);
+    await abandon(`${server.url}/authz.v1.ResourceService/GetResource`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth.headers }, body: '{"id":"resource_x"}' });
+    await new Promise((r) => setTimeout(r, 400));
+    const text = await (await fetch(`${server.url}/metrics`)).text();
+    expect(text).toContain('authz_http_rejected_total{reason="canceled"} 2');
+    expect(text).not.toContain('reason="transport_error"');
+    expect(lines.filter((l) => l.msg === 'rpc canceled by the client').map((l) => l.level)).toEqual([20, 20]);
+    expect(lines.filter((l) => l.level >= 40)).toEqual([]);
+  });
+});
+
+describe('CORS', () => {
+  const ORIGIN = 'https://app.example.com';
+  /** A lean-path stand-in: answers `POST /lean` itself, before the router, as the decision fast path does. */
+  const fastPath = (req: NodeServerRequest, res: NodeServerResponse) => {
+    if (req.url !== '/lean') return false;
+    res.writeHead(200, { 'content-type': 'application/json', 'x-revision': '7' });
+    res.end('{}');
+    return true;
+  };
+  const corsHeaders = (r: Response) => [...r.headers.keys()].filter((k) => k.startsWith('access-control-'));
+  const preflight = (url: string, origin: string) => fetch(url, {
+    method: 'OPTIONS',
+    headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type,x-api-key,connect-protocol-version' },
+  });
+
+  it('answers a preflight from an allowed origin, with the headers Connect, gRPC-Web and the API key need', async () => {
+    const { server } = await start({ corsOrigins: [ORIGIN, 'http://localhost:5173'], fastPath });
+    for (const path of ['/resources', '/authz.v1.ResourceService/CreateResource', '/lean']) {
+      const r = await preflight(server.url + path, ORIGIN);
+      expect(r.status, path).toBe(204);
+      expect(r.headers.get('access-control-allow-origin')).toBe(ORIGIN);
+      expect(r.headers.get('access-control-allow-methods')).toBe('GET,HEAD,POST,PUT,PATCH,DELETE');
+      const allowed = r.headers.get('access-control-allow-headers')!.toLowerCase().split(',');
+      for (const h of ['content-type', 'connect-protocol-version', 'connect-timeout-ms', 'x-grpc-web', 'x-user-agent', 'grpc-timeout', 'x-api-key', 'authorization']) {
+        expect(allowed, h).toContain(h);
+      }
+      expect(r.headers.get('access-control-max-age')).toBe('7200');
+      expect(r.headers.get('vary')).toContain('Origin');
+    }
+  });
+
+  it('gives no CORS headers to another origin', async () => {
+    const { server } = await start({ corsOrigins: [ORIGIN], fastPath });
+    const r = await preflight(`${server.url}/resources`, 'https://evil.example.com');
+    expect(r.status).toBe(405);
+    expect(corsHeaders(r)).toEqual([]);
+    const call = await fetch(`${server.url}/lean`, { method: 'POST', headers: { origin: 'https://evil.example.com' } });
+    expect(call.status).toBe(200);
+    expect(corsHeaders(call)).toEqual([]);
+  });
+
+  it('exposes the revision, the cursor and the gRPC status on real answers: the fast path, connect-node and the gateway', async () => {
+    const { server } = await start({ corsOrigins: [ORIGIN], fastPath });
+    const lean = await fetch(`${server.url}/lean`, { method: 'POST', headers: { origin: ORIGIN } });
+    const rest = await fetch(`${server.url}/resources/resource_none`, { headers: { origin: ORIGIN, ...auth.headers } });
+    const grpcWeb = await fetch(`${server.url}/authz.v1.ResourceService/GetResource`, {
+      method: 'POST', headers: { origin: ORIGIN, 'content-type': 'application/grpc-web+proto', 'x-grpc-web': '1', ...auth.headers }, body: Buffer.alloc(5),
+    });
+    for (const [name, r] of [['fast path', lean], ['gateway', rest], ['gRPC-Web', grpcWeb]] as const) {
+      expect(r.headers.get('access-control-allow-origin'), name).toBe(ORIGIN);
+      const exposed = r.headers.get('access-control-expose-headers')!.toLowerCase().split(',');
+      for (const h of ['x-revision', 'trailer-x-revision', 'x-next-cursor', 'grpc-status', 'grpc-message', 'grpc-status-details-bin']) expect(exposed, `${name} ${h}`).toContain(h);
+    }
+    expect(lean.headers.get('x-revision')).toBe('7');
+  });
+
+  it('is off by default: no CORS headers, and a preflight is the method not allowed it always was', async () => {
+    const { server } = await start({ fastPath });
+    const r = await preflight(`${server.url}/resources`, ORIGIN);
+    expect(r.status).toBe(405);
+    expect(corsHeaders(r)).toEqual([]);
+    const call = await fetch(`${server.url}/lean`, { method: 'POST', headers: { origin: ORIGIN } });
+    expect(corsHeaders(call)).toEqual([]);
+    expect(call.headers.get('vary')).toBeNull();
   });
 });

@@ -15,9 +15,10 @@ import { ScopeService } from '../../../gen/authz/v1/scope_service_pb.js';
 import { TenantSchema } from '../../../gen/authz/v1/tenancy_pb.js';
 import { TenancyService } from '../../../gen/authz/v1/tenancy_service_pb.js';
 import { assertTenantReach, principalOf, type KeyVerifier, type Principal } from '../auth/principal.js';
-import { createRegistry } from '../observability.js';
-import { setRevision } from './revision.js';
-import { startServer, type RunningServer, type StartServerOptions } from './server.js';
+import { createRegistry } from '../../transport/observability.js';
+import { setRevision } from '../../transport/revision.js';
+import { startServer, type RunningServer, type StartServerOptions } from '../../transport/server.js';
+import { authInterceptor } from '../auth/interceptor.js';
 
 export const KEYS = {
   platform: 'sk_platform_0123456789abcdef0123456789abcdef',
@@ -167,21 +168,23 @@ export class FakeWorld {
 
 /**
  * Starts a server on a free port with the fake world and verifier; a silent logger unless
- * given. `overrides.routes`, when given, registers services in addition to the fake world's.
+ * given. `overrides.routes`, when given, registers services in addition to the fake world's, and
+ * `overrides.interceptors` run after authentication.
  */
 export async function startFakeServer(
   overrides: Partial<StartServerOptions> = {},
 ): Promise<{ server: RunningServer; world: FakeWorld; verifier: FakeKeyVerifier }> {
   const world = new FakeWorld();
   const verifier = new FakeKeyVerifier();
-  const { routes: extraRoutes, ...rest } = overrides;
+  const { routes: extraRoutes, interceptors, ...rest } = overrides;
   const server = await startServer({
     host: '127.0.0.1',
     port: 0,
-    keyVerifier: verifier,
     logger: pino({ level: 'silent' }),
     registry: createRegistry({ defaultMetrics: false }),
     ...rest,
+    // Authentication first, as the control plane does; `overrides.interceptors` run after it.
+    interceptors: [authInterceptor(verifier), ...(interceptors ?? [])],
     routes: (router) => {
       world.routes(router);
       extraRoutes?.(router);

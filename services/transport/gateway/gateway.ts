@@ -22,6 +22,7 @@ import { ErrorInfoSchema, ErrorReason, ErrorReasonSchema } from '../../../gen/au
 import { connectErrorWithInfo, INTERNAL_MESSAGE } from '../errors.js';
 import { checkMessage, hasInt64, int64ToNumbers, invalidField, setAtPath, valueFromString } from './json.js';
 import { resolveFieldPath, RouteTable, type Route } from './routes.js';
+import { BodyTooLarge, readJsonBody } from '../body.js';
 
 /** The request body limit of every surface (contract §6). */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -57,8 +58,6 @@ const DROP_HEADERS = new Set([
 ]);
 
 const JSON_TYPE = 'application/json';
-
-class BodyTooLarge extends Error {}
 
 export function createGateway(opts: GatewayOptions): Gateway {
   const routes = new RouteTable(opts.services);
@@ -114,12 +113,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     } catch (err) {
       if (err instanceof BodyTooLarge) {
         reject('body_too_large');
-        return sendError(
-          res,
-          connectErrorWithInfo(`request body exceeds ${maxBodyBytes} bytes`, Code.ResourceExhausted, ErrorReason.LIMIT),
-          undefined,
-          req.httpVersionMajor === 1 ? { connection: 'close' } : {},
-        );
+        return sendError(res, tooLargeError(err));
       }
       if (err instanceof ConnectError) {
         reject('bad_request');
@@ -244,29 +238,9 @@ function buildRequest(route: Route, params: Map<string, string>, query: URLSearc
   return message;
 }
 
-/** Reads the body as JSON; undefined when empty. Throws BodyTooLarge or invalid_argument. */
-async function readJsonBody(req: NodeServerRequest, max: number): Promise<JsonValue | undefined> {
-  const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > max) throw new BodyTooLarge();
-  const encoding = req.headers['content-encoding'];
-  if (encoding && encoding !== 'identity') {
-    throw invalidField('', `content-encoding ${encoding} is not supported; send plain JSON`);
-  }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer | string>) {
-    const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
-    size += buf.length;
-    if (size > max) throw new BodyTooLarge();
-    chunks.push(buf);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
-  if (text.trim() === '') return undefined;
-  try {
-    return JSON.parse(text) as JsonValue;
-  } catch (err) {
-    throw invalidField('', `request body is not valid JSON: ${(err as Error).message}`);
-  }
+/** The answer to a body over the limit (the rest of it is being drained, see body.ts). */
+export function tooLargeError(err: BodyTooLarge): ConnectError {
+  return connectErrorWithInfo(err.message, Code.ResourceExhausted, ErrorReason.LIMIT);
 }
 
 /** Turns a Connect unary error response body into a ConnectError. */

@@ -1,8 +1,8 @@
 import * as http2 from 'node:http2';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { KEYS, startFakeServer, type FakeWorld } from '../server/testkit.js';
-import type { RunningServer } from '../server/server.js';
-import { surfaceKey } from './gateway.js';
+import { KEYS, startFakeServer, type FakeWorld } from './testkit.js';
+import type { RunningServer } from '../../transport/server.js';
+import { surfaceKey } from '../../transport/gateway/gateway.js';
 
 let server: RunningServer;
 let world: FakeWorld;

@@ -4,10 +4,13 @@
  * field), converting path and query strings by field type, and turning 64-bit integers in a
  * response into JSON numbers.
  */
-import { ScalarType, type DescField, type DescMessage, type JsonObject, type JsonValue } from '@bufbuild/protobuf';
+import { ScalarType, fromJson, type DescField, type DescMessage, type JsonObject, type JsonValue } from '@bufbuild/protobuf';
+import { TimestampSchema } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { ErrorReason } from '../../../gen/authz/v1/error_reason_pb.js';
-import { connectErrorWithInfo } from '../errors.js';
+import { connectErrorWithInfo, toConnectError } from '../errors.js';
+import { checkJsonValue as checkJsonStorable, checkString, maxItemsOf, stringProblem } from '../guard.js';
+import { limitExceeded } from '../../common/errors.js';
 
 /** An `invalid_argument` error naming the field at fault. */
 export function invalidField(field: string, message: string): ConnectError {
@@ -46,6 +49,7 @@ const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !==
 function checkScalar(type: ScalarType, v: unknown, path: string): void {
   if (type === ScalarType.STRING || type === ScalarType.BYTES) {
     if (typeof v !== 'string') throw invalidField(path, `must be a string, got ${jsonType(v)}`);
+    if (type === ScalarType.STRING) storableString(v, path);
   } else if (type === ScalarType.BOOL) {
     if (typeof v !== 'boolean') throw invalidField(path, `must be a boolean, got ${jsonType(v)}`);
   } else if (INT32_TYPES.has(type) || INT64_TYPES.has(type)) {
@@ -74,19 +78,50 @@ function checkEnum(v: unknown, path: string, names: ReadonlySet<string>): void {
 function checkMessageValue(desc: DescMessage, v: unknown, path: string): void {
   const wkt = WKT_JSON[desc.typeName];
   if (wkt !== undefined) {
-    if (wkt === 'any') return;
+    if (wkt === 'any') return checkJsonValue(v, path);
     if (wkt === 'object') {
       if (!isObject(v)) throw invalidField(path, `must be an object, got ${jsonType(v)}`);
+      // Free-form JSON is checked here, before the decoder recurses into it.
+      if (desc.typeName === 'google.protobuf.Struct') checkJsonValue(v, path);
     } else if (wkt === 'array') {
       if (!Array.isArray(v)) throw invalidField(path, `must be an array, got ${jsonType(v)}`);
+      checkJsonValue(v, path);
     } else if (wkt === 'string') {
       if (typeof v !== 'string') throw invalidField(path, `must be a string, got ${jsonType(v)}`);
+      if (desc.typeName === 'google.protobuf.Timestamp') checkTimestamp(v, path);
     } else {
       checkScalar(wkt, v, path);
     }
     return;
   }
-  checkMessage(desc, v, path);
+  checkMessageFully(desc, v, path);
+}
+
+/** A string field must be storable (the request guard's rule). */
+function storableString(v: string, path: string): void {
+  try {
+    checkString(v, path);
+  } catch (err) {
+    throw toConnectError(err);
+  }
+}
+
+/** Free-form JSON must be storable (the request guard's rule), checked before it is decoded. */
+function checkJsonValue(v: unknown, path: string): void {
+  try {
+    checkJsonStorable(v, path);
+  } catch (err) {
+    throw toConnectError(err);
+  }
+}
+
+/** An RFC 3339 timestamp, as the proto JSON decoder reads it; the error names the field. */
+function checkTimestamp(v: string, path: string): void {
+  try {
+    fromJson(TimestampSchema, v);
+  } catch {
+    throw invalidField(path, `must be an RFC 3339 timestamp such as "2030-01-02T03:04:05Z", got ${JSON.stringify(v.slice(0, 64))}`);
+  }
 }
 
 function join(path: string, key: string): string {
@@ -95,8 +130,16 @@ function join(path: string, key: string): string {
 
 /** Finds a field by JSON name or proto name, as the proto JSON parser does. */
 export function fieldByJsonKey(desc: DescMessage, key: string): DescField | undefined {
-  return desc.fields.find((f) => f.jsonName === key) ?? desc.fields.find((f) => f.name === key);
+  let byKey = fieldKeys.get(desc);
+  if (!byKey) {
+    byKey = new Map<string, DescField>();
+    for (const f of desc.fields) byKey.set(f.name, f);
+    for (const f of desc.fields) byKey.set(f.jsonName, f); // the JSON name wins a clash
+    fieldKeys.set(desc, byKey);
+  }
+  return byKey.get(key);
 }
+const fieldKeys = new WeakMap<DescMessage, Map<string, DescField>>();
 
 /**
  * Checks a JSON value against a message: it must be an object, every key must name a field
@@ -105,15 +148,70 @@ export function fieldByJsonKey(desc: DescMessage, key: string): DescField | unde
  * (proto JSON reads it as the default).
  */
 export function checkMessage(desc: DescMessage, value: unknown, path = ''): void {
+  if (!passes(desc, value)) checkMessageFully(desc, value, path);
+}
+
+/** checkMessage without the quick answer (exported for the test that compares the two). */
+export function checkMessageFully(desc: DescMessage, value: unknown, path = ''): void {
   if (!isObject(value)) {
     throw invalidField(path, path ? `must be an object, got ${jsonType(value)}` : `request body must be a JSON object, got ${jsonType(value)}`);
   }
-  for (const [key, v] of Object.entries(value)) {
+  for (const key in value) {
     const field = fieldByJsonKey(desc, key);
     const p = join(path, key);
     if (!field) throw invalidField(p, `unknown field "${key}" of ${desc.typeName}`);
+    const v = value[key];
     if (v === null) continue;
     checkField(field, v, p);
+  }
+}
+
+/**
+ * The quick answer of checkMessage for the common shapes, with no path strings and no error
+ * objects: true only when every key names a field and every value is a string, boolean, integer
+ * number or plain message that checkMessage would accept. Anything else (enums, lists, maps,
+ * well-known types, integers as strings, floats) answers false, and checkMessage then checks
+ * it the long way, naming the field that fails. A decision request is all strings and nested
+ * messages: this halves what checking costs on the decision path.
+ */
+export function passes(desc: DescMessage, value: unknown, depth = 0): boolean {
+  if (!isObject(value) || depth > 8 || WKT_JSON[desc.typeName] !== undefined) return false;
+  for (const key in value) {
+    const field = fieldByJsonKey(desc, key);
+    if (field === undefined) return false;
+    const v = value[key];
+    if (v === null) continue;
+    if (field.fieldKind === 'message') {
+      if (!passes(field.message, v, depth + 1)) return false;
+    } else if (field.fieldKind !== 'scalar' || !scalarPasses(field.scalar, v)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+function scalarPasses(type: ScalarType, v: unknown): boolean {
+  switch (type) {
+    case ScalarType.STRING:
+      return typeof v === 'string' && stringProblem(v) === null;
+    case ScalarType.BOOL:
+      return typeof v === 'boolean';
+    case ScalarType.INT64:
+    case ScalarType.SINT64:
+    case ScalarType.SFIXED64:
+      return typeof v === 'number' && Number.isInteger(v);
+    case ScalarType.UINT64:
+    case ScalarType.FIXED64:
+      return typeof v === 'number' && Number.isInteger(v) && v >= 0;
+    case ScalarType.INT32:
+    case ScalarType.SINT32:
+    case ScalarType.SFIXED32:
+      return typeof v === 'number' && Number.isInteger(v) && v >= -0x80000000 && v <= 0x7fffffff;
+    case ScalarType.UINT32:
+    case ScalarType.FIXED32:
+      return typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 0xffffffff;
+    default:
+      return false;
   }
 }
 
@@ -132,6 +230,9 @@ function checkField(field: DescField, v: unknown, p: string): void {
       return checkMessageValue(field.message, v, p);
     case 'list': {
       if (!Array.isArray(v)) throw invalidField(p, `must be an array, got ${jsonType(v)}`);
+      // Before the items are looked at: a huge array costs nothing more than its length check.
+      const max = maxItemsOf(field);
+      if (v.length > max) throw toConnectError(limitExceeded(p, `holds ${v.length} items; at most ${max} are allowed`));
       v.forEach((item, i) => {
         const ip = `${p}[${i}]`;
         if (item === null && !(field.listKind === 'message' && field.message.typeName === 'google.protobuf.Value')) {

@@ -1,14 +1,14 @@
 import { readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { hasOption, type DescService } from '@bufbuild/protobuf';
+import { hasOption, type DescFile, type DescService } from '@bufbuild/protobuf';
 import { describe, expect, it } from 'vitest';
-import { http } from '../../../gen/google/api/annotations_pb.js';
-import { AccessTier } from '../../../gen/authz/v1/options_pb.js';
-import { accessTierOf } from '../auth/interceptor.js';
-import { RouteTable, routesOf } from './routes.js';
+import { http } from '../../gen/google/api/annotations_pb.js';
+import { AccessTier } from '../../gen/authz/v1/options_pb.js';
+import { accessTierOf } from './auth/interceptor.js';
+import { RouteTable, routesOf } from '../transport/gateway/routes.js';
 
-const GEN = resolve(dirname(fileURLToPath(import.meta.url)), '../../../gen/authz/v1');
+const GEN = resolve(dirname(fileURLToPath(import.meta.url)), '../../gen/authz/v1');
 
 /** Every DescService exported by a `*_service_pb.ts` file of gen/authz/v1. */
 async function allServices(): Promise<DescService[]> {
@@ -22,6 +22,36 @@ async function allServices(): Promise<DescService[]> {
   }
   return out;
 }
+
+/** Every DescFile exported by a `*_pb.ts` file of gen/authz/v1. */
+async function allFiles(): Promise<DescFile[]> {
+  const out: DescFile[] = [];
+  for (const f of readdirSync(GEN).filter((x) => x.endsWith('_pb.ts'))) {
+    const mod = (await import(pathToFileURL(join(GEN, f)).href)) as Record<string, unknown>;
+    for (const v of Object.values(mod)) {
+      if (typeof v === 'object' && v !== null && (v as { kind?: unknown }).kind === 'file') out.push(v as DescFile);
+    }
+  }
+  return out;
+}
+
+describe('file options', () => {
+  it('every authz.v1 file names its Go and Java packages (for teams generating their own clients)', async () => {
+    const files = await allFiles();
+    expect(files.length).toBe(readdirSync(GEN).filter((x) => x.endsWith('_pb.ts')).length);
+    for (const file of files) {
+      const o = file.proto.options;
+      const outer = file.name.split('/').pop()!.split('_').map((w) => w[0].toUpperCase() + w.slice(1)).join('') + 'Proto';
+      expect({ file: file.name, go: o?.goPackage, javaPackage: o?.javaPackage, multiple: o?.javaMultipleFiles, outer: o?.javaOuterClassname }).toEqual({
+        file: file.name,
+        go: 'example.com/authz/gen/go/authz/v1;authzv1',
+        javaPackage: 'com.example.authz.v1',
+        multiple: true,
+        outer,
+      });
+    }
+  });
+});
 
 describe('service descriptors', () => {
   it('every RPC of every service declares an access tier and (unless streaming) a google.api.http binding', async () => {

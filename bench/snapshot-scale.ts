@@ -1,0 +1,176 @@
+/**
+ * Snapshot scale, part of `npm run bench:sidecar`: the sidecar (from `dist/`, as containers run
+ * it) loads a tenant of `--resources` resources, `--grants` ownership grants and `--subjects`
+ * subjects (defaults: 1,000,000 / 1,000,000 / 100,000, ids as long as the control plane's) from
+ * a scripted Watch endpoint in this process that sends chunks encoded beforehand (so the figure
+ * is the sidecar's; the control plane's own snapshot speed is measured by
+ * bench/watch-snapshot.ts). Reported:
+ * time from spawn to ready, resident memory once ready (and of a sidecar holding a ten-row tenant,
+ * the baseline), bytes per entity above that baseline, and that ownership decisions answer.
+ * Targets: ready ≤ 10 s, resident memory ≤ 1 GiB. Results merge into bench/results/sidecar.json
+ * under `snapshotScale`.
+ *
+ * Usage: npm run build && tsx bench/snapshot-scale.ts [-- --resources 1000000 --grants 1000000 --subjects 100000]
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import http2 from 'node:http2';
+import { create, toBinary } from '@bufbuild/protobuf';
+import { EntitySchema, WatchResponseSchema, type Entity } from '../gen/authz/v1/snapshot_service_pb.js';
+import { cpuMs, rssOf, startProcess, waitFor200 } from '../test/processes.js';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const args = new Map<string, string>();
+for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
+const RESOURCES = Number(args.get('resources') ?? 1_000_000);
+const GRANTS = Number(args.get('grants') ?? 1_000_000);
+const SUBJECTS = Number(args.get('subjects') ?? 100_000);
+
+// BENCH_SIDECAR_NODE_ARGS (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`) profiles the loaded sidecar.
+const NODE_ARGS = (process.env.BENCH_SIDECAR_NODE_ARGS ?? '').split(' ').filter(Boolean);
+const TENANT = 'tenant_scale';
+const ROOT_SCOPE = 'scope_0192f3a4-0000-7000-8000-000000000000';
+const CHUNK_BYTES = 4 * 1024 * 1024 - 64 * 1024;
+const b = { tenantId: TENANT, createdAt: '2026-01-01T00:00:00.000Z', createdBy: 'subject_0192f3a4-0000-7000-8000-00000000bench' };
+
+/** A UUIDv7-shaped id of the given prefix, as long as the control plane's. */
+const id = (prefix: string, n: number) => `${prefix}_0192f3a4-${(n >>> 16).toString(16).padStart(4, '0')}-7${(n & 0xfff).toString(16).padStart(3, '0')}-8000-${n.toString(16).padStart(12, '0')}`;
+
+/** The tenant's rows, made one at a time: the few fixed rows, then subjects, resources, grants. */
+function* rows(small: boolean): Generator<[string, Record<string, unknown>]> {
+  const role = id('role', 1);
+  yield ['scope', { ...b, id: ROOT_SCOPE, name: 'root', typeId: 'scope_type_tenant', parentId: '' }];
+  yield ['role', { ...b, id: role, scopeId: ROOT_SCOPE, key: 'owner', name: 'Owner', description: '' }];
+  yield ['permission', { ...b, id: id('permission', 1), scopeId: ROOT_SCOPE, action: 'edit', resourceType: 'doc', resourcePattern: '*', key: 'doc:edit:*', name: '', description: '' }];
+  yield ['role_permission', { ...b, id: id('role_permission', 1), roleId: role, permissionId: id('permission', 1) }];
+  yield ['resource_type', { ...b, id: id('resource_type', 1), name: 'Doc', key: 'doc', scopeId: ROOT_SCOPE }];
+  const [subjects, resources, grants] = small ? [2, 2, 2] : [SUBJECTS, RESOURCES, GRANTS];
+  for (let i = 0; i < subjects; i++) yield ['subject', { ...b, id: id('subject', i), type: 'user', externalId: `user-${i}@example.com`, metadata: {} }];
+  for (let i = 0; i < resources; i++) {
+    yield ['resource', { ...b, id: id('resource', i), resourceTypeId: id('resource_type', 1), ownerScopeId: ROOT_SCOPE, scopeId: ROOT_SCOPE, externalResourceId: `doc-${i}`, displayName: '', attributes: {} }];
+  }
+  for (let i = 0; i < grants; i++) {
+    yield ['ownership_grant', { ...b, id: id('ownership_grant', i), subjectId: id('subject', i % subjects), resourceId: id('resource', i % resources), roleId: role }];
+  }
+}
+
+/**
+ * The tenant's snapshot as gRPC frames, encoded before the sidecar starts, so that the time to
+ * ready is the sidecar's (receiving, parsing, indexing), not this process's encoding.
+ */
+function encodedSnapshot(small: boolean): Buffer[] {
+  const frames: Buffer[] = [];
+  let entities: Entity[] = [];
+  let bytes = 0;
+  const flush = (last: boolean) => {
+    const msg = toBinary(WatchResponseSchema, create(WatchResponseSchema, { event: { case: 'snapshot', value: { tenantId: TENANT, revision: 1n, index: frames.length, last, entities, resourceScopeGate: 'off' } } }));
+    frames.push(grpcFrame(msg));
+    entities = [];
+    bytes = 0;
+  };
+  for (const [kind, row] of rows(small)) {
+    const json = JSON.stringify(row);
+    if (bytes + json.length + 128 > CHUNK_BYTES) flush(false);
+    entities.push(create(EntitySchema, { kind, id: row.id as string, json }));
+    bytes += json.length + 128;
+  }
+  flush(true);
+  return frames;
+}
+
+function grpcFrame(msg: Uint8Array): Buffer {
+  const frame = Buffer.alloc(5 + msg.length);
+  frame.writeUInt32BE(msg.length, 1);
+  frame.set(msg, 5);
+  return frame;
+}
+
+/**
+ * A Watch endpoint on a bare HTTP/2 server (gRPC framing by hand, no compression): the
+ * pre-encoded snapshot as fast as the sidecar takes it, then a heartbeat every 500 ms.
+ */
+async function scriptedControlPlane(frames: Buffer[]): Promise<{ url: string; close(): Promise<void> }> {
+  const server = http2.createServer();
+  const heartbeat = grpcFrame(toBinary(WatchResponseSchema, create(WatchResponseSchema, { event: { case: 'heartbeat', value: { tenantId: TENANT, revision: 1n, resourceScopeGate: 'off' } } })));
+  server.on('stream', (stream, headers) => {
+    if (headers[':path'] !== '/authz.v1.SnapshotService/Watch') {
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc+proto' }, { waitForTrailers: true });
+      stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '12' }));
+      stream.end();
+      return;
+    }
+    stream.respond({ ':status': 200, 'content-type': 'application/grpc+proto' });
+    stream.on('error', () => undefined);
+    void (async () => {
+      for (const f of frames) {
+        if (stream.destroyed) return;
+        if (!stream.write(f)) await new Promise((r) => stream.once('drain', r));
+      }
+      const timer = setInterval(() => (stream.destroyed ? clearInterval(timer) : stream.write(heartbeat)), 500);
+      stream.on('close', () => clearInterval(timer));
+    })();
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => new Promise<void>((r) => {
+      server.close(() => r());
+      setTimeout(r, 500).unref();
+    }),
+  };
+}
+
+async function load(small: boolean) {
+  const cp = await scriptedControlPlane(encodedSnapshot(small));
+  const started = Date.now();
+  const sidecar = await startProcess('sidecar', {
+    SIDECAR_CONTROL_PLANE_URL: cp.url, SIDECAR_API_KEY: 'azk_bench', SIDECAR_TENANT_ID: TENANT, SIDECAR_PORT: '0', SIDECAR_LOG_LEVEL: 'info',
+  }, { built: true, nodeArgs: small ? [] : NODE_ARGS });
+  try {
+    await waitFor200(`${sidecar.url}/readyz`, 300_000);
+    const readyMs = Date.now() - started;
+    const cpuMsAtReady = cpuMs(sidecar.child.pid);
+    const rssAtReady = await rssOf(sidecar.url);
+    await new Promise((r) => setTimeout(r, 3000));
+    const rssSettled = await rssOf(sidecar.url);
+    // An ownership grant decides (subject i owns resource i), another subject's does not.
+    const n = small ? 1 : Math.floor(RESOURCES / 2);
+    const ask = async (subject: number) => (await (await fetch(`${sidecar.url}/evaluate`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ actor: { subjectId: id('subject', subject % (small ? 2 : SUBJECTS)) }, scopeId: ROOT_SCOPE, action: 'edit', resource: { resourceId: id('resource', n) } }),
+    })).json()) as { allowed: boolean; reason: string };
+    const owner = await ask(n);
+    const other = await ask(n + 1);
+    if (!owner.allowed || owner.reason !== 'ownership' || other.allowed) throw new Error(`decisions wrong: ${JSON.stringify({ owner, other })}`);
+    return { readyMs, cpuMsAtReady, rssAtReady, rssSettled };
+  } finally {
+    await sidecar.stop('SIGTERM');
+    await cp.close();
+  }
+}
+
+async function main() {
+  const baseline = await load(true);
+  const full = await load(false);
+  const entities = RESOURCES + GRANTS + SUBJECTS;
+  const mib = (x: number) => (x / 1024 / 1024).toFixed(0);
+  const perEntity = (full.rssSettled - baseline.rssSettled) / entities;
+  const result = {
+    when: new Date().toISOString(), resources: RESOURCES, grants: GRANTS, subjects: SUBJECTS,
+    readyMs: full.readyMs, cpuMsAtReady: full.cpuMsAtReady, rssBytes: full.rssSettled, rssAtReadyBytes: full.rssAtReady, baselineRssBytes: baseline.rssSettled,
+    bytesPerEntity: Math.round(perEntity),
+  };
+  console.log(`snapshot scale: ${RESOURCES} resources + ${GRANTS} grants + ${SUBJECTS} subjects: ready in ${full.readyMs} ms (target ≤ 10000; ${full.cpuMsAtReady?.toFixed(0)} ms of CPU by then), ` +
+    `RSS ${mib(full.rssSettled)} MiB (at ready ${mib(full.rssAtReady)}; target ≤ 1024), baseline ${mib(baseline.rssSettled)} MiB, ${result.bytesPerEntity} bytes per entity above it`);
+  const out = join(ROOT, 'bench/results/sidecar.json');
+  mkdirSync(dirname(out), { recursive: true });
+  const results = existsSync(out) ? JSON.parse(readFileSync(out, 'utf8')) : {};
+  writeFileSync(out, JSON.stringify({ ...results, snapshotScale: result }, null, 1) + '\n');
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exitCode = 1;
+});

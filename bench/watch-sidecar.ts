@@ -1,0 +1,83 @@
+/**
+ * The real Watch snapshot end to end: a control plane (this process, the sources, on a scratch
+ * PostgreSQL database) streams a tenant of `--resources` resources, `--grants` ownership grants
+ * and `--subjects` subjects (defaults 1,000,000 / 1,000,000 / 100,000, inserted with
+ * generate_series) to a real sidecar process from `dist/`. Reported: time from the sidecar's
+ * spawn to its `/readyz` answering 200 (the snapshot loaded), its resident memory then
+ * (`process_resident_memory_bytes` on its `/metrics`), and that an ownership decision answers.
+ * `--runs N` starts N sidecars one after the other on the same data; `--compression none,gzip`
+ * alternates SIDECAR_WATCH_COMPRESSION over the runs (side by side on one loaded machine).
+ *
+ * Usage: npm run build && DATABASE_URL=postgres://… tsx bench/watch-sidecar.ts [--resources 1000000 --grants 1000000 --subjects 100000 --runs 2]
+ * Extra `SIDECAR_*` variables in the environment reach the sidecar (e.g. SIDECAR_WATCH_COMPRESSION).
+ */
+import { startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../test/harness.js';
+import { rssOf, startProcess, waitFor200 } from '../test/processes.js';
+import { restClient } from '../services/control-plane/watch/testing.js';
+
+const args = new Map<string, string>();
+for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
+const RESOURCES = Number(args.get('resources') ?? 1_000_000);
+const GRANTS = Number(args.get('grants') ?? 1_000_000);
+const SUBJECTS = Number(args.get('subjects') ?? 100_000);
+const RUNS = Number(args.get('runs') ?? 1);
+const COMPRESSIONS = args.get('compression')?.split(',');
+if (!process.env.DATABASE_URL) throw new Error('set DATABASE_URL');
+
+const cp = await startTestControlPlane('postgres');
+try {
+  const rest = restClient(cp.url, TEST_BOOTSTRAP_KEY);
+  const tenant = await rest('POST', '/tenants', { name: 'big' });
+  const scope = tenant.scopeId as string;
+  const type = await rest('POST', '/resource-types', { name: 'Doc', key: 'doc', scopeId: scope });
+  const role = await rest('POST', '/roles', { scopeId: scope, key: 'owner', name: 'Owner' });
+  const perm = await rest('POST', '/permissions', { scopeId: scope, action: 'edit', resourceType: 'doc', resourcePattern: '*' });
+  await rest('POST', '/role-permissions', { roleId: role.id, permissionId: perm.id });
+  const em = cp.db.orm.em.fork();
+  const t0 = Date.now();
+  // Ids as long as the control plane's (prefix + a UUID).
+  const uuid = (g: string) => `'0192f3a4-0000-7000-8000-' || lpad(${g}::text, 12, '0')`;
+  await em.execute(
+    `insert into subjects (id, tenant_id, created_at, created_by, type, external_id, metadata)
+     select 'subject_' || ${uuid('g')}, ?, now(), 'bench', 'user', 'user-' || g || '@example.com', jsonb_build_object('n', g)
+     from generate_series(1, ?) g`, [tenant.id, SUBJECTS]);
+  await em.execute(
+    `insert into resources (id, tenant_id, created_at, created_by, resource_type_id, owner_scope_id, external_resource_id, display_name, attributes)
+     select 'resource_' || ${uuid('g')}, ?, now(), 'bench', ?, ?, 'doc-' || g, 'Document ' || g, jsonb_build_object('n', g, 'team', 'eng')
+     from generate_series(1, ?) g`, [tenant.id, type.id, scope, RESOURCES]);
+  await em.execute(
+    `insert into ownership_grants (id, tenant_id, created_at, created_by, subject_id, resource_id, role_id)
+     select 'ownership_grant_' || ${uuid('g')}, ?, now(), 'bench', 'subject_' || ${uuid(`(g % ${SUBJECTS} + 1)`)}, 'resource_' || ${uuid(`(g % ${RESOURCES} + 1)`)}, ?
+     from generate_series(1, ?) g`, [tenant.id, role.id, GRANTS]);
+  // As autovacuum would: without statistics the planner sorts the whole table for every page.
+  await em.execute('analyze subjects; analyze resources; analyze ownership_grants');
+  console.log(`inserted ${SUBJECTS} subjects, ${RESOURCES} resources, ${GRANTS} grants in ${Date.now() - t0} ms`);
+
+  const sidecarEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('SIDECAR_'))) as Record<string, string>;
+  for (let run = 1; run <= RUNS; run++) {
+    const compression = COMPRESSIONS?.[(run - 1) % COMPRESSIONS.length];
+    const started = Date.now();
+    const sidecar = await startProcess('sidecar', {
+      ...sidecarEnv, ...(compression ? { SIDECAR_WATCH_COMPRESSION: compression } : {}), SIDECAR_CONTROL_PLANE_URL: cp.url, SIDECAR_API_KEY: TEST_BOOTSTRAP_KEY, SIDECAR_TENANT_ID: tenant.id, SIDECAR_PORT: '0', SIDECAR_LOG_LEVEL: 'info',
+    }, { built: true });
+    try {
+      await waitFor200(`${sidecar.url}/readyz`, Number(args.get('timeout-ms') ?? 900_000)).catch((err) => {
+        throw new Error(`${(err as Error).message}; sidecar said:\n${sidecar.output.join('\n')}`);
+      });
+      const readyMs = Date.now() - started;
+      const rss = await rssOf(sidecar.url);
+      // Subject k owns resource k (grant k: subject k % S + 1, resource k % R + 1).
+      const k = Math.min(SUBJECTS, RESOURCES) - 1;
+      const body = (s: number) => JSON.stringify({ actor: { subjectId: `subject_0192f3a4-0000-7000-8000-${String(s).padStart(12, '0')}` }, scopeId: scope, action: 'edit', resource: { resourceId: `resource_0192f3a4-0000-7000-8000-${String(k).padStart(12, '0')}` } });
+      const ask = async (s: number) => (await (await fetch(`${sidecar.url}/evaluate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(s) })).json()) as { allowed: boolean; reason: string };
+      const owner = await ask(k);
+      if (!owner.allowed || owner.reason !== 'ownership') throw new Error(`decision wrong: ${JSON.stringify(owner)}`);
+      console.log(`run ${run}: ${RESOURCES} resources + ${GRANTS} grants + ${SUBJECTS} subjects (compression ${compression ?? sidecarEnv.SIDECAR_WATCH_COMPRESSION ?? 'default'}): ` +
+        `sidecar ready in ${readyMs} ms, RSS ${(rss / 1048576).toFixed(0)} MiB`);
+    } finally {
+      await sidecar.stop('SIGTERM');
+    }
+  }
+} finally {
+  await cp.close();
+}

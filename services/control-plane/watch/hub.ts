@@ -1,0 +1,113 @@
+/**
+ * The process's Watch streams and their wake-ups. The process has one LISTEN connection
+ * (db.notifications); a CHANGE_CHANNEL notice `<tenantId>:<revision>` (or this process's own
+ * commit, delivered at once by runWrite) wakes that tenant's streams, which then read the change
+ * log after the last revision they sent: the log is the truth, the notice only a wake-up. After
+ * a reconnect (`onResync`) every stream re-reads; while notifications are not live each stream
+ * polls the log (WatchLimits.pollMs), so no commit is missed.
+ */
+import { Code, ConnectError } from '@connectrpc/connect';
+import type { Database } from '../../store/db.js';
+import type { KnownRevisions } from '../known-revisions.js';
+import { WatchStream, type WatchLimits } from './stream.js';
+
+export interface WatchStats {
+  streams: number;
+  /** Bytes held by every stream together (outboxes and messages in the transport). */
+  bufferedBytes: number;
+  /** The most one stream holds now. */
+  maxStreamBufferedBytes: number;
+  /** Streams ended for not reading since start. */
+  slowConsumers: number;
+  /** Revisions the furthest-behind stream lacks of its tenant's committed revision. */
+  maxLagRevisions: number;
+  /** Streams lacking at least one committed revision. */
+  streamsBehind: number;
+}
+
+export class WatchHub {
+  private readonly byTenant = new Map<string, Set<WatchStream>>();
+  private slowConsumers = 0;
+  private closing = false;
+  private readonly unsubscribe: (() => void)[] = [];
+
+  constructor(
+    private readonly db: Database,
+    private readonly known: KnownRevisions,
+    private readonly gate: string,
+    readonly limits: WatchLimits,
+  ) {
+    this.unsubscribe.push(known.onCommit((tenantId) => this.wakeTenant(tenantId)));
+    this.unsubscribe.push(db.notifications.onResync(() => this.wakeAll()));
+  }
+
+  /** Opens a stream of the tenant's state (the caller checked the key's reach). */
+  open(tenantId: string, fromRevision: number): WatchStream {
+    if (this.closing) throw new ConnectError('the server is shutting down', Code.Unavailable);
+    const stream = new WatchStream(
+      {
+        db: this.db,
+        known: this.known,
+        live: () => this.db.notifications.live,
+        gate: this.gate,
+        limits: this.limits,
+        onSlowConsumer: () => this.slowConsumers++,
+      },
+      tenantId,
+      fromRevision,
+    );
+    let set = this.byTenant.get(tenantId);
+    if (!set) this.byTenant.set(tenantId, (set = new Set()));
+    set.add(stream);
+    return stream;
+  }
+
+  /** Forgets a stream that ended (and stops its producer). */
+  release(stream: WatchStream): void {
+    stream.close();
+    const set = this.byTenant.get(stream.tenantId);
+    if (set?.delete(stream) && set.size === 0) this.byTenant.delete(stream.tenantId);
+  }
+
+  /** Every stream, for tests and metrics. */
+  streams(): WatchStream[] {
+    return [...this.byTenant.values()].flatMap((s) => [...s]);
+  }
+
+  stats(): WatchStats {
+    let bufferedBytes = 0;
+    let max = 0;
+    let maxLag = 0;
+    let behind = 0;
+    const all = this.streams();
+    for (const s of all) {
+      bufferedBytes += s.bufferedBytes;
+      max = Math.max(max, s.bufferedBytes);
+      const lag = s.lagRevisions;
+      maxLag = Math.max(maxLag, lag);
+      if (lag > 0) behind++;
+    }
+    return { streams: all.length, bufferedBytes, maxStreamBufferedBytes: max, slowConsumers: this.slowConsumers, maxLagRevisions: maxLag, streamsBehind: behind };
+  }
+
+  /**
+   * Ends every stream with `unavailable` (the client resumes elsewhere) and waits for their
+   * producers to stop; call before the server closes, so it need not wait for them.
+   */
+  async close(): Promise<void> {
+    this.closing = true;
+    for (const u of this.unsubscribe) u();
+    const all = this.streams();
+    for (const s of all) s.close(new ConnectError('the server is shutting down; resume from the last revision held', Code.Unavailable));
+    await Promise.all(all.map((s) => s.done));
+  }
+
+  private wakeTenant(tenantId: string): void {
+    const set = this.byTenant.get(tenantId);
+    if (set) for (const s of set) s.wake();
+  }
+
+  private wakeAll(): void {
+    for (const set of this.byTenant.values()) for (const s of set) s.wake();
+  }
+}

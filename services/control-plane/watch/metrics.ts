@@ -1,0 +1,62 @@
+/** The Watch streams' metrics, read from the hub when scraped. */
+import { Counter, Gauge, type Registry } from 'prom-client';
+import type { WatchHub } from './hub.js';
+
+/**
+ * `authz_watch_streams`, `authz_watch_buffered_bytes` (all streams), `authz_watch_stream_buffered_bytes_max`
+ * (the fullest stream; bounded by SERVICE_WATCH_MAX_BUFFERED_BYTES plus one message) and
+ * `authz_watch_slow_consumers_total` (streams ended with `resource_exhausted`), and the lag:
+ * `authz_watch_stream_lag_revisions_max` (revisions the furthest-behind stream has not yet handed
+ * to its client) and `authz_watch_streams_behind`.
+ */
+export function watchMetrics(registry: Registry, hub: WatchHub): void {
+  new Gauge({
+    name: 'authz_watch_streams',
+    help: 'Open Watch streams.',
+    registers: [registry],
+    collect() {
+      this.set(hub.stats().streams);
+    },
+  });
+  new Gauge({
+    name: 'authz_watch_buffered_bytes',
+    help: 'Bytes the Watch streams hold together, queued or in the transport.',
+    registers: [registry],
+    collect() {
+      this.set(hub.stats().bufferedBytes);
+    },
+  });
+  new Gauge({
+    name: 'authz_watch_stream_buffered_bytes_max',
+    help: 'Bytes held by the fullest Watch stream (bound: SERVICE_WATCH_MAX_BUFFERED_BYTES plus one message).',
+    registers: [registry],
+    collect() {
+      this.set(hub.stats().maxStreamBufferedBytes);
+    },
+  });
+  new Gauge({
+    name: 'authz_watch_stream_lag_revisions_max',
+    help: 'Revisions the furthest-behind Watch stream has not yet handed to its client of its tenant\'s committed revision (a stream sending its snapshot lacks them all).',
+    registers: [registry],
+    collect() {
+      this.set(hub.stats().maxLagRevisions);
+    },
+  });
+  new Gauge({
+    name: 'authz_watch_streams_behind',
+    help: 'Watch streams that have not yet handed their client every committed revision of its tenant.',
+    registers: [registry],
+    collect() {
+      this.set(hub.stats().streamsBehind);
+    },
+  });
+  new Counter({
+    name: 'authz_watch_slow_consumers_total',
+    help: 'Watch streams ended with resource_exhausted because the client did not read.',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(hub.stats().slowConsumers);
+    },
+  });
+}

@@ -1,0 +1,162 @@
+/**
+ * The snapshot's plain-SQL pages give exactly the proto JSON the ORM route gave (em.find, then
+ * messageToChangeData), byte for byte, over every engine kind: rows made through the API and
+ * rows written straight into the tables with nulls, empty and nested JSON, whole-second and
+ * millisecond timestamps, dates far in the past and future.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { BinaryWriter } from '@bufbuild/protobuf/wire';
+import { EntitySchema, SnapshotChunkSchema, WatchResponseSchema, type SnapshotChunk } from '../../../gen/authz/v1/snapshot_service_pb.js';
+import { ENTITY_KINDS } from '../../engine/mod.js';
+import { KINDS, messageToChangeData, type KindDef, type Row } from '../../store/kinds.js';
+import { startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../../../test/harness.js';
+import { STORE_KIND, readPage } from '../tenant-rows.js';
+import { ChunkEntities, chunkBytes, rowEntity, snapshotChunks } from './snapshot.js';
+import { populate, restClient } from './testing.js';
+
+const backend = process.env.DATABASE_URL ? 'postgres' : 'embedded';
+type CP = Awaited<ReturnType<typeof startTestControlPlane>>;
+
+describe(`Watch snapshot rows (${backend})`, () => {
+  let cp: CP;
+  let tenantId: string;
+
+  beforeAll(async () => {
+    cp = await startTestControlPlane(backend);
+    const rest = restClient(cp.url, TEST_BOOTSTRAP_KEY);
+    const w = await populate(rest, 'rows');
+    tenantId = w.tenantId;
+    const role = (await rest('POST', '/roles', { scopeId: w.scopeId, key: 'owner', name: 'Owner', description: 'owns ✓' })).id;
+    const em = cp.db.orm.em.fork();
+    const t = tenantId;
+    const base = (id: string, at: string) => [id, t, at, 'test'];
+    const sql = async (text: string, ...params: unknown[]) => em.execute(text, params);
+    // Rows the API would not write in these shapes: nulls, empty JSON, odd timestamps.
+    await sql(`insert into resources values (?, ?, ?, ?, ?, ?, 'raw-null', null, null), (?, ?, ?, ?, ?, ?, 'raw-empty', '', '{}'),
+      (?, ?, ?, ?, ?, ?, 'raw-nested', 'Ünïcode "quoted" \\ name', ?::jsonb)`,
+    ...base('resource_raw_1', '2026-01-01T00:00:00Z'), w.typeId, w.scopeId,
+    ...base('resource_raw_2', '1999-12-31T23:59:59.999Z'), w.typeId, w.scopeId,
+    ...base('resource_raw_3', '0001-01-01T00:00:00.001Z'), w.typeId, w.scopeId,
+    JSON.stringify({ n: 1.5, big: 1e21, neg: -0.25, list: [1, 'two', null, { deep: [true, false] }], emoji: '😀', esc: 'a\u0001b', empty: {}, none: [] }));
+    await sql(`insert into subjects values (?, ?, ?, ?, 'user', 'null-meta', null), (?, ?, ?, ?, 'service', 'empty-meta', '{}')`,
+      ...base('subject_raw_1', '2026-06-30T12:34:56.7Z'), ...base('subject_raw_2', '9999-12-31T23:59:59.999Z'));
+    await sql(`insert into ownership_grants values (?, ?, ?, ?, ?, ?, ?)`, ...base('ownership_grant_raw_1', '2026-02-03T04:05:06.078Z'), 'subject_raw_1', 'resource_raw_1', role);
+    await sql(`insert into scope_overrides values (?, ?, ?, ?, ?, ?, 'deny', null), (?, ?, ?, ?, ?, ?, 'allow', '["a","b"]')`,
+      ...base('scope_override_raw_1', '2026-01-01T00:00:00Z'), w.scopeId, role, ...base('scope_override_raw_2', '2026-01-01T00:00:00.5Z'), w.scopeId, role);
+    await sql(`insert into resource_edges values (?, ?, ?, ?, 'resource_raw_1', 'resource_raw_2', null, 'none'), (?, ?, ?, ?, 'resource_raw_1', 'resource_raw_3', 'child', 'delete')`,
+      ...base('resource_edge_raw_1', '2026-01-01T00:00:00Z'), ...base('resource_edge_raw_2', '2026-01-01T00:00:00Z'));
+    await sql(`insert into resource_scope_links values (?, ?, ?, ?, 'resource_raw_1', ?, 'shared', null), (?, ?, ?, ?, 'resource_raw_2', ?, 'shared', '{"k":[1]}')`,
+      ...base('resource_scope_link_raw_1', '2026-01-01T00:00:00Z'), w.scopeId, ...base('resource_scope_link_raw_2', '2026-01-01T00:00:00Z'), w.scopeId);
+    await sql(`insert into tag_groups values (?, ?, ?, ?, ?, 'G', 'g-raw', '', 'custom', 2147483647, true)`, ...base('tag_group_raw_1', '2026-01-01T00:00:00Z'), w.scopeId);
+    await sql(`insert into resource_collections values (?, ?, ?, ?, ?, ?, 'c1', '', null), (?, ?, ?, ?, ?, ?, 'c2', 'd', '{"all":[{"attr":"n","eq":1}]}')`,
+      ...base('collection_raw_1', '2026-01-01T00:00:00Z'), w.scopeId, w.typeId, ...base('collection_raw_2', '2026-01-01T00:00:00Z'), w.scopeId, w.typeId);
+    await sql(`insert into resource_policies values
+      (?, ?, ?, ?, ?, '{"type":"resource"}', 'resource_raw_1', '["read"]', 'allow', 0, null, null, null, null),
+      (?, ?, ?, ?, ?, '{}', 'x', '[]', 'deny', -5, '{"a":1}', '{"b":[]}', '2026-01-01T00:00:00Z', '2027-01-01T00:00:00.123Z')`,
+    ...base('policy_raw_1', '2026-01-01T00:00:00Z'), w.scopeId, ...base('policy_raw_2', '2026-01-01T00:00:00Z'), w.scopeId);
+  });
+  afterAll(async () => {
+    await cp?.close();
+  });
+
+  /** Every row of a kind as the ORM route made it: [id, json]. */
+  async function ormRoute(kind: (typeof ENTITY_KINDS)[number]): Promise<[string, string][]> {
+    const d = KINDS[STORE_KIND[kind]] as KindDef;
+    const rows = (await cp.db.orm.em.fork().find(d.entity, { tenantId } as never, { orderBy: { id: 'asc' } as never, disableIdentityMap: true })) as Row[];
+    return rows.map((r) => [r.id as string, JSON.stringify(messageToChangeData(d, r))]);
+  }
+
+  it('pages of two rows give the ORM route\'s JSON for every kind', async () => {
+    const em = cp.db.orm.em.fork() as EntityManager;
+    let total = 0;
+    for (const kind of ENTITY_KINDS) {
+      const got: [string, string][] = [];
+      for (let after = ''; ;) {
+        const page = await readPage(em, kind, tenantId, after, { rows: 2 });
+        for (const row of page) {
+          const e = rowEntity(kind, row);
+          got.push([e.id, e.json]);
+        }
+        if (page.length === 0) break;
+        after = page[page.length - 1].id as string;
+      }
+      const want = await ormRoute(kind);
+      expect(got, kind).toEqual(want);
+      total += want.length;
+    }
+    // Every kind written above is there (the comparison is not vacuous).
+    expect(total).toBeGreaterThan(30);
+    for (const kind of ['resource', 'subject', 'ownership_grant', 'scope_override', 'resource_edge', 'resource_scope_link', 'tag_group', 'collection', 'policy', 'tag', 'tag_assignment', 'role_assignment'] as const) {
+      expect((await ormRoute(kind)).length, kind).toBeGreaterThan(0);
+    }
+  });
+
+  it('a page holds its byte budget plus one row at most, however many rows it may hold', async () => {
+    const em = cp.db.orm.em.fork() as EntityManager;
+    const all = await readPage(em, 'subject', tenantId, '', { rows: 10_000 });
+    expect(all.length).toBeGreaterThan(3);
+    expect(await readPage(em, 'subject', tenantId, '', { rows: 10_000, bytes: 1 })).toEqual(all.slice(0, 1));
+    const some = await readPage(em, 'subject', tenantId, '', { rows: 10_000, bytes: 300 });
+    expect(some.length).toBeGreaterThan(1);
+    expect(some.length).toBeLessThan(all.length);
+    expect(some).toEqual(all.slice(0, some.length));
+  });
+
+  it('the chunks carry every row once, in kind then id order, at every page size', async () => {
+    const want: string[] = [];
+    for (const kind of ENTITY_KINDS) for (const [id, json] of await ormRoute(kind)) want.push(`${kind} ${id} ${json}`);
+    // Pages cut by rows, and by bytes: 1 byte keeps one row a page, 600 a few.
+    for (const [pageRows, pageBytes] of [[1, undefined], [3, undefined], [10_000, undefined], [10_000, 1], [10_000, 600]]) {
+      const got: string[] = [];
+      let last = false;
+      for await (const made of snapshotChunks(cp.db, tenantId, { pageRows: pageRows!, pageBytes, chunkBytes: 2_000, gate: 'off' })) {
+        // As a client gets it: through the wire, inside a WatchResponse.
+        const bin = toBinary(WatchResponseSchema, create(WatchResponseSchema, { event: { case: 'snapshot', value: made } }));
+        const c = (fromBinary(WatchResponseSchema, bin).event.value as SnapshotChunk);
+        expect(last).toBe(false);
+        expect(c.$unknown ?? []).toEqual([]);
+        expect(c.entities.length).toBeGreaterThan(0);
+        if (c.entities.length > 1) expect(toBinary(SnapshotChunkSchema, c).length).toBeLessThanOrEqual(2_000);
+        expect(chunkBytes(made)).toBeGreaterThanOrEqual(toBinary(SnapshotChunkSchema, c).length);
+        expect({ ...c, entities: [], $unknown: undefined }).toEqual({ ...made, entities: [], $unknown: undefined });
+        for (const e of c.entities) got.push(`${e.kind} ${e.id} ${e.json}`);
+        last = c.last;
+      }
+      expect(last).toBe(true);
+      expect(got).toEqual(want);
+    }
+  });
+
+  it('pre-encoded entities are the bytes protobuf-es writes for the same Entity', () => {
+    const cases = [
+      ['resource', 'resource_1', '{"a":1}'], ['', 'x', ''], ['k', '', '{}'], ['tag', 'ü€😀', JSON.stringify({ s: 'ü'.repeat(100) })],
+      ['policy', 'p', 'x'.repeat(127)], ['policy', 'p', 'x'.repeat(128)], ['policy', 'p', 'y'.repeat(20_000)], ['policy', 'p', 'z'.repeat(3_000_000)],
+    ] as const;
+    const enc = new ChunkEntities(4096);
+    for (const [kind, id, json] of cases) enc.add(kind, id, json);
+    const entries = enc.take();
+    expect(entries).toHaveLength(cases.length);
+    cases.forEach(([kind, id, json], n) => {
+      const want = new BinaryWriter().bytes(toBinary(EntitySchema, create(EntitySchema, { kind, id, json }))).finish();
+      expect(entries[n].no).toBe(5);
+      expect(Buffer.from(entries[n].data).equals(Buffer.from(want)), `case ${n}`).toBe(true);
+    });
+    // The chunk decodes into the same entities, in order, and holds only what it was given.
+    const chunk = create(SnapshotChunkSchema, { tenantId: 't', index: 1 });
+    chunk.$unknown = entries;
+    const back = fromBinary(SnapshotChunkSchema, toBinary(SnapshotChunkSchema, chunk));
+    expect(back.entities.map((e) => [e.kind, e.id, e.json])).toEqual(cases.map((c) => [...c]));
+    expect(enc.take()).toEqual([]);
+  });
+
+  it('a snapshot given up half-way ends its transaction', async () => {
+    const gen = snapshotChunks(cp.db, tenantId, { pageRows: 1, chunkBytes: 500, gate: 'off' });
+    await gen.next();
+    await gen.return(undefined);
+    // The pool is not left with a connection inside a transaction.
+    const rows = await cp.db.orm.em.fork().execute(`select count(*)::int n from pg_stat_activity where datname = current_database() and state like 'idle in transaction%'`);
+    expect(rows[0].n).toBe(0);
+  });
+});

@@ -1,0 +1,327 @@
+/**
+ * One Watch call: a producer (snapshot, then the change log after the last revision queued,
+ * then heartbeats) feeding a bounded outbox that the RPC's response generator drains.
+ *
+ * Memory is bounded per stream. The snapshot makes one chunk ahead of the one being sent and
+ * waits for that one to be taken by the transport before it reads further (and gives up with `resource_exhausted` when a chunk is not taken
+ * within `stallMs`, so a stuck client does not hold its transaction open). Changes are read
+ * eagerly on each wake-up, so a client that stops reading fills the outbox: once the outbox and
+ * the message in the transport would pass `maxBufferedBytes`, the outbox is dropped and the
+ * stream ends with `resource_exhausted` (the client resumes from its last revision). One message
+ * is always admitted into an empty outbox, so a revision larger than the bound still goes
+ * through: per stream, at most max(maxBufferedBytes, one message) + one message in the
+ * transport (connect-node writes a message and awaits `drain` before it asks for the next).
+ */
+import { create } from '@bufbuild/protobuf';
+import { timestampNow } from '@bufbuild/protobuf/wkt';
+import { Code, ConnectError } from '@connectrpc/connect';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Database } from '../../store/db.js';
+import { compactedThrough } from '../../store/compaction.js';
+import { HeartbeatSchema, WatchResponseSchema, type WatchResponse } from '../../../gen/authz/v1/snapshot_service_pb.js';
+import type { KnownRevisions } from '../known-revisions.js';
+import { readRevisions, revisionBytes } from './changes.js';
+import { chunkBytes, snapshotChunks } from './snapshot.js';
+
+export interface WatchLimits {
+  /** Heartbeat interval while nothing else is sent (SERVICE_WATCH_HEARTBEAT_MS). */
+  heartbeatMs: number;
+  /** Bytes one stream may hold queued (outbox plus the message in the transport). */
+  maxBufferedBytes: number;
+  /** Most bytes of a snapshot chunk (4 MiB; tests make it small to get many chunks). */
+  chunkBytes: number;
+  /** Rows per snapshot page. */
+  pageRows: number;
+  /** Change-log rows per read. */
+  logRows: number;
+  /** How often the log is polled while notifications are not live, ms. */
+  pollMs: number;
+  /** How long a snapshot chunk may wait for the transport before the stream is ended, ms. */
+  stallMs: number;
+}
+
+export const DEFAULT_LIMITS: Omit<WatchLimits, 'heartbeatMs' | 'maxBufferedBytes'> = {
+  chunkBytes: 4 * 1024 * 1024,
+  pageRows: 10_000,
+  logRows: 2_000,
+  pollMs: 250,
+  stallMs: 60_000,
+};
+
+export interface StreamEnv {
+  db: Database;
+  known: KnownRevisions;
+  /** Whether notifications reach this process now (else the log is polled). */
+  live(): boolean;
+  gate: string;
+  limits: WatchLimits;
+  /** Counts a stream ended for not reading. */
+  onSlowConsumer(): void;
+}
+
+interface Queued {
+  msg: WatchResponse;
+  bytes: number;
+  /** The revision the client holds once it has this message (changes, a snapshot's last chunk). */
+  revision?: number;
+  /** Resolves when the transport takes it. */
+  taken?: () => void;
+}
+
+/** Ends the stream: the producer stops where it is. */
+class Ended extends Error {}
+
+export class WatchStream {
+  /** The last revision queued (the snapshot's, then each revision's). */
+  private sent = 0;
+  /** The last revision handed to the transport whole (0: none yet, e.g. during the snapshot). */
+  private delivered = 0;
+  private readonly outbox: Queued[] = [];
+  private outboxBytes = 0;
+  /** Bytes of the message handed to the transport and not yet written through. */
+  private inTransport = 0;
+  /** Most bytes this stream ever held (outbox plus transport). */
+  peakBufferedBytes = 0;
+  private failure: Error | undefined;
+  private closed = false;
+  private lastTakenAt = Date.now();
+  private wakeConsumer: (() => void) | undefined;
+  private wakeProducer: (() => void) | undefined;
+  private woken = false;
+  /** The producer, for close() to wait on. */
+  readonly done: Promise<void>;
+
+  constructor(
+    private readonly env: StreamEnv,
+    readonly tenantId: string,
+    private readonly fromRevision: number,
+  ) {
+    this.done = this.produce();
+  }
+
+  /** Bytes held for this stream now. */
+  get bufferedBytes(): number {
+    return this.outboxBytes + this.inTransport;
+  }
+
+  /**
+   * Revisions this stream's client is behind the tenant's committed revision (as this process
+   * knows it; the last revision queued when it does not): what it has not yet been handed, so
+   * a stream still sending its snapshot is behind by the whole revision.
+   */
+  get lagRevisions(): number {
+    const committed = Math.max(this.sent, this.env.known.get(this.tenantId) ?? 0);
+    return Math.max(0, committed - this.delivered);
+  }
+
+  /** A commit (or a resync) may have made the log longer. */
+  wake(): void {
+    this.woken = true;
+    this.wakeProducer?.();
+  }
+
+  /** Stops the producer (the call ended, or the server is shutting down). */
+  close(reason?: Error): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.failure ??= reason ?? new ConnectError('the Watch stream was closed; resume from the last revision held', Code.Unavailable);
+    this.drop();
+    this.wakeProducer?.();
+    this.wakeConsumer?.();
+  }
+
+  /**
+   * The next message for the transport; throws the stream's end (a ConnectError or the
+   * producer's failure). Called by the RPC generator only after the previous message was
+   * written through, which is when it stops counting.
+   */
+  async next(): Promise<WatchResponse> {
+    this.inTransport = 0;
+    for (;;) {
+      const q = this.outbox.shift();
+      if (q) {
+        this.outboxBytes -= q.bytes;
+        this.inTransport = q.bytes;
+        this.lastTakenAt = Date.now();
+        if (q.revision !== undefined) this.delivered = q.revision;
+        q.taken?.();
+        return q.msg;
+      }
+      if (this.failure) throw this.failure;
+      await new Promise<void>((resolve) => (this.wakeConsumer = resolve));
+      this.wakeConsumer = undefined;
+    }
+  }
+
+  private async produce(): Promise<void> {
+    try {
+      await this.start();
+      while (!this.closed) {
+        await this.pump();
+        await this.idle();
+      }
+    } catch (err) {
+      if (!(err instanceof Ended)) this.close(err as Error);
+    }
+  }
+
+  /** Resumes after `fromRevision` when the log still holds every revision after it, else sends a snapshot. */
+  private async start(): Promise<void> {
+    if (this.fromRevision > 0) {
+      const em = this.env.db.orm.em.fork() as EntityManager;
+      const current = await this.env.known.committed(em, this.tenantId);
+      const horizon = await compactedThrough(em, this.tenantId);
+      if (this.fromRevision <= current && this.fromRevision >= horizon) {
+        this.sent = this.fromRevision;
+        return;
+      }
+    }
+    await this.snapshot();
+  }
+
+  private async snapshot(): Promise<void> {
+    const { limits, gate } = this.env;
+    const chunks = snapshotChunks(this.env.db, this.tenantId, { pageRows: limits.pageRows, chunkBytes: limits.chunkBytes, gate });
+    // One chunk is made ahead: the next is read, converted and encoded while this one is being
+    // sent (and read by the client), and no further (backpressure): at most the chunk in the
+    // transport, the one made ahead, and the snapshot's two pages.
+    let ahead = chunks.next();
+    ahead.catch(() => undefined);
+    try {
+      for (;;) {
+        const r = await ahead;
+        if (r.done) break;
+        const chunk = r.value;
+        if (chunk.index === 0) this.sent = Number(chunk.revision);
+        const msg = create(WatchResponseSchema, { event: { case: 'snapshot', value: chunk } });
+        const bytes = chunkBytes(chunk);
+        ahead = chunk.last ? Promise.resolve({ done: true, value: undefined }) : chunks.next();
+        ahead.catch(() => undefined);
+        await this.putAndWait(msg, bytes, chunk.last ? Number(chunk.revision) : undefined);
+      }
+    } finally {
+      // Ends the snapshot's transaction (after the chunk being made, if any).
+      await ahead.catch(() => undefined);
+      await chunks.return(undefined);
+    }
+  }
+
+  /** Queues every whole revision the log holds after `sent`. */
+  private async pump(): Promise<void> {
+    const known = this.env.live() ? this.env.known.get(this.tenantId) : undefined;
+    if (known !== undefined && known <= this.sent) return;
+    const em = this.env.db.orm.em.fork() as EntityManager;
+    for (;;) {
+      const revisions = await readRevisions(em, this.tenantId, this.sent, this.env.limits.logRows);
+      if (this.closed) throw new Ended();
+      if (revisions.length === 0) return;
+      for (const r of revisions) {
+        if (this.closed) throw new Ended();
+        if (Number(r.revision) !== this.sent + 1) {
+          // The log no longer reaches back to what this client holds (compacted meanwhile).
+          await this.snapshot();
+          break;
+        }
+        this.put(create(WatchResponseSchema, { event: { case: 'changes', value: r } }), revisionBytes(r), Number(r.revision));
+        this.sent++;
+      }
+      const k = this.env.known.get(this.tenantId);
+      if (k !== undefined && k <= this.sent) return;
+    }
+  }
+
+  /** Waits for a wake-up, a poll tick (notifications down) or the heartbeat; sends the heartbeat. */
+  private async idle(): Promise<void> {
+    const { heartbeatMs, pollMs } = this.env.limits;
+    for (;;) {
+      if (this.closed) throw new Ended();
+      if (this.woken) {
+        this.woken = false;
+        return;
+      }
+      const now = Date.now();
+      const quiet = this.outbox.length === 0 && this.inTransport === 0;
+      const due = this.lastTakenAt + heartbeatMs;
+      if (quiet && now >= due) {
+        this.put(this.heartbeat(), 64);
+        continue;
+      }
+      const live = this.env.live();
+      const wait = Math.max(1, Math.min(quiet ? due - now : heartbeatMs, live ? Number.POSITIVE_INFINITY : pollMs));
+      const timedOut = await this.sleep(wait);
+      if (timedOut && !live) return; // poll the log
+    }
+  }
+
+  private heartbeat(): WatchResponse {
+    const revision = Math.max(this.sent, this.env.known.get(this.tenantId) ?? 0);
+    return create(WatchResponseSchema, {
+      event: { case: 'heartbeat', value: create(HeartbeatSchema, { tenantId: this.tenantId, revision: BigInt(revision), sentAt: timestampNow(), resourceScopeGate: this.env.gate }) },
+    });
+  }
+
+  /** Resolves true after `ms`, false when woken first. */
+  private sleep(ms: number): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => {
+        this.wakeProducer = undefined;
+        resolve(true);
+      }, ms);
+      this.wakeProducer = () => {
+        clearTimeout(timer);
+        this.wakeProducer = undefined;
+        resolve(false);
+      };
+    });
+  }
+
+  /** Queues a message, or ends the stream when it would pass the bound (the client does not read). */
+  private put(msg: WatchResponse, bytes: number, revision?: number): void {
+    if (this.closed) throw new Ended();
+    const after = this.bufferedBytes + bytes;
+    if (this.outbox.length > 0 && after > this.env.limits.maxBufferedBytes) {
+      this.env.onSlowConsumer();
+      this.close(new ConnectError(
+        `the client did not keep up: more than ${this.env.limits.maxBufferedBytes} bytes were waiting to be sent; resume from the last revision held`,
+        Code.ResourceExhausted,
+      ));
+      throw new Ended();
+    }
+    this.outbox.push({ msg, bytes, revision });
+    this.outboxBytes += bytes;
+    this.peakBufferedBytes = Math.max(this.peakBufferedBytes, this.bufferedBytes);
+    this.wakeConsumer?.();
+  }
+
+  /** Queues a message and waits until the transport takes it (at most `stallMs`). */
+  private async putAndWait(msg: WatchResponse, bytes: number, revision?: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const taken = new Promise<void>((resolve) => {
+      this.put(msg, bytes, revision);
+      this.outbox[this.outbox.length - 1].taken = resolve;
+    });
+    const stalled = new Promise<'stalled'>((resolve) => (timer = setTimeout(() => resolve('stalled'), this.env.limits.stallMs)));
+    const closed = new Promise<'closed'>((resolve) => {
+      const prev = this.wakeProducer;
+      this.wakeProducer = () => {
+        prev?.();
+        if (this.closed) resolve('closed');
+      };
+    });
+    const r = await Promise.race([taken, stalled, closed]);
+    clearTimeout(timer);
+    this.wakeProducer = undefined;
+    if (this.closed || r === 'closed') throw new Ended();
+    if (r === 'stalled') {
+      this.env.onSlowConsumer();
+      this.close(new ConnectError(`the client did not take a snapshot chunk within ${this.env.limits.stallMs} ms; resume to start over`, Code.ResourceExhausted));
+      throw new Ended();
+    }
+  }
+
+  /** Drops what is queued (the stream is ending; waiting senders are released). */
+  private drop(): void {
+    for (const q of this.outbox.splice(0)) q.taken?.();
+    this.outboxBytes = 0;
+  }
+}

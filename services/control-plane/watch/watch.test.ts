@@ -1,0 +1,426 @@
+/**
+ * SnapshotService/Watch over a real server and PostgreSQL: the real sidecar Follower ends with
+ * the control plane's own index; resume is exactly once at every message boundary; a compacted
+ * log gives a fresh snapshot; tiers and reach; two control planes on one database; the
+ * per-stream buffer bound for a client that does not read; shutdown ends streams promptly.
+ */
+import * as http2 from 'node:http2';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Code, ConnectError, createClient } from '@connectrpc/connect';
+import { createGrpcTransport } from '@connectrpc/connect-node';
+import { create, toBinary } from '@bufbuild/protobuf';
+import { pino } from 'pino';
+import { Registry } from 'prom-client';
+import { SnapshotChunkSchema, SnapshotService, WatchRequestSchema, type WatchResponse } from '../../../gen/authz/v1/snapshot_service_pb.js';
+import { Follower } from '../../../sidecar/follower.js';
+import { sidecarMetrics } from '../../../sidecar/metrics.js';
+import { TenantIndexes } from '../decision/indexes.js';
+import { compactChangeLog } from '../../store/compaction.js';
+import { revisionGaps, startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../../../test/harness.js';
+import { ModelClient, indexDigest, populate, restClient } from './testing.js';
+
+const logger = pino({ level: 'silent' });
+const backend = process.env.DATABASE_URL ? 'postgres' : 'embedded';
+type CP = Awaited<ReturnType<typeof startTestControlPlane>>;
+
+async function until(cond: () => boolean | Promise<boolean>, what: string, ms = 5_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+const codeOf = (e: unknown) => Code[ConnectError.from(e).code];
+
+function watchClient(url: string) {
+  return createClient(SnapshotService, createGrpcTransport({ baseUrl: url }));
+}
+
+/** Reads a Watch stream into `model` until `stop` says so (then cancels it); returns the messages read. */
+async function follow(url: string, key: string, tenantId: string, fromRevision: number, model: ModelClient, stop: (n: number) => boolean): Promise<number> {
+  const ac = new AbortController();
+  let n = 0;
+  try {
+    for await (const m of watchClient(url).watch({ tenantId, fromRevision: BigInt(fromRevision) }, { signal: ac.signal, headers: { 'x-api-key': key } })) {
+      if (m.event.case === 'heartbeat') {
+        if (stop(n)) break;
+        continue;
+      }
+      model.apply(m);
+      n++;
+      if (process.env.WATCH_DEBUG) console.log('msg', m.event.case, m.event.value?.revision, model.held);
+      if (stop(n)) break;
+    }
+  } finally {
+    ac.abort();
+  }
+  return n;
+}
+
+async function committed(cp: CP, tenantId: string): Promise<number> {
+  const rows = (await cp.db.orm.em.fork().execute('select revision from tenants where id = ?', [tenantId])) as { revision: string }[];
+  return Number(rows[0].revision);
+}
+
+/** The snapshot's rows as the control plane would send them now (a model client from revision 0). */
+async function freshRows(cp: CP, tenantId: string): Promise<Map<string, string>> {
+  const m = new ModelClient();
+  await follow(cp.url, TEST_BOOTSTRAP_KEY, tenantId, 0, m, () => m.held !== undefined);
+  return m.rows;
+}
+
+describe(`Watch on ${backend}`, () => {
+  let cp: CP;
+  let rest: ReturnType<typeof restClient>;
+  let t: Awaited<ReturnType<typeof populate>>;
+
+  beforeAll(async () => {
+    // Small chunks and pages: a small tenant gives many chunks and many pages.
+    cp = await startTestControlPlane(backend, { SERVICE_WATCH_HEARTBEAT_MS: '100' }, { watch: { chunkBytes: 1500, pageRows: 3 } });
+    rest = restClient(cp.url, TEST_BOOTSTRAP_KEY);
+    t = await populate(rest, 'acme');
+  });
+  afterAll(() => cp?.close());
+
+  it('feeds the real sidecar Follower: snapshot, then changes; its index equals a fresh one', async () => {
+    const metrics = sidecarMetrics(new Registry(), () => follower);
+    const follower: Follower = new Follower({ controlPlaneUrl: cp.url, apiKey: TEST_BOOTSTRAP_KEY, tenantId: t.tenantId, maxStalenessMs: 5_000, logger, metrics });
+    follower.start();
+    try {
+      await until(async () => follower.revision === (await committed(cp, t.tenantId)), 'the snapshot');
+      // Changes of every op after the snapshot: updates, deletes, creates.
+      await rest('PATCH', `/resources/${t.resourceIds[1]}`, { displayName: 'renamed', attributes: { n: 99 } });
+      await rest('DELETE', `/role-assignments/${t.roleAssignmentId}`);
+      await rest('DELETE', `/resources/${t.resourceIds[2]}`);
+      await rest('POST', '/memberships', { subjectId: t.subjectIds[1], scopeId: t.scopeId });
+      await rest('POST', '/projects', { tenantId: t.tenantId, name: 'p' }); // a revision with scope and project rows
+      const target = await committed(cp, t.tenantId);
+      await until(() => follower.revision === target, `revision ${target}`);
+      expect(follower.gate).toBe('off');
+      const fresh = await new TenantIndexes(cp.db, { minRevisionWaitMs: 0, maxRows: 1e9 }).get(t.tenantId);
+      expect(fresh.revision).toBe(target);
+      expect(await indexDigest(cp.db, t.tenantId, follower.index!)).toBe(await indexDigest(cp.db, t.tenantId, fresh));
+      // Heartbeats keep it fresh while nothing changes.
+      const seen = follower.lastMessageAt;
+      await until(() => follower.lastMessageAt > seen, 'a heartbeat', 1_000);
+      expect(follower.upstreamRevision).toBe(target);
+    } finally {
+      await follower.stop();
+    }
+  });
+
+  it('sends the snapshot in chunks of at most the chunk size, all of one revision', async () => {
+    const msgs: WatchResponse[] = [];
+    const m = new ModelClient();
+    const ac = new AbortController();
+    for await (const x of watchClient(cp.url).watch({ tenantId: t.tenantId }, { signal: ac.signal, headers: { 'x-api-key': TEST_BOOTSTRAP_KEY } })) {
+      msgs.push(x);
+      m.apply(x);
+      if (m.held !== undefined) break;
+    }
+    ac.abort();
+    expect(m.chunks).toBeGreaterThan(5);
+    for (const x of msgs) {
+      expect(x.event.case).toBe('snapshot');
+      // The estimate counts from above: the encoded chunk fits (one entity alone may not).
+      if (x.event.case === 'snapshot' && x.event.value.entities.length > 1) expect(toBinary(SnapshotChunkSchema, x.event.value).length).toBeLessThanOrEqual(1500);
+      if (x.event.case === 'snapshot') expect(x.event.value.resourceScopeGate).toBe('off');
+    }
+    expect(m.rows.size).toBeGreaterThan(15);
+  });
+
+  it('resumes exactly once after a cut at every message boundary, snapshot and changes alike', async () => {
+    const key = TEST_BOOTSTRAP_KEY;
+    // Cuts inside the snapshot: the client holds nothing whole and resumes with a new snapshot.
+    const full = new ModelClient();
+    await follow(cp.url, key, t.tenantId, 0, full, () => full.held !== undefined);
+    const chunks = full.chunks;
+    for (let k = 1; k <= chunks; k++) {
+      if (process.env.WATCH_DEBUG) console.log('cut', k, chunks);
+      const m = new ModelClient();
+      await follow(cp.url, key, t.tenantId, 0, m, (n) => n >= k || m.held !== undefined);
+      await rest('PATCH', `/resources/${t.resourceIds[3]}`, { attributes: { cut: k } }); // something to catch up on
+      const target = await committed(cp, t.tenantId);
+      await follow(cp.url, key, t.tenantId, m.held ?? 0, m, () => m.held === target);
+      expect(m.held).toBe(target);
+      expect(m.rows).toEqual(await freshRows(cp, t.tenantId));
+    }
+    // Cuts among changes: a client at R-6 takes j revisions, is cut, and resumes from what it holds.
+    const base = await committed(cp, t.tenantId);
+    for (let i = 0; i < 6; i++) await rest('PATCH', `/resources/${t.resourceIds[4]}`, { attributes: { i } });
+    const from = base;
+    const target = base + 6;
+    const snap = new ModelClient();
+    await follow(cp.url, key, t.tenantId, 0, snap, () => snap.held !== undefined);
+    for (let j = 1; j <= 6; j++) {
+      const m = new ModelClient();
+      // Start from the state at `from`: take the fresh snapshot's rows is not that state, so only
+      // revisions are checked here (each exactly once, in order, none missing).
+      m.held = from;
+      await follow(cp.url, key, t.tenantId, from, m, (n) => n >= j);
+      expect(m.applied).toEqual(Array.from({ length: j }, (_, i) => from + 1 + i));
+      await follow(cp.url, key, t.tenantId, m.held, m, () => m.held === target);
+      expect(m.snapshots).toBe(0);
+      expect(m.applied).toEqual(Array.from({ length: 6 }, (_, i) => from + 1 + i));
+    }
+  });
+
+  it('gives a fresh snapshot when the log no longer reaches from_revision; resumes when it does', async () => {
+    const before = await committed(cp, t.tenantId);
+    for (let i = 0; i < 4; i++) await rest('PATCH', `/resources/${t.resourceIds[5]}`, { attributes: { i } });
+    const target = before + 4;
+    const deleted = await compactChangeLog(cp.db, { keepRevisions: 2, keepMs: 0 });
+    expect(deleted).toBeGreaterThan(0);
+    expect(await revisionGaps(cp.db)).toEqual([]);
+    // from target-2: both revisions after it are kept: resumed.
+    const kept = new ModelClient();
+    kept.held = target - 2;
+    await follow(cp.url, TEST_BOOTSTRAP_KEY, t.tenantId, target - 2, kept, () => kept.held === target);
+    expect(kept.snapshots).toBe(0);
+    expect(kept.applied).toEqual([target - 1, target]);
+    // from target-3: revision target-2 is gone: a fresh snapshot at the current revision.
+    const gone = new ModelClient();
+    await follow(cp.url, TEST_BOOTSTRAP_KEY, t.tenantId, target - 3, gone, () => gone.held !== undefined);
+    expect(gone.snapshots).toBe(1);
+    expect(gone.held).toBe(target);
+    // Compaction twice is harmless; the decision path still answers (its index is rebuilt if behind).
+    expect(await compactChangeLog(cp.db, { keepRevisions: 2, keepMs: 0 })).toBe(0);
+    const d = await rest('POST', '/evaluate', { actor: { subjectId: t.subjectIds[1] }, scopeId: t.scopeId, action: 'edit' });
+    expect(d.revision).toBe(target);
+  });
+
+  it('admits service keys of the tenant and platform keys only (401 / 403 as the decision path)', async () => {
+    const other = await rest('POST', '/tenants', { name: 'other' });
+    const project = await rest('POST', '/projects', { tenantId: t.tenantId, name: 'auth' });
+    const env = await rest('POST', '/environments', { tenantId: t.tenantId, projectId: project.id, name: 'prod' });
+    const keyOf = async (body: Record<string, unknown>) => (await rest('POST', '/api-keys', { name: 'k', ...body })).secretKey as string;
+    const service = await keyOf({ kind: 'service', tenantId: t.tenantId });
+    const user = await keyOf({ kind: 'user', tenantId: t.tenantId });
+    const foreign = await keyOf({ kind: 'service', tenantId: other.id });
+    const envKey = await keyOf({ kind: 'service', tenantId: t.tenantId, environmentId: env.id });
+    const first = async (key?: string) => {
+      const ac = new AbortController();
+      try {
+        for await (const m of watchClient(cp.url).watch({ tenantId: t.tenantId }, { signal: ac.signal, headers: key ? { 'x-api-key': key } : {} })) return m.event.case;
+        return 'ended';
+      } catch (e) {
+        return codeOf(e);
+      } finally {
+        ac.abort();
+      }
+    };
+    expect(await first()).toBe('Unauthenticated');
+    expect(await first('azk_not_a_key_0123456789abcdefghijklmnop')).toBe('Unauthenticated');
+    expect(await first(user)).toBe('PermissionDenied');
+    expect(await first(foreign)).toBe('PermissionDenied');
+    expect(await first(envKey)).toBe('PermissionDenied');
+    expect(await first(service)).toBe('snapshot');
+    expect(await first(TEST_BOOTSTRAP_KEY)).toBe('snapshot');
+    // An unknown tenant (platform key) is not_found.
+    const ac = new AbortController();
+    const err = await (async () => {
+      try {
+        for await (const _ of watchClient(cp.url).watch({ tenantId: 'tenant_nope' }, { signal: ac.signal, headers: { 'x-api-key': TEST_BOOTSTRAP_KEY } })) return 'message';
+      } catch (e) {
+        return codeOf(e);
+      }
+    })();
+    ac.abort();
+    expect(err).toBe('NotFound');
+  });
+
+  it('ends an open stream with unauthenticated once its key is revoked or expires, and only that stream', async () => {
+    const keyOf = async (body: Record<string, unknown>) => (await rest('POST', '/api-keys', { name: 'k', kind: 'service', tenantId: t.tenantId, ...body })) as { id: string; secretKey: string };
+    /** Reads until the stream ends; what ended it, and when (ms after the call). */
+    const endOf = (key: string, ac: AbortController) => (async () => {
+      const started = Date.now();
+      let heartbeats = 0;
+      try {
+        for await (const m of watchClient(cp.url).watch({ tenantId: t.tenantId }, { signal: ac.signal, headers: { 'x-api-key': key } })) {
+          if (m.event.case === 'heartbeat') heartbeats++;
+        }
+        return { how: 'ended', heartbeats, at: Date.now() - started };
+      } catch (e) {
+        return { how: codeOf(e), heartbeats, at: Date.now() - started };
+      }
+    })();
+    const revoked = await keyOf({});
+    const kept = await keyOf({});
+    const expiring = await keyOf({ expiresAt: new Date(Date.now() + 1_500).toISOString() });
+    const acs = [new AbortController(), new AbortController(), new AbortController()];
+    const [r, k, e] = [endOf(revoked.secretKey, acs[0]), endOf(kept.secretKey, acs[1]), endOf(expiring.secretKey, acs[2])];
+    await new Promise((res) => setTimeout(res, 500));
+    const revokedAt = Date.now();
+    await rest('DELETE', `/api-keys/${revoked.id}`);
+    const rEnd = await r;
+    expect(rEnd.how).toBe('Unauthenticated');
+    expect(Date.now() - revokedAt).toBeLessThan(900); // by the key's NOTIFY, before the periodic check could
+    const eEnd = await e;
+    expect(eEnd.how).toBe('Unauthenticated');
+    expect(eEnd.at).toBeGreaterThanOrEqual(1_300);
+    // The other stream of the tenant goes on.
+    const before = (await Promise.race([k, new Promise((res) => setTimeout(() => res('open'), 300))]));
+    expect(before).toBe('open');
+    acs[1].abort();
+    expect((await k).heartbeats).toBeGreaterThan(5);
+  });
+
+  it('refuses a request without a tenant or with a negative fromRevision, naming the field', async () => {
+    const refusal = async (req: { tenantId?: string; fromRevision?: bigint }) => {
+      try {
+        for await (const _ of watchClient(cp.url).watch(req, { headers: { 'x-api-key': TEST_BOOTSTRAP_KEY } })) return 'message';
+        return 'ended';
+      } catch (e) {
+        const err = ConnectError.from(e);
+        return `${codeOf(e)}: ${err.rawMessage}`;
+      }
+    };
+    expect(await refusal({})).toMatch(/^InvalidArgument: tenantId/);
+    expect(await refusal({ tenantId: t.tenantId, fromRevision: -1n })).toMatch(/^InvalidArgument: fromRevision/);
+  });
+
+  it('ends a stream whose client does not read with resource_exhausted, its buffer bounded', async () => {
+    const bound = 65_536;
+    const slow = await startTestControlPlane(backend, { SERVICE_WATCH_HEARTBEAT_MS: '50', SERVICE_WATCH_MAX_BUFFERED_BYTES: String(bound) });
+    try {
+      const r = restClient(slow.url, TEST_BOOTSTRAP_KEY);
+      const p = await populate(r, 'slow');
+      // A raw HTTP/2 client with a small window that never reads.
+      const session = http2.connect(slow.url, { settings: { initialWindowSize: 16_384 } });
+      const body = toBinary(WatchRequestSchema, create(WatchRequestSchema, { tenantId: p.tenantId }));
+      const frame = Buffer.alloc(5 + body.length);
+      frame.writeUInt32BE(body.length, 1);
+      Buffer.from(body).copy(frame, 5);
+      const req = session.request({ ':method': 'POST', ':path': '/authz.v1.SnapshotService/Watch', 'content-type': 'application/grpc', te: 'trailers', 'x-api-key': TEST_BOOTSTRAP_KEY });
+      req.pause();
+      req.end(frame);
+      let trailers: http2.IncomingHttpHeaders | undefined;
+      req.on('trailers', (h) => (trailers = h));
+      await until(() => slow.watch.stats().streams === 1, 'the stream');
+      const stream = slow.watch.streams()[0];
+      let peak = 0;
+      // Many writes of ~2 KB revisions while the client reads nothing.
+      for (let i = 0; i < 120 && slow.watch.stats().slowConsumers === 0; i++) {
+        await r('PATCH', `/resources/${p.resourceIds[i % 6]}`, { attributes: { i, pad: 'y'.repeat(2_000) } });
+        peak = Math.max(peak, slow.watch.stats().maxStreamBufferedBytes);
+      }
+      await until(() => slow.watch.stats().slowConsumers === 1, 'the stream to be ended');
+      // Stated bound: SERVICE_WATCH_MAX_BUFFERED_BYTES plus one message.
+      expect(stream.peakBufferedBytes).toBeLessThanOrEqual(bound + 8_192);
+      expect(peak).toBeLessThanOrEqual(bound + 8_192);
+      expect(stream.bufferedBytes).toBeLessThanOrEqual(8_192); // the outbox was dropped
+      // Reading again, the client gets what was in flight, then resource_exhausted.
+      req.resume();
+      req.on('data', () => undefined);
+      await until(() => trailers !== undefined, 'the trailers');
+      expect(trailers!['grpc-status']).toBe(String(Code.ResourceExhausted));
+      expect(decodeURIComponent(String(trailers!['grpc-message']))).toContain('did not keep up');
+      session.close();
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it('reports how many revisions a stream has not yet handed to its client (/metrics)', async () => {
+    const c = await startTestControlPlane(backend, { SERVICE_WATCH_HEARTBEAT_MS: '50' });
+    try {
+      const r = restClient(c.url, TEST_BOOTSTRAP_KEY);
+      const p = await populate(r, 'lagging');
+      const scrape = async () => {
+        const text = await (await fetch(`${c.url}/metrics`)).text();
+        const v = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1]);
+        return { max: v('authz_watch_stream_lag_revisions_max'), behind: v('authz_watch_streams_behind') };
+      };
+      expect(await scrape()).toEqual({ max: 0, behind: 0 });
+      // A client with a small window that reads nothing: revisions pile up in the stream.
+      const session = http2.connect(c.url, { settings: { initialWindowSize: 16_384 } });
+      const body = toBinary(WatchRequestSchema, create(WatchRequestSchema, { tenantId: p.tenantId }));
+      const frame = Buffer.alloc(5 + body.length);
+      frame.writeUInt32BE(body.length, 1);
+      Buffer.from(body).copy(frame, 5);
+      const req = session.request({ ':method': 'POST', ':path': '/authz.v1.SnapshotService/Watch', 'content-type': 'application/grpc', te: 'trailers', 'x-api-key': TEST_BOOTSTRAP_KEY });
+      req.pause();
+      req.end(frame);
+      await until(() => c.watch.stats().streams === 1, 'the stream');
+      const stream = c.watch.streams()[0];
+      await until(() => stream.lagRevisions === 0, 'the snapshot handed over');
+      for (let i = 0; i < 30; i++) await r('PATCH', `/resources/${p.resourceIds[i % 6]}`, { attributes: { i, pad: 'z'.repeat(2_000) } });
+      await until(async () => (await scrape()).max > 0, 'a lag');
+      const lagging = await scrape();
+      expect(lagging.behind).toBe(1);
+      // 30 revisions of ~2 KB against a 16 KiB window: most of them wait in the stream.
+      expect(lagging.max).toBeGreaterThan(10);
+      expect(lagging.max).toBeLessThanOrEqual(30);
+      expect(lagging.max).toBe(stream.lagRevisions);
+      // Once the client reads, the stream catches up.
+      req.resume();
+      req.on('data', () => undefined);
+      await until(async () => (await scrape()).max === 0, 'no lag');
+      expect((await scrape()).behind).toBe(0);
+      req.close();
+      session.close();
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('ends open streams with unavailable when the server closes, promptly', async () => {
+    const c = await startTestControlPlane(backend, { SERVICE_WATCH_HEARTBEAT_MS: '50' });
+    const r = restClient(c.url, TEST_BOOTSTRAP_KEY);
+    const p = await populate(r, 'closing');
+    const m = new ModelClient();
+    let ended: string | undefined;
+    const reading = follow(c.url, TEST_BOOTSTRAP_KEY, p.tenantId, 0, m, () => false).then(() => (ended = 'ended'), (e) => (ended = codeOf(e)));
+    await until(() => m.held !== undefined, 'the snapshot');
+    const t0 = Date.now();
+    await c.server.close(); // the server alone (its shutdown signal), not the hub first
+    const took = Date.now() - t0;
+    await reading;
+    expect(ended).toBe('Unavailable');
+    expect(took).toBeLessThan(450); // under the 500 ms grace: the stream did not hold it
+    await c.close();
+  });
+});
+
+describe.runIf(process.env.DATABASE_URL)('Watch across control planes on one database', () => {
+  it('streams a write made through app A to a Watch on app B', async () => {
+    const a = await startTestControlPlane('postgres', { SERVICE_WATCH_HEARTBEAT_MS: '100' });
+    const url = a.db.orm.config.get('clientUrl') as string;
+    const b = await startTestControlPlane('postgres', { SERVICE_WATCH_HEARTBEAT_MS: '100', DATABASE_URL: url });
+    try {
+      const ra = restClient(a.url, TEST_BOOTSTRAP_KEY);
+      const p = await populate(ra, 'two');
+      const metrics = sidecarMetrics(new Registry(), () => follower);
+      const follower: Follower = new Follower({ controlPlaneUrl: b.url, apiKey: TEST_BOOTSTRAP_KEY, tenantId: p.tenantId, maxStalenessMs: 5_000, logger, metrics });
+      follower.start();
+      try {
+        await until(async () => follower.revision === (await committed(a, p.tenantId)), 'the snapshot from B');
+        const w = await ra('PATCH', `/resources/${p.resourceIds[0]}`, { displayName: 'via A' });
+        expect(w.displayName).toBe('via A');
+        const target = await committed(a, p.tenantId);
+        const t0 = Date.now();
+        await until(() => follower.revision === target, 'the write through A on B', 2_000);
+        // A wake-up, not a poll: well under a second.
+        expect(Date.now() - t0).toBeLessThan(1_000);
+        expect(follower.index!.resource(p.resourceIds[0])?.displayName).toBe('via A');
+        // B's decision path learns A's commit from the notification as well.
+        const d = await restClient(b.url, TEST_BOOTSTRAP_KEY)('POST', '/evaluate', { actor: { subjectId: p.subjectIds[0] }, scopeId: p.scopeId, action: 'edit' });
+        expect(d.revision).toBe(target);
+        // B's listener down: its streams poll the log and its decisions ask the database.
+        await b.db.notifications.close();
+        expect(b.db.notifications.live).toBe(false);
+        await ra('PATCH', `/resources/${p.resourceIds[0]}`, { displayName: 'while B is deaf' });
+        const next = await committed(a, p.tenantId);
+        await until(() => follower.revision === next, 'the write through A on B, polled', 2_000);
+        const d2 = await restClient(b.url, TEST_BOOTSTRAP_KEY)('POST', '/evaluate', { actor: { subjectId: p.subjectIds[0] }, scopeId: p.scopeId, action: 'edit' });
+        expect(d2.revision).toBe(next);
+      } finally {
+        await follower.stop();
+      }
+    } finally {
+      await b.close();
+      await a.close();
+    }
+  });
+});

@@ -1,0 +1,230 @@
+/**
+ * DecisionService's semantics, shared by the control plane and the sidecar: requests validated
+ * and mapped to the engine, answered from the index a DecisionSource hands out. No transport
+ * here: the Connect implementation (connect.ts) and the lean HTTP path (lean.ts) both call it,
+ * so every surface of both processes answers alike.
+ */
+import type { JsonObject } from '@bufbuild/protobuf';
+import {
+  evaluate, effectivePermissions, EvaluationBudget, ResourceNotFoundError, ScopeNotFoundError,
+  type Decision, type EffectivePermission, type EvaluateRequest as EngineRequest, type GateMode, type ResourceRef, type TenantIndex,
+} from '../engine/mod.js';
+import { canceled, deadlineExceeded, invalid, notFound, unavailable, type DomainError } from '../common/errors.js';
+import { jsonObject, optionalString, requireString } from '../common/validate.js';
+import type { DecisionCall, DecisionLog } from './log.js';
+
+/** How fresh the state behind an answer must be (`consistency` of a request). */
+export interface Freshness {
+  /** Answer from this tenant revision or later; 0: any. */
+  minRevision: number;
+  /** Answer from the latest committed revision (the control plane asks its database). */
+  fullyConsistent: boolean;
+}
+
+/**
+ * How a wait learns that the caller went away: an AbortSignal (connect-node's `ctx.signal`), or
+ * a function that makes one, called only when a wait starts (the lean path: most calls never
+ * wait, and an AbortController with its signal costs microseconds).
+ */
+export type CallSignal = AbortSignal | (() => AbortSignal);
+
+/** The AbortSignal of `s`, made now when it is made on demand. */
+export function signalOf(s: CallSignal | undefined): AbortSignal | undefined {
+  return typeof s === 'function' ? s() : s;
+}
+
+/** Resolves after `ms`, or as soon as `signal` aborts (the caller then checks `signal.aborted`). */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+/**
+ * The error of a wait for a revision that ended without it (`message` says which revision):
+ * `canceled` when the caller went away, `deadline_exceeded` when the caller's deadline ended
+ * the wait, else `unavailable`. A signal aborted by the deadline itself counts as the deadline.
+ */
+export function waitEnded(message: string, deadline: number, waitUntil: number, signal: AbortSignal | undefined): DomainError {
+  const now = Date.now();
+  if (signal?.aborted && now < deadline && now < waitUntil) return canceled(`${message}; the call was canceled`);
+  return deadline < waitUntil ? deadlineExceeded(`${message}; the call's deadline passed`) : unavailable(message);
+}
+
+/**
+ * Where a process finds the state to answer from, and who may ask. `C` is the caller as the
+ * process knows it (the control plane: the API key's principal; the sidecar: nothing).
+ */
+export interface DecisionSource<C> {
+  /** `SERVICE_RESOURCE_SCOPE_GATE` of the state this source serves. */
+  gate(index: TenantIndex): GateMode;
+  /**
+   * The index that answers a request at `scopeId` for `caller`, at least as fresh as asked,
+   * waiting no later than `deadline` (epoch ms) for it. Throws a DomainError: `not_found` for a
+   * scope it does not know, `permission_denied` out of the caller's reach, `unavailable` when
+   * the freshness cannot be had in time (`deadline_exceeded` when the caller's deadline ends
+   * the wait first, `canceled` when `signal` ends it: see waitEnded).
+   */
+  indexFor(caller: C, scopeId: string, field: string, freshness: Freshness, deadline: number, signal?: CallSignal): TenantIndex | Promise<TenantIndex>;
+  /** Receives internal errors of the engine (which denies on them). */
+  onEngineError?: (err: unknown) => void;
+  /** Sees every decision answered (metrics). */
+  onDecision?: (d: Decision) => void;
+  /** Where every decision is logged, when the process has a decision log (services/decision/log.ts). */
+  readonly decisionLog?: DecisionLog;
+}
+
+/** An EvaluateRequest as a decoded message or as its proto JSON: the fields both have. */
+export interface EvaluateLike {
+  actor?: { subjectId?: string; subjectType?: string } | null;
+  scopeId?: string;
+  action?: string;
+  resource?: { resourceId?: string; externalResourceId?: string; resourceType?: string } | null;
+  context?: JsonObject | null;
+  explain?: boolean;
+  consistency?: ConsistencyLike | null;
+}
+
+/** `consistency` as a message (bigint) or proto JSON (string or number). */
+export interface ConsistencyLike {
+  minRevision?: bigint | string | number;
+  fullyConsistent?: boolean;
+}
+
+/** One validated request: the engine's input, the freshness asked, its field prefix. */
+export interface EvaluateInput {
+  request: EngineRequest;
+  freshness: Freshness;
+  /** `requests[3].` in a batch, '' otherwise. */
+  prefix: string;
+}
+
+/** Reads `consistency`; a min revision that is not a non-negative integer is invalid_argument. */
+export function freshnessOf(c: ConsistencyLike | null | undefined, field: string): Freshness {
+  const raw = c?.minRevision ?? 0;
+  const minRevision = typeof raw === 'bigint' ? Number(raw) : Number(raw);
+  if (!Number.isSafeInteger(minRevision) || minRevision < 0) throw invalid(`${field}.minRevision`, 'must be a non-negative integer');
+  return { minRevision, fullyConsistent: c?.fullyConsistent === true };
+}
+
+/** Validates one request and maps it to the engine's input (`p` prefixes field names). */
+export function parseEvaluate(req: EvaluateLike, p = ''): EvaluateInput {
+  const subjectId = requireString(req.actor?.subjectId, `${p}actor.subjectId`);
+  const scopeId = requireString(req.scopeId, `${p}scopeId`);
+  const action = requireString(req.action, `${p}action`);
+  let resource: ResourceRef | undefined;
+  const r = req.resource;
+  if (r && (r.resourceId || r.externalResourceId || r.resourceType)) {
+    if (r.resourceId) {
+      if (r.externalResourceId) throw invalid(`${p}resource`, 'give either resourceId or externalResourceId with resourceType, not both');
+      resource = { resourceId: requireString(r.resourceId, `${p}resource.resourceId`) };
+    } else {
+      resource = {
+        externalResourceId: requireString(r.externalResourceId, `${p}resource.externalResourceId`),
+        resourceType: requireString(r.resourceType, `${p}resource.resourceType`),
+      };
+    }
+  }
+  const request: EngineRequest = {
+    actor: { subjectId, subjectType: optionalString(req.actor?.subjectType, `${p}actor.subjectType`) },
+    scopeId,
+    action,
+    resource,
+    context: jsonObject(req.context ?? undefined, `${p}context`),
+    explain: req.explain === true,
+  };
+  return { request, freshness: freshnessOf(req.consistency, `${p}consistency`), prefix: p };
+}
+
+/**
+ * Decides validated requests in order. A batch shares one evaluation budget (a single request
+ * has its decision's own). Every request's index is resolved (reach and freshness) before any
+ * is evaluated, so a refused request refuses the whole batch. Synchronous when the source
+ * answers synchronously (the common case: no wait for a revision), so the decision path takes
+ * no microtask turns.
+ */
+export function decideAll<C>(
+  source: DecisionSource<C>, caller: C, inputs: readonly EvaluateInput[], batch: boolean, deadline: number, signal?: CallSignal, call?: DecisionCall,
+): Decision[] | Promise<Decision[]> {
+  const indexes: TenantIndex[] = [];
+  for (let i = 0; i < inputs.length; i++) {
+    const { request, freshness, prefix } = inputs[i];
+    const index = source.indexFor(caller, request.scopeId, `${prefix}scopeId`, freshness, deadline, signal);
+    if (index instanceof Promise) return resolveRest(source, caller, inputs, batch, deadline, signal, indexes, i, index, call);
+    indexes.push(index);
+  }
+  return evaluateAll(source, inputs, indexes, batch, call);
+}
+
+/** decideAll once an index had to be waited for: the rest are resolved in turn. */
+async function resolveRest<C>(
+  source: DecisionSource<C>, caller: C, inputs: readonly EvaluateInput[], batch: boolean, deadline: number, signal: CallSignal | undefined,
+  indexes: TenantIndex[], from: number, pending: Promise<TenantIndex>, call: DecisionCall | undefined,
+): Promise<Decision[]> {
+  indexes.push(await pending);
+  for (let i = from + 1; i < inputs.length; i++) {
+    const { request, freshness, prefix } = inputs[i];
+    indexes.push(await source.indexFor(caller, request.scopeId, `${prefix}scopeId`, freshness, deadline, signal));
+  }
+  return evaluateAll(source, inputs, indexes, batch, call);
+}
+
+function evaluateAll<C>(source: DecisionSource<C>, inputs: readonly EvaluateInput[], indexes: readonly TenantIndex[], batch: boolean, call: DecisionCall | undefined): Decision[] {
+  const now = new Date();
+  const budget = batch ? new EvaluationBudget() : undefined;
+  const log = source.decisionLog;
+  return inputs.map(({ request, prefix }, i) => {
+    const index = indexes[i];
+    try {
+      const d = evaluate(index, request, { now, gate: source.gate(index), onError: source.onEngineError, budget });
+      source.onDecision?.(d);
+      // Only a logged or traced call pays for the tenant lookup and the line.
+      if (call !== undefined) {
+        const tenantId = index.scope(request.scopeId)?.tenantId;
+        if (tenantId !== undefined) call.onTenant?.(tenantId);
+        log?.record(request, d, tenantId, call);
+      }
+      return d;
+    } catch (e) {
+      // The source checked the scope; the index can lack it only if it was deleted since.
+      if (e instanceof ScopeNotFoundError) throw notFound('scope', request.scopeId, `${prefix}scopeId`);
+      throw e;
+    }
+  });
+}
+
+/** A GetEffectivePermissions request as a message or its proto JSON. */
+export interface EffectiveLike {
+  subjectId?: string;
+  scopeId?: string;
+  resourceId?: string;
+  consistency?: ConsistencyLike | null;
+}
+
+/** The permissions a subject holds at a scope (and on a resource), with the revision used. */
+export async function effectiveFor<C>(
+  source: DecisionSource<C>, caller: C, req: EffectiveLike, deadline: number, signal?: CallSignal, onTenant?: (tenantId: string) => void,
+): Promise<{ permissions: EffectivePermission[]; revision: number }> {
+  const subjectId = requireString(req.subjectId, 'subjectId');
+  const scopeId = requireString(req.scopeId, 'scopeId');
+  const resourceId = optionalString(req.resourceId, 'resourceId');
+  const index = await source.indexFor(caller, scopeId, 'scopeId', freshnessOf(req.consistency, 'consistency'), deadline, signal);
+  if (onTenant !== undefined) {
+    const tenantId = index.scope(scopeId)?.tenantId;
+    if (tenantId !== undefined) onTenant(tenantId);
+  }
+  try {
+    return { permissions: effectivePermissions(index, { subjectId, scopeId, resourceId }), revision: index.revision };
+  } catch (e) {
+    if (e instanceof ScopeNotFoundError) throw notFound('scope', scopeId, 'scopeId');
+    if (e instanceof ResourceNotFoundError) throw notFound('resource', resourceId ?? '', 'resourceId');
+    throw e;
+  }
+}

@@ -1,0 +1,348 @@
+/**
+ * The lean path of the decision RPCs: DecisionService's unary calls served straight on
+ * node:http/http2, without connect-node's per-call machinery (handler contexts, interceptor
+ * chains, async-iterable bodies, Headers objects), which cost far more than the engine's
+ * microsecond. It takes:
+ * - REST `POST /evaluate` and `POST /evaluate/batch` (JSON, no query string);
+ * - Connect unary JSON and binary `POST /authz.v1.DecisionService/<Method>`;
+ * - gRPC (HTTP/2, `application/grpc[+proto]`, uncompressed) for the same methods.
+ * Everything else (gRPC-Web, compressed bodies, Connect GET, `GET /effective-permissions`) is
+ * left to connect-node and the gateway. The checks are those of the other surfaces (the JSON
+ * request checker, the request guard, the binary scanner), the answers come from the same
+ * DecisionSource and the same engine, and errors take each protocol's shape with the same
+ * code and ErrorInfo, so that the surfaces cannot drift (the conformance tests compare them).
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { fromBinary, toBinary, toJsonString, type DescMessage, type JsonValue } from '@bufbuild/protobuf';
+import { Code, ConnectError } from '@connectrpc/connect';
+import { codeToHttpStatus, codeToString, errorToJsonBytes, parseTimeout as parseConnectTimeout } from '@connectrpc/connect/protocol-connect';
+import { parseTimeout as parseGrpcTimeout, setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
+import type { Logger } from 'pino';
+import type { Counter } from 'prom-client';
+import type { RpcMetrics } from '../transport/observability.js';
+import {
+  DecisionService, EvaluateBatchRequestSchema, EvaluateBatchResponseSchema, EvaluateRequestSchema, EvaluateResponseSchema,
+  GetEffectivePermissionsRequestSchema, GetEffectivePermissionsResponseSchema, EffectivePermissionSchema,
+} from '../../gen/authz/v1/decision_service_pb.js';
+import { create } from '@bufbuild/protobuf';
+import type { Decision } from '../engine/mod.js';
+import { BodyTooLarge, readBodyThen } from '../transport/body.js';
+import { toConnectError, type ErrorClassifier } from '../transport/errors.js';
+import { sendError, tooLargeError, type NodeServerRequest, type NodeServerResponse } from '../transport/gateway/gateway.js';
+import { checkMessage, int64ToNumbers, invalidField } from '../transport/gateway/json.js';
+import { binaryRequestProblem, checkRequestMessage } from '../transport/guard.js';
+import { REVISION_HEADER } from '../transport/revision.js';
+import { JSON_OPTIONS } from '../transport/server.js';
+import { decideAll, effectiveFor, parseEvaluate, type CallSignal, type DecisionSource, type EvaluateLike } from './decide.js';
+import { responseOf } from './connect.js';
+import { traceIdOf, type DecisionCall } from './log.js';
+import { startNodeRpcSpan, TENANT_ATTRIBUTE, type Surface as TraceSurface, type Tracing } from '../transport/tracing.js';
+
+type Surface = 'rest' | 'connect-json' | 'connect-proto' | 'grpc';
+type MethodName = 'Evaluate' | 'EvaluateBatch' | 'GetEffectivePermissions';
+
+export interface LeanOptions<C> {
+  source: DecisionSource<C>;
+  /**
+   * Who calls, from the request headers: the control plane verifies the API key and the
+   * method's tier here (throwing `unauthenticated` / `permission_denied`); the sidecar asks nothing.
+   */
+  caller: (headers: IncomingHttpHeaders, method: MethodName) => C | Promise<C>;
+  maxBodyBytes: number;
+  classifyError?: ErrorClassifier;
+  logger: Logger;
+  /** The RPC metrics of the process (services/transport/observability.ts `rpcMetrics`). */
+  metrics: RpcMetrics;
+  /** `authz_http_rejected_total` of the process (`rejectCounter`): counts calls the client canceled. */
+  rejected?: Counter<'reason'>;
+  /** OpenTelemetry tracing; undefined (off): no span objects are made. */
+  tracing?: Tracing;
+}
+
+const PREFIX = `/${DecisionService.typeName}/`;
+const INPUTS: Record<MethodName, DescMessage> = {
+  Evaluate: EvaluateRequestSchema,
+  EvaluateBatch: EvaluateBatchRequestSchema,
+  GetEffectivePermissions: GetEffectivePermissionsRequestSchema,
+};
+const METHODS = new Set<string>(Object.keys(INPUTS));
+const REST: Record<string, MethodName> = { '/evaluate': 'Evaluate', '/evaluate/batch': 'EvaluateBatch' };
+const TRACE_SURFACE: Record<Surface, TraceSurface> = { rest: 'rest', 'connect-json': 'connect', 'connect-proto': 'connect', grpc: 'grpc' };
+
+/** Which surface and method a request is, when the lean path takes it. */
+function route(req: NodeServerRequest): { surface: Surface; method: MethodName } | undefined {
+  if (req.method !== 'POST') return undefined;
+  const url = req.url ?? '';
+  const encoding = req.headers['content-encoding'];
+  if (encoding !== undefined && encoding !== 'identity') return undefined;
+  const rest = REST[url];
+  if (rest) return { surface: 'rest', method: rest };
+  if (!url.startsWith(PREFIX)) return undefined;
+  const method = url.slice(PREFIX.length);
+  if (!METHODS.has(method)) return undefined;
+  const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+  if (type === 'application/json') return { surface: 'connect-json', method: method as MethodName };
+  if (type === 'application/proto') return { surface: 'connect-proto', method: method as MethodName };
+  if ((type === 'application/grpc' || type === 'application/grpc+proto') && req.httpVersionMajor === 2) {
+    const grpcEncoding = req.headers['grpc-encoding'];
+    if (grpcEncoding === undefined || grpcEncoding === 'identity') return { surface: 'grpc', method: method as MethodName };
+  }
+  return undefined;
+}
+
+/**
+ * The lean handler: answers and returns true for a request it takes, returns false (touching
+ * nothing) for any other. Everything after the body has arrived runs synchronously unless the
+ * caller or the index must be waited for, so a common decision takes no microtask turn.
+ */
+export function leanDecisions<C>(opts: LeanOptions<C>): (req: NodeServerRequest, res: NodeServerResponse) => boolean {
+  const children = new Map<string, { requests: { inc(): void }; duration: { observe(v: number): void } }>();
+  const record = (method: MethodName, start: number, code: Code | undefined) => {
+    const seconds = (performance.now() - start) / 1e3;
+    const key = code === undefined ? method : `${method}/${code}`;
+    let c = children.get(key);
+    if (c === undefined) {
+      const labels = { service: DecisionService.typeName, method, code: code === undefined ? 'ok' : codeToString(code) };
+      c = { requests: opts.metrics.requests.child(labels), duration: opts.metrics.duration.child(labels) };
+      children.set(key, c);
+    }
+    c.requests.inc();
+    c.duration.observe(seconds);
+  };
+  const { tracing, source } = opts;
+  return (req, res) => {
+    const r = route(req);
+    if (!r) return false;
+    const start = performance.now();
+    // With tracing and the decision log off (the default) no span and no call object is made.
+    const span = tracing === undefined ? undefined : startNodeRpcSpan(tracing, DecisionService.typeName, r.method, TRACE_SURFACE[r.surface], req.headers);
+    const call: DecisionCall | undefined = span === undefined && source.decisionLog === undefined ? undefined : {
+      start,
+      method: r.method,
+      traceId: span !== undefined ? span.spanContext().traceId : traceIdOf(req.headers.traceparent),
+      onTenant: span === undefined ? undefined : (tenantId) => span.setAttribute(TENANT_ATTRIBUTE, tenantId),
+    };
+    const fail = (err: unknown) => {
+      const ce = err instanceof BodyTooLarge ? tooLargeError(err) : toConnectError(err, opts.classifyError);
+      record(r.method, start, ce.code);
+      if (span !== undefined) tracing!.endRpcSpan(span, TRACE_SURFACE[r.surface], ce.code, ce.rawMessage);
+      if (ce.code === Code.Canceled) {
+        // The caller went away while the answer waited: nobody reads it, nothing failed here.
+        opts.logger.debug({ method: r.method, service: DecisionService.typeName }, 'rpc canceled by the client');
+        opts.rejected?.inc({ reason: 'canceled' });
+        return;
+      }
+      if (ce.code === Code.Internal) opts.logger.error({ err: ce.cause ?? err, method: r.method }, 'rpc failed with an internal error');
+      else if (ce.code === Code.Unavailable && ce.cause !== undefined) opts.logger.warn({ err: ce.cause, method: r.method }, `rpc failed: ${ce.rawMessage}`);
+      sendFailure(r.surface, res, ce);
+    };
+    readBodyThen(req, opts.maxBodyBytes, (err, bytes) => {
+      if (err) return fail(err);
+      // Ends a wait (for a revision) when the caller goes away. Made on demand (see CallSignal);
+      // 'close' is listened for only when the answer waits, so a caller leaving earlier than the
+      // listener is impossible: everything up to it runs in this callback.
+      let cancel: AbortController | undefined;
+      let gone = false;
+      const signal = () => {
+        if (cancel === undefined) {
+          cancel = new AbortController();
+          if (gone) cancel.abort();
+        }
+        return cancel.signal;
+      };
+      try {
+        const answered = serve(opts, r.surface, r.method, req, res, bytes!, signal, call);
+        if (answered instanceof Promise) {
+          res.once('close', () => {
+            gone = true;
+            cancel?.abort();
+          });
+          answered.then(() => {
+            record(r.method, start, undefined);
+            if (span !== undefined) tracing!.endRpcSpan(span, TRACE_SURFACE[r.surface], undefined);
+          }, fail);
+        } else {
+          record(r.method, start, undefined);
+          if (span !== undefined) tracing!.endRpcSpan(span, TRACE_SURFACE[r.surface], undefined);
+        }
+      } catch (e) {
+        fail(e);
+      }
+    });
+    return true;
+  };
+}
+
+/** `f(value)` at once for a value, after it for a promise. */
+function then<T, U>(v: T | Promise<T>, f: (x: T) => U | Promise<U>): U | Promise<U> {
+  return v instanceof Promise ? v.then(f) : f(v);
+}
+
+function serve<C>(
+  opts: LeanOptions<C>, surface: Surface, method: MethodName, req: NodeServerRequest, res: NodeServerResponse, bytes: Buffer, signal: CallSignal, call: DecisionCall | undefined,
+): void | Promise<void> {
+  const deadline = deadlineOf(surface, req.headers);
+  // In the order of the other surfaces: the body is checked, then the caller, then (binary
+  // messages) the request guard.
+  const input = decode(surface, INPUTS[method], bytes);
+  return then(opts.caller(req.headers, method), (caller) => {
+    if (surface === 'connect-proto' || surface === 'grpc') checkRequestMessage(INPUTS[method], input as Record<string, unknown>);
+    switch (method) {
+      case 'Evaluate':
+        return then(decideAll(opts.source, caller, [parseEvaluate(input as EvaluateLike)], false, deadline, signal, call), ([d]) => {
+          reply(surface, res, EvaluateResponseSchema, d, decisionJson);
+        });
+      case 'EvaluateBatch': {
+        const requests = ((input as { requests?: EvaluateLike[] | null }).requests ?? []);
+        return then(decideAll(opts.source, caller, requests.map((x, i) => parseEvaluate(x, `requests[${i}].`)), true, deadline, signal, call), (ds) => {
+          reply(surface, res, EvaluateBatchResponseSchema, ds, batchJson);
+        });
+      }
+      case 'GetEffectivePermissions':
+        return effectiveFor(opts.source, caller, input as never, deadline, signal, call?.onTenant).then(({ permissions, revision }) => {
+          const message = create(GetEffectivePermissionsResponseSchema, {
+            permissions: permissions.map((x) => create(EffectivePermissionSchema, x)), revision: BigInt(revision),
+          });
+          reply(surface, res, GetEffectivePermissionsResponseSchema, message, undefined, String(revision));
+        });
+    }
+  });
+}
+
+/** The caller's deadline as epoch ms (Infinity without one); a malformed timeout is invalid_argument. */
+function deadlineOf(surface: Surface, headers: IncomingHttpHeaders): number {
+  if (surface === 'rest') return Number.POSITIVE_INFINITY;
+  const raw = surface === 'grpc' ? headers['grpc-timeout'] : headers['connect-timeout-ms'];
+  if (raw === undefined) return Number.POSITIVE_INFINITY;
+  const t = (surface === 'grpc' ? parseGrpcTimeout : parseConnectTimeout)(String(raw), Number.MAX_SAFE_INTEGER);
+  if (t.error) throw t.error;
+  return t.timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + t.timeoutMs;
+}
+
+/**
+ * The request as the handlers read it: JSON checked like every JSON body (unknown fields, types,
+ * storable strings and JSON, list bounds), or a binary message scanned and decoded (the guard
+ * then runs after the caller is known, as the interceptor does elsewhere).
+ */
+function decode(surface: Surface, desc: DescMessage, bytes: Buffer): unknown {
+  if (surface === 'rest' || surface === 'connect-json') {
+    const text = bytes.toString('utf8');
+    let json: JsonValue;
+    try {
+      json = text.trim() === '' ? {} : (JSON.parse(text) as JsonValue);
+    } catch (err) {
+      throw invalidField('', `request body is not valid JSON: ${(err as Error).message}`);
+    }
+    checkMessage(desc, json);
+    return json;
+  }
+  let payload: Uint8Array = bytes;
+  if (surface === 'grpc') {
+    if (bytes.length < 5 || bytes[0] !== 0 || bytes.readUInt32BE(1) !== bytes.length - 5) {
+      throw invalidField('', 'a unary gRPC request holds exactly one uncompressed message');
+    }
+    payload = bytes.subarray(5);
+  }
+  const problem = binaryRequestProblem(desc, payload);
+  if (problem) throw invalidField(problem.field, problem.field ? problem.message : `the request body ${problem.message}`);
+  return fromBinary(desc, payload);
+}
+
+/** The fast JSON form of a decision without an explanation or a policy; undefined otherwise. */
+function decisionJson(d: Decision, revisionAsNumber: boolean): string | undefined {
+  if (d.evaluatedPolicy !== undefined || (d.trace !== undefined && d.trace.length > 0)) return undefined;
+  // Field order and presence as protobuf-es writes them (alwaysEmitImplicit); a test compares.
+  const revision = revisionAsNumber ? String(d.revision) : `"${d.revision}"`;
+  return `{"allowed":${d.allowed},"decidedByPolicy":${d.decidedByPolicy},"reason":${JSON.stringify(d.reason)},"revision":${revision},"trace":[]}`;
+}
+
+function batchJson(ds: Decision[], revisionAsNumber: boolean): string | undefined {
+  const parts: string[] = [];
+  for (const d of ds) {
+    const one = decisionJson(d, revisionAsNumber);
+    if (one === undefined) return undefined;
+    parts.push(one);
+  }
+  return `{"results":[${parts.join(',')}]}`;
+}
+
+/**
+ * Writes the answer: JSON (REST with 64-bit integers as numbers, Connect as strings), a binary
+ * message (Connect), or a gRPC envelope with trailers. `fast` writes common JSON answers
+ * without building messages; anything else goes through protobuf-es as connect-node would.
+ */
+function reply<T>(
+  surface: Surface, res: NodeServerResponse, schema: DescMessage, value: T,
+  fast: ((v: T, revisionAsNumber: boolean) => string | undefined) | undefined, revisionHeader?: string,
+): void {
+  const message = () => (schema === EvaluateResponseSchema ? responseOf(value as Decision)
+    : schema === EvaluateBatchResponseSchema ? create(EvaluateBatchResponseSchema, { results: (value as Decision[]).map(responseOf) })
+      : value);
+  if (surface === 'rest' || surface === 'connect-json') {
+    const asNumber = surface === 'rest';
+    let text = fast?.(value, asNumber);
+    if (text === undefined) {
+      text = toJsonString(schema, message() as never, JSON_OPTIONS);
+      if (asNumber) text = JSON.stringify(int64ToNumbers(schema, JSON.parse(text) as JsonValue));
+    }
+    const headers: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) };
+    if (revisionHeader !== undefined) revisionHeaders(surface, headers, revisionHeader);
+    res.writeHead(200, headers);
+    res.end(text);
+    return;
+  }
+  const bytes = toBinary(schema, message() as never);
+  if (surface === 'connect-proto') {
+    const headers: Record<string, string> = { 'content-type': 'application/proto', 'content-length': String(bytes.length) };
+    if (revisionHeader !== undefined) revisionHeaders(surface, headers, revisionHeader);
+    res.writeHead(200, headers);
+    res.end(bytes);
+    return;
+  }
+  const framed = Buffer.alloc(5 + bytes.length);
+  framed.writeUInt32BE(bytes.length, 1);
+  framed.set(bytes, 5);
+  const h2 = res as import('node:http2').Http2ServerResponse;
+  const headers: Record<string, string> = { 'content-type': GRPC_CONTENT_TYPE };
+  if (revisionHeader !== undefined) headers[REVISION_HEADER] = revisionHeader;
+  h2.writeHead(200, headers);
+  h2.addTrailers({ 'grpc-status': '0', ...(revisionHeader !== undefined ? { [REVISION_HEADER]: revisionHeader } : {}) });
+  h2.end(framed);
+}
+
+/** The content type connect-node answers gRPC calls with. */
+const GRPC_CONTENT_TYPE = 'application/grpc+proto';
+
+/**
+ * `x-revision` as connect-node sends a handler's header and trailer (services/transport/revision.ts):
+ * REST as a header; Connect unary as a header and, for the trailer, `trailer-x-revision`.
+ */
+function revisionHeaders(surface: Surface, headers: Record<string, string>, revision: string): void {
+  headers[REVISION_HEADER] = revision;
+  if (surface !== 'rest') headers[`trailer-${REVISION_HEADER}`] = revision;
+}
+
+/** An error in the caller's protocol: REST and Connect JSON bodies, or gRPC trailers only. */
+function sendFailure(surface: Surface, res: NodeServerResponse, ce: ConnectError): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  if (surface === 'rest') return sendError(res, ce);
+  if (surface === 'grpc') {
+    // As connect-node answers a failed unary call: headers, no message, the status in trailers.
+    const trailers: Record<string, string> = {};
+    setTrailerStatus(new Headers(), ce).forEach((v, k) => (trailers[k] = v));
+    const h2 = res as import('node:http2').Http2ServerResponse;
+    h2.writeHead(200, { 'content-type': GRPC_CONTENT_TYPE });
+    h2.addTrailers(trailers);
+    h2.end();
+    return;
+  }
+  const body = Buffer.from(errorToJsonBytes(ce, JSON_OPTIONS));
+  const headers: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(body.length) };
+  ce.metadata.forEach((v, k) => (headers[k] = v));
+  res.writeHead(codeToHttpStatus(ce.code), headers);
+  res.end(body);
+}
+

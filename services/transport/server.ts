@@ -1,0 +1,511 @@
+/**
+ * The server of both processes (control plane and sidecar): one port speaking gRPC (h2c with
+ * prior knowledge), gRPC-Web and Connect (HTTP/1.1 and h2c), the REST gateway, and the
+ * unauthenticated `/healthz`, `/readyz` and `/metrics`. Plain-text HTTP/2 cannot be negotiated,
+ * so each TCP connection is sniffed: the HTTP/2 client preface goes to the http2 server,
+ * anything else to the http1 one. What differs between the processes comes in as options:
+ * services, interceptors (the control plane's authentication), error classification, readiness.
+ * Every process also serves `grpc.health.v1.Health` and gRPC server reflection (v1 and v1alpha)
+ * without credentials: the process's interceptors do not run for them. An unknown method is
+ * answered `unimplemented` in the caller's protocol (unrouted.ts); CORS, when configured, comes
+ * first (cors.ts).
+ */
+import * as http from 'node:http';
+import * as http2 from 'node:http2';
+import { setMaxListeners } from 'node:events';
+import * as net from 'node:net';
+import type { DescService, JsonReadOptions, JsonValue, JsonWriteOptions } from '@bufbuild/protobuf';
+import { Code, ConnectError, createConnectRouter, type ConnectRouter, type Interceptor } from '@connectrpc/connect';
+import { parseContentType } from '@connectrpc/connect/protocol-connect';
+import type { UniversalHandler } from '@connectrpc/connect/protocol';
+import {
+  compressionBrotli,
+  compressionGzip,
+  universalRequestFromNodeRequest,
+  universalResponseToNodeResponse,
+} from '@connectrpc/connect-node';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { binaryRequestProblem, requestGuard } from './guard.js';
+import { connectErrorWithInfo, errorInterceptor, type ErrorClassifier } from './errors.js';
+import { createGateway, MAX_BODY_BYTES, tooLargeError, type NodeServerRequest, type NodeServerResponse } from './gateway/gateway.js';
+import { BodyTooLarge, readBody, readJsonBody } from './body.js';
+import { checkMessage, invalidField } from './gateway/json.js';
+import { createLogger, createRegistry, metricsInterceptor, rejectCounter } from './observability.js';
+import { ErrorInfoSchema, ErrorReason } from '../../gen/authz/v1/error_reason_pb.js';
+import { corsHandler } from './cors.js';
+import { grpcFlavour, RPC_PATH, sendConnectError, sendRpcError, unknownMethodError } from './unrouted.js';
+import { Health, healthService } from './health.js';
+import { DescriptorIndex, reflectionServices, ServerReflectionV1, ServerReflectionV1alpha } from './reflection.js';
+import { tracingInterceptor, type Tracing } from './tracing.js';
+
+/**
+ * JSON options of every surface: implicit fields are always written (`allowed: false`,
+ * `priority: 0`), and unknown fields are rejected, as the proto JSON rules recommend.
+ */
+export const JSON_OPTIONS: Partial<JsonReadOptions & JsonWriteOptions> = {
+  alwaysEmitImplicit: true,
+  ignoreUnknownFields: false,
+};
+
+export interface StartServerOptions {
+  /** Listen address; default 127.0.0.1. */
+  host?: string;
+  /** 0 picks a free port; default 8080. */
+  port?: number;
+  /** What the process is, in its log lines (`control plane`, `sidecar`). */
+  name?: string;
+  /** Registers the service implementations, as in a `connect.ts`. */
+  routes: (router: ConnectRouter) => void;
+  /**
+   * Services whose REST bindings the gateway serves; default: every service the router
+   * registered. Reflection and health know these and every service the router registered.
+   */
+  services?: readonly DescService[];
+  /**
+   * Interceptors run after errors are mapped and before the request guard (authentication:
+   * an unauthenticated caller learns nothing from validation). They do not run for the
+   * {@link PUBLIC_SERVICES}.
+   */
+  interceptors?: Interceptor[];
+  /** Failures of the process's own that are not internal errors (see ErrorClassifier). */
+  classifyError?: ErrorClassifier;
+  /**
+   * Whether the process can answer correctly (database reachable, …); default always ready.
+   * `/readyz` and `grpc.health.v1.Health` answer from it.
+   */
+  readiness?: () => Promise<boolean> | boolean;
+  /**
+   * Serves what it takes before anything else (the lean decision path): returns true when it
+   * answered the request, false to leave it to the router, the probes and the gateway.
+   */
+  fastPath?: (req: NodeServerRequest, res: NodeServerResponse) => boolean;
+  logger?: Logger;
+  registry?: Registry;
+  /** OpenTelemetry tracing (tracing.ts): a server span per RPC but health and reflection; undefined: off. */
+  tracing?: Tracing;
+  /** Request body limit of every surface; default 4 MiB. */
+  maxBodyBytes?: number;
+  /** How long close() lets in-flight requests finish before cutting connections; default 500 ms. */
+  shutdownGraceMs?: number;
+  /** The OpenAPI document (JSON text) served at `GET /openapi.json` without credentials; none when unset. */
+  openApi?: string;
+  /** Origins allowed to call from a browser (CORS, see cors.ts); none: no CORS headers. */
+  corsOrigins?: readonly string[];
+}
+
+export interface RunningServer {
+  /** `http://host:port` */
+  readonly url: string;
+  readonly host: string;
+  readonly port: number;
+  /** Stops accepting, aborts handler contexts, closes idle and (after the grace period) active connections. */
+  close(): Promise<void>;
+}
+
+/**
+ * `json` or `proto` for a Connect unary POST with an uncompressed body (what readUnary reads);
+ * undefined for everything else (gRPC, gRPC-Web, streams, compressed bodies), left to connect-node.
+ */
+function unaryConnectBody(req: NodeServerRequest): 'json' | 'proto' | undefined {
+  if (req.method !== 'POST') return undefined;
+  const encoding = req.headers['content-encoding'];
+  if (encoding !== undefined && encoding !== 'identity') return undefined;
+  const type = parseContentType(req.headers['content-type'] ?? null);
+  if (!type || type.stream) return undefined;
+  return type.binary ? 'proto' : 'json';
+}
+
+async function* oneChunk(bytes: Uint8Array): AsyncIterable<Uint8Array> {
+  yield bytes;
+}
+
+/** Throws `invalid_argument` naming the field when a binary message cannot be decoded safely. */
+function checkBinary(h: UniversalHandler, bytes: Uint8Array): void {
+  const problem = binaryRequestProblem(h.method.input, bytes);
+  if (problem) throw invalidField(problem.field, problem.field ? problem.message : `the request body ${problem.message}`);
+}
+
+/** Throws `invalid_argument` naming the field when a JSON message is malformed or does not fit its descriptor. */
+function checkJson(h: UniversalHandler, bytes: Uint8Array): void {
+  let json: JsonValue;
+  try {
+    json = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')) as JsonValue;
+  } catch (err) {
+    throw invalidField('', `request body is not valid JSON: ${(err as Error).message}`);
+  }
+  checkMessage(h.method.input, json);
+}
+
+/**
+ * The body of a unary gRPC or gRPC-Web call, passed on whole after its uncompressed message
+ * envelopes are checked: binary messages by the scanner, JSON ones (`+json`) like every JSON
+ * body (unknown fields, types, …, each naming the field). Past `max` bytes it is refused as too
+ * large with the error of every other surface (`resource_exhausted`, reason LIMIT). A throw
+ * here reaches the client as the call's status, in its protocol.
+ */
+async function* checkedEnvelopes(
+  h: UniversalHandler, body: AsyncIterable<Uint8Array>, max: number, codec: 'proto' | 'json', onTooLarge: () => void,
+): AsyncIterable<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const it = body[Symbol.asyncIterator]();
+  for (let r = await it.next(); !r.done; r = await it.next()) {
+    chunks.push(r.value);
+    size += r.value.length;
+    if (size > max) {
+      onTooLarge();
+      throw tooLargeError(new BodyTooLarge(max));
+    }
+  }
+  const bytes = Buffer.concat(chunks, size);
+  // Envelope: 1 flag byte (bit 0: compressed; 0x80: gRPC-Web trailers), 4 bytes of length.
+  for (let at = 0; at + 5 <= bytes.length; ) {
+    const flags = bytes[at];
+    const length = bytes.readUInt32BE(at + 1);
+    const message = bytes.subarray(at + 5, Math.min(bytes.length, at + 5 + length));
+    if ((flags & 0x81) === 0) (codec === 'json' ? checkJson : checkBinary)(h, message);
+    at += 5 + length;
+  }
+  yield bytes;
+}
+
+const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
+const SNIFF_BYTES = 14; // "PRI * HTTP/2.0"
+const SNIFF_TIMEOUT_MS = 30_000;
+const READINESS_TIMEOUT_MS = 5_000;
+
+/** Services every process serves, to anyone (no credentials): health checks and server reflection. */
+export const PUBLIC_SERVICES: readonly DescService[] = [Health, ServerReflectionV1, ServerReflectionV1alpha];
+const PUBLIC_NAMES = new Set(PUBLIC_SERVICES.map((s) => s.typeName));
+
+/** `interceptor`, skipped for calls of the public services. */
+function exceptPublic(interceptor: Interceptor): Interceptor {
+  return (next) => {
+    const wrapped = interceptor(next);
+    return (req) => (PUBLIC_NAMES.has(req.service.typeName) ? next(req) : wrapped(req));
+  };
+}
+
+/** Starts the server and resolves once it listens. */
+export async function startServer(opts: StartServerOptions): Promise<RunningServer> {
+  const host = opts.host ?? '127.0.0.1';
+  const port = opts.port ?? 8080;
+  const name = opts.name ?? 'control plane';
+  const logger = opts.logger ?? createLogger();
+  const registry = opts.registry ?? createRegistry();
+  const maxBodyBytes = opts.maxBodyBytes ?? MAX_BODY_BYTES;
+  const readiness = opts.readiness ?? (() => true);
+  const shutdown = new AbortController();
+  // Connect links every in-flight call to this signal (one listener each, removed when the
+  // call ends): more than ten concurrent calls are normal, not a leak to warn about.
+  setMaxListeners(0, shutdown.signal);
+
+  const isReady = async (): Promise<boolean> => {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([
+        Promise.resolve().then(readiness),
+        new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => resolve(false), READINESS_TIMEOUT_MS);
+        }),
+      ]);
+    } catch (err) {
+      logger.warn({ err }, 'readiness check failed');
+      return false;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+
+  /** What `/readyz` and Health answer: not while shutting down, else the readiness option. */
+  const serving = async () => !shutdown.signal.aborted && (await isReady());
+
+  const router = createConnectRouter({
+    interceptors: [
+      ...(opts.tracing ? [exceptPublic(tracingInterceptor(opts.tracing))] : []),
+      metricsInterceptor(registry),
+      errorInterceptor(logger, opts.classifyError),
+      ...(opts.interceptors ?? []).map(exceptPublic),
+      requestGuard(),
+    ],
+    readMaxBytes: maxBodyBytes,
+    jsonOptions: JSON_OPTIONS,
+    acceptCompression: [compressionGzip, compressionBrotli],
+    shutdownSignal: shutdown.signal,
+  });
+  opts.routes(router);
+  const routed = [...new Map(router.handlers.map((h) => [h.service.typeName, h.service])).values()];
+  const services = opts.services ?? routed;
+  const served = [...new Map([...services, ...routed, ...PUBLIC_SERVICES].map((s) => [s.typeName, s])).values()];
+  router.service(Health, healthService({ services: served.map((s) => s.typeName), ready: serving }));
+  // ErrorInfo, the detail of every error (errors.ts), so that clients can decode it too.
+  const reflection = reflectionServices(new DescriptorIndex(served, [ErrorInfoSchema.file]));
+  router.service(ServerReflectionV1, reflection.v1);
+  router.service(ServerReflectionV1alpha, reflection.v1alpha);
+  const rpcPaths = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
+  const servedNames = new Set(router.handlers.map((h) => h.service.typeName));
+  const rejected = rejectCounter(registry);
+  const gateway = createGateway({ services, handlers: router.handlers, maxBodyBytes, logger, onReject: (reason) => rejected.inc({ reason }) });
+
+  /**
+   * Watches for the client abandoning a call (closing the connection or resetting the stream
+   * before the answer is complete): that is no failure of the server's, so it is logged once at
+   * debug level and counted as `canceled`. Returns whether the client has gone.
+   */
+  const watchCancel = (res: NodeServerResponse, what: Record<string, string>): (() => boolean) => {
+    let finished = false;
+    let gone = false;
+    res.once('finish', () => (finished = true));
+    res.once('close', () => {
+      if (finished) return;
+      gone = true;
+      logger.debug(what, 'rpc canceled by the client');
+      rejected.inc({ reason: 'canceled' });
+    });
+    const stream = 'stream' in res ? (res.stream as http2.ServerHttp2Stream) : undefined;
+    return () => gone || (!finished && (stream ? stream.destroyed : (res as http.ServerResponse).destroyed));
+  };
+
+  const serveRpc = (h: UniversalHandler, req: NodeServerRequest, res: NodeServerResponse) => {
+    if (!h.allowedMethods.includes(req.method ?? '')) {
+      rejected.inc({ reason: 'method_not_allowed' });
+      const allow = h.allowedMethods.join(', ');
+      const ce = connectErrorWithInfo(`${req.method} is not allowed on ${h.requestPath}; allowed: ${allow}`, Code.Unimplemented, ErrorReason.UNSPECIFIED);
+      return sendConnectError(res, ce, 405, { allow });
+    }
+    const gone = watchCancel(res, { service: h.service.typeName, method: h.method.name });
+    const unary = unaryConnectBody(req);
+    const ready = unary === undefined ? Promise.resolve(grpcRequest(h, req, res)) : readUnary(h, req, res, unary);
+    ready
+      .then((uReq) => (uReq ? h(uReq).then((uRes) => universalResponseToNodeResponse(uRes, res)) : undefined))
+      .catch((err: unknown) => {
+        // Writing to a client that left fails; watchCancel has counted it.
+        if (!gone()) {
+          logger.warn({ err, method: h.method.name, service: h.service.typeName }, 'rpc transport failed');
+          rejected.inc({ reason: 'transport_error' });
+        }
+        if (!res.headersSent) {
+          res.writeHead(500);
+          res.end();
+        } else {
+          res.end();
+        }
+      });
+  };
+
+  /**
+   * A gRPC or gRPC-Web call as connect-node reads it, except that the one message of a unary
+   * call is checked (binaryRequestProblem) before connect-node decodes it: its decoder recurses
+   * once per nesting level, and it reports any decoding failure as `internal`.
+   */
+  const grpcRequest = (h: UniversalHandler, req: NodeServerRequest, res: NodeServerResponse) => {
+    const uReq = universalRequestFromNodeRequest(req, res, undefined, undefined);
+    const type = /^application\/grpc(?:-web)?(\+proto|\+json)?(?:;|$)/.exec(String(req.headers['content-type'] ?? ''));
+    if (h.method.methodKind !== 'unary' || !type) return uReq;
+    const onTooLarge = () => rejected.inc({ reason: 'body_too_large' });
+    return { ...uReq, body: checkedEnvelopes(h, uReq.body as AsyncIterable<Uint8Array>, maxBodyBytes, type[1] === '+json' ? 'json' : 'proto', onTooLarge) };
+  };
+
+  /**
+   * A Connect unary call's body, read here instead of by connect-node: within the body limit
+   * without cutting the connection when it is over (see gateway/body.ts), and, for JSON, checked
+   * against the request descriptor like a REST body (unknown fields, JSON types, timestamps,
+   * nesting and storable JSON values, each naming the field) before the decoder recurses into
+   * it. Answers the error itself and resolves undefined when the body is refused.
+   */
+  const readUnary = async (h: UniversalHandler, req: NodeServerRequest, res: NodeServerResponse, kind: 'json' | 'proto') => {
+    try {
+      if (kind === 'json') {
+        const body = (await readJsonBody(req, maxBodyBytes)) ?? {};
+        checkMessage(h.method.input, body);
+        return universalRequestFromNodeRequest(req, res, body, undefined);
+      }
+      const bytes = await readBody(req, maxBodyBytes);
+      checkBinary(h, bytes);
+      return { ...universalRequestFromNodeRequest(req, res, undefined, undefined), body: oneChunk(bytes) };
+    } catch (err) {
+      if (!(err instanceof BodyTooLarge) && !(err instanceof ConnectError)) throw err;
+      rejected.inc({ reason: err instanceof BodyTooLarge ? 'body_too_large' : 'bad_request' });
+      sendConnectError(res, err instanceof BodyTooLarge ? tooLargeError(err) : err);
+      return undefined;
+    }
+  };
+
+  const sendJson = (res: NodeServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
+    const buf = Buffer.from(JSON.stringify(body));
+    res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': String(buf.length) });
+    res.end(buf);
+  };
+
+  const probes: Record<string, (res: NodeServerResponse) => Promise<void> | void> = {
+    '/healthz': (res) => sendJson(res, 200, { status: 'ok' }),
+    '/readyz': async (res) => {
+      const ready = await serving();
+      sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'not_ready' });
+    },
+    '/metrics': async (res) => {
+      const text = await registry.metrics();
+      res.writeHead(200, { 'content-type': registry.contentType });
+      res.end(text);
+    },
+  };
+  if (opts.openApi !== undefined) {
+    const doc = Buffer.from(opts.openApi);
+    probes['/openapi.json'] = (res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(doc.length) });
+      res.end(doc);
+    };
+  }
+
+  /**
+   * A call no handler serves, when the caller speaks gRPC or gRPC-Web (whatever the path: those
+   * clients call nothing else) or the path is an RPC's that no REST binding declares either.
+   */
+  const unknownMethod = (req: NodeServerRequest, path: string): boolean =>
+    grpcFlavour(req) !== undefined || (RPC_PATH.test(path) && gateway.routes.match((req.method ?? 'GET').toUpperCase(), path).kind === 'not_found');
+
+  const fastPath = opts.fastPath;
+  const cors = opts.corsOrigins?.length ? corsHandler(opts.corsOrigins) : undefined;
+  const onRequest = (req: NodeServerRequest, res: NodeServerResponse) => {
+    if (cors === undefined) return route(req, res);
+    cors(req, res, () => route(req, res));
+  };
+  const route = (req: NodeServerRequest, res: NodeServerResponse) => {
+    if (fastPath !== undefined && fastPath(req, res)) return;
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
+    const rpc = rpcPaths.get(path);
+    if (rpc) return serveRpc(rpc, req, res);
+    const probe = probes[path];
+    if (probe) {
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        rejected.inc({ reason: 'probe_method' });
+        return sendJson(res, 405, { code: 'unimplemented', message: `${req.method} is not allowed on ${path}`, details: [] }, { allow: 'GET, HEAD' });
+      }
+      Promise.resolve(probe(res)).catch((err: unknown) => {
+        logger.error({ err, path }, 'probe failed');
+        if (!res.headersSent) sendJson(res, 500, { code: 'internal', message: 'internal error', details: [] });
+      });
+      return;
+    }
+    if (unknownMethod(req, path)) {
+      rejected.inc({ reason: 'unimplemented' });
+      return sendRpcError(req, res, unknownMethodError(path, servedNames));
+    }
+    const gone = watchCancel(res, { path, method: req.method ?? '' });
+    gateway.handle(req, res).catch((err: unknown) => {
+      if (gone()) return void res.end();
+      logger.error({ err, path, method: req.method }, 'gateway failed');
+      rejected.inc({ reason: 'transport_error' });
+      if (!res.headersSent) sendJson(res, 500, { code: 'internal', message: 'internal error', details: [] });
+      else res.end();
+    });
+  };
+
+  // Requests in flight per HTTP/1.1 connection, so close() can end idle connections at once.
+  // (http.Server tracks connections only for sockets it accepted itself.)
+  const inFlight = new Map<net.Socket, number>();
+  const h1 = http.createServer((req, res) => {
+    const socket = req.socket;
+    inFlight.set(socket, (inFlight.get(socket) ?? 0) + 1);
+    if (shutdown.signal.aborted) res.setHeader('connection', 'close');
+    res.once('close', () => {
+      const left = (inFlight.get(socket) ?? 1) - 1;
+      inFlight.set(socket, left);
+      if (left === 0 && shutdown.signal.aborted) socket.end();
+    });
+    onRequest(req, res);
+  });
+  const h2 = http2.createServer({}, onRequest as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void);
+  const sockets = new Set<net.Socket>();
+  const h2Sockets = new WeakSet<net.Socket>();
+  const sessions = new Set<http2.ServerHttp2Session>();
+  h2.on('session', (s: http2.ServerHttp2Session) => {
+    sessions.add(s);
+    s.once('close', () => sessions.delete(s));
+    if (shutdown.signal.aborted) s.close();
+  });
+  h2.on('sessionError', (err) => logger.debug({ err }, 'http2 session error'));
+  h1.on('clientError', (err: NodeJS.ErrnoException, socket: net.Socket) => {
+    logger.debug({ err }, 'http1 client error');
+    // A client that went away (reset, or closed mid-request) gets no answer and is not counted.
+    if (!socket.writable || err.code === 'ECONNRESET' || err.code === 'HPE_INVALID_EOF_STATE') return socket.destroy();
+    rejected.inc({ reason: 'bad_request' });
+    const [status, body] = err.code === 'HPE_HEADER_OVERFLOW'
+      ? ['431 Request Header Fields Too Large', { code: 'resource_exhausted', message: `request headers exceed ${http.maxHeaderSize} bytes`, details: [] }]
+      : ['400 Bad Request', { code: 'invalid_argument', message: 'malformed HTTP request', details: [] }];
+    const text = JSON.stringify(body);
+    socket.end(`HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`);
+  });
+
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.once('close', () => {
+      sockets.delete(socket);
+      inFlight.delete(socket);
+    });
+    socket.on('error', (err) => logger.debug({ err }, 'socket error'));
+    let seen: Buffer = Buffer.alloc(0);
+    const timer = setTimeout(() => socket.destroy(), SNIFF_TIMEOUT_MS);
+    const onData = (chunk: Buffer) => {
+      seen = seen.length === 0 ? chunk : Buffer.concat([seen, chunk]);
+      const n = Math.min(seen.length, SNIFF_BYTES);
+      const isH2Prefix = seen.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
+      if (isH2Prefix && seen.length < SNIFF_BYTES) return; // wait for more bytes
+      clearTimeout(timer);
+      socket.off('data', onData);
+      socket.pause();
+      socket.unshift(seen);
+      if (isH2Prefix) h2Sockets.add(socket);
+      (isH2Prefix ? h2 : h1).emit('connection', socket);
+      process.nextTick(() => socket.resume());
+    };
+    socket.on('data', onData);
+    socket.once('close', () => clearTimeout(timer));
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  server.on('error', (err) => logger.error({ err }, 'listener error'));
+  const addr = server.address() as net.AddressInfo;
+  const urlHost = addr.family === 'IPv6' || addr.address.includes(':') ? `[${addr.address}]` : addr.address;
+  const url = `http://${urlHost}:${addr.port}`;
+  logger.info({ url }, `${name} listening (gRPC, gRPC-Web, Connect, REST)`);
+
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= (async () => {
+      // Calls waiting on the signal (a decision waiting for a revision) answer this, not `canceled`.
+      shutdown.abort(connectErrorWithInfo('the server is shutting down; retry on another replica', Code.Unavailable, ErrorReason.UNSPECIFIED));
+      const listenerClosed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const s of sessions) s.close();
+      for (const socket of sockets) {
+        if (!h2Sockets.has(socket) && (inFlight.get(socket) ?? 0) === 0) socket.end();
+      }
+      const grace = opts.shutdownGraceMs ?? 500;
+      const drained = new Promise<void>((resolve) => {
+        const check = () => (sockets.size === 0 ? resolve() : setTimeout(check, 10));
+        check();
+      });
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([drained, new Promise<void>((r) => (timer = setTimeout(r, grace)))]);
+      clearTimeout(timer);
+      for (const s of sessions) s.destroy();
+      for (const s of sockets) s.destroy();
+      h1.close();
+      h2.close();
+      await listenerClosed;
+      logger.info({ url }, `${name} closed`);
+    })();
+    return closing;
+  };
+
+  return { url, host: addr.address, port: addr.port, close };
+}

@@ -1,0 +1,95 @@
+import type { Logger } from 'pino';
+import { DecisionService } from '../gen/authz/v1/decision_service_pb.js';
+import { decisionService } from '../services/decision/connect.js';
+import { leanDecisions } from '../services/decision/lean.js';
+import { decisionCounter } from '../services/decision/metrics.js';
+import { MAX_BODY_BYTES } from '../services/transport/gateway/gateway.js';
+import { createLogger, createRegistry, rejectCounter, rpcMetrics } from '../services/transport/observability.js';
+import { startServer, type RunningServer } from '../services/transport/server.js';
+import type { SidecarConfig } from './config.js';
+import { Follower } from './follower.js';
+import { sidecarMetrics } from './metrics.js';
+import { startProbeServer, type RunningProbeServer } from './probes.js';
+import { SidecarSource } from './source.js';
+import { DecisionLog } from '../services/decision/log.js';
+import { startTracing } from '../services/transport/tracing.js';
+
+export interface Sidecar {
+  server: RunningServer;
+  /** The probe listener (`SIDECAR_PROBE_PORT`), when on. */
+  probes?: RunningProbeServer;
+  follower: Follower;
+  close(): Promise<void>;
+}
+
+/**
+ * The composition root of the sidecar: follows the tenant's Watch stream and answers
+ * DecisionService (gRPC, gRPC-Web, Connect, REST) with the shared engine, plus `/healthz`,
+ * `/readyz` (200 only with a fresh snapshot) and `/metrics`, and, with `SIDECAR_PROBE_PORT`, the
+ * last three alone on a second listener (probes.ts). It starts listening at once and stays up,
+ * not ready, while the control plane is unreachable or refuses it.
+ */
+export async function startSidecar(
+  config: SidecarConfig,
+  logger: Logger = createLogger({ logLevel: config.logLevel, name: 'sidecar' }),
+  /** The `OTEL_*` variables tracing reads (default: the process's environment). */
+  otelEnv?: Record<string, string | undefined>,
+): Promise<Sidecar> {
+  const registry = createRegistry();
+  const tracing = startTracing({ serviceName: 'sidecar', logger, env: otelEnv });
+  let decisionLog: DecisionLog | undefined;
+  try {
+    decisionLog = await DecisionLog.open({
+      target: config.decisionLog ?? { kind: 'off' }, sample: config.decisionLogSample ?? 1, bufferBytes: config.decisionLogBufferBytes ?? 4 * 1024 * 1024,
+      service: 'sidecar', variable: 'SIDECAR_DECISION_LOG', registry, logger,
+    });
+  } catch (err) {
+    await tracing?.shutdown();
+    throw err;
+  }
+  let follower: Follower | undefined;
+  const metrics = sidecarMetrics(registry, () => follower);
+  follower = new Follower({
+    controlPlaneUrl: config.controlPlaneUrl, apiKey: config.apiKey, tenantId: config.tenantId,
+    maxStalenessMs: config.maxStalenessMs, compression: config.watchCompression, logger, metrics,
+  });
+  const f = follower;
+  const source = new SidecarSource(f, config, (err) => logger.error({ err }, 'evaluation failed; denied'), decisionCounter(registry), decisionLog);
+  const server = await startServer({
+    host: config.host,
+    port: config.port,
+    name: 'sidecar',
+    routes: (router) => router.service(DecisionService, decisionService(source, () => undefined)),
+    services: [DecisionService],
+    readiness: () => f.fresh(),
+    corsOrigins: config.corsOrigins,
+    fastPath: leanDecisions({
+      source, caller: () => undefined, maxBodyBytes: MAX_BODY_BYTES, logger, metrics: rpcMetrics(registry), rejected: rejectCounter(registry), tracing,
+    }),
+    logger,
+    registry,
+    tracing,
+  });
+  let probes: RunningProbeServer | undefined;
+  if (config.probePort) {
+    try {
+      probes = await startProbeServer({ host: config.probeHost ?? '0.0.0.0', port: config.probePort, readiness: () => f.fresh(), registry, logger });
+    } catch (err) {
+      // The port taken, or the host not an address of this pod: nothing is left listening.
+      await server.close();
+      await Promise.all([tracing?.shutdown(), decisionLog?.close()]);
+      throw err;
+    }
+  }
+  f.start();
+  return {
+    server,
+    probes,
+    follower: f,
+    async close() {
+      await Promise.all([server.close(), probes?.close()]);
+      await f.stop();
+      await Promise.all([tracing?.shutdown(), decisionLog?.close()]);
+    },
+  };
+}

@@ -1,0 +1,121 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../services/common/settings.js';
+import { loadSidecarConfig, redactSidecarConfig, SIDECAR_VARIABLES } from './config.js';
+
+const REQUIRED = { SIDECAR_CONTROL_PLANE_URL: 'http://authz-control-plane.authz:8080/', SIDECAR_API_KEY: 'azk_service_secret_0123456789', SIDECAR_TENANT_ID: 'tenant_acme' };
+
+describe('loadSidecarConfig', () => {
+  it('applies the defaults of contract §2 around the three required settings', () => {
+    const c = loadSidecarConfig(REQUIRED, []);
+    expect(c).toMatchObject({
+      controlPlaneUrl: 'http://authz-control-plane.authz:8080',
+      apiKey: REQUIRED.SIDECAR_API_KEY,
+      tenantId: 'tenant_acme',
+      host: '127.0.0.1',
+      port: 8181,
+      maxStalenessMs: 30_000,
+      minRevisionWaitMs: 1000,
+      watchCompression: 'none',
+      logLevel: 'info',
+      probeHost: '0.0.0.0',
+      probePort: 0,
+    });
+    expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  it('reads SIDECAR_PROBE_PORT and SIDECAR_PROBE_HOST or their flags', () => {
+    expect(loadSidecarConfig({ ...REQUIRED, SIDECAR_PROBE_PORT: '8182' }, [])).toMatchObject({ port: 8181, probePort: 8182, probeHost: '0.0.0.0' });
+    expect(loadSidecarConfig(REQUIRED, ['--sidecar-probe-port=9000', '--sidecar-probe-host', '::'])).toMatchObject({ probePort: 9000, probeHost: '::' });
+    // both 0 (free ports, tests): nothing to collide
+    expect(loadSidecarConfig({ ...REQUIRED, SIDECAR_PORT: '0', SIDECAR_PROBE_PORT: '0' }, [])).toMatchObject({ port: 0, probePort: 0 });
+    // the probe listener on, the decision listener on a free port
+    expect(loadSidecarConfig({ ...REQUIRED, SIDECAR_PORT: '0', SIDECAR_PROBE_PORT: '8182' }, [])).toMatchObject({ port: 0, probePort: 8182 });
+  });
+
+  it('refuses a probe port equal to the decision port, naming SIDECAR_PROBE_PORT', () => {
+    for (const [env, argv] of [
+      [{ ...REQUIRED, SIDECAR_PROBE_PORT: '8181' }, []],
+      [{ ...REQUIRED, SIDECAR_PORT: '9000', SIDECAR_PROBE_PORT: '9000' }, []],
+      [{ ...REQUIRED, SIDECAR_PROBE_PORT: '9000' }, ['--sidecar-port=9000']],
+    ] as [Record<string, string>, string[]][]) {
+      let err: unknown;
+      try {
+        loadSidecarConfig(env, argv);
+      } catch (e) {
+        err = e;
+      }
+      expect(err, JSON.stringify([env, argv])).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).variable).toBe('SIDECAR_PROBE_PORT');
+      expect((err as ConfigError).message).toMatch(/^SIDECAR_PROBE_PORT: must differ from SIDECAR_PORT \(both \d+\)/);
+    }
+  });
+
+  it('reads flag twins of every variable, and a flag wins over the environment', () => {
+    for (const v of SIDECAR_VARIABLES) expect(v.flag).toBe('--' + v.variable.toLowerCase().replace(/_/g, '-'));
+    const c = loadSidecarConfig({ ...REQUIRED, SIDECAR_PORT: '9000' }, [
+      '--sidecar-port', '9191', '--sidecar-max-staleness-ms=5000', '--sidecar-min-revision-wait-ms', '0', '--sidecar-watch-compression=gzip', '--sidecar-tenant-id=tenant_other',
+    ]);
+    expect([c.port, c.maxStalenessMs, c.minRevisionWaitMs, c.watchCompression, c.tenantId]).toEqual([9191, 5000, 0, 'gzip', 'tenant_other']);
+  });
+
+  it('refuses a missing or bad value, naming its variable', () => {
+    const cases: [Record<string, string>, string[], string][] = [
+      [{ ...REQUIRED, SIDECAR_CONTROL_PLANE_URL: '' }, [], 'SIDECAR_CONTROL_PLANE_URL'],
+      [{ SIDECAR_API_KEY: 'k', SIDECAR_TENANT_ID: 'tenant_a' }, [], 'SIDECAR_CONTROL_PLANE_URL'],
+      [{ ...REQUIRED, SIDECAR_CONTROL_PLANE_URL: 'ftp://cp' }, [], 'SIDECAR_CONTROL_PLANE_URL'],
+      [{ ...REQUIRED, SIDECAR_CONTROL_PLANE_URL: 'not a url' }, [], 'SIDECAR_CONTROL_PLANE_URL'],
+      [{ SIDECAR_CONTROL_PLANE_URL: 'http://cp', SIDECAR_TENANT_ID: 'tenant_a' }, [], 'SIDECAR_API_KEY'],
+      [{ ...REQUIRED, SIDECAR_TENANT_ID: 'acme' }, [], 'SIDECAR_TENANT_ID'],
+      [{ ...REQUIRED, SIDECAR_PORT: '70000' }, [], 'SIDECAR_PORT'],
+      [{ ...REQUIRED, SIDECAR_PORT: '80x' }, [], 'SIDECAR_PORT'],
+      [{ ...REQUIRED, SIDECAR_MAX_STALENESS_MS: '0' }, [], 'SIDECAR_MAX_STALENESS_MS'],
+      [{ ...REQUIRED, SIDECAR_MIN_REVISION_WAIT_MS: '-1' }, [], 'SIDECAR_MIN_REVISION_WAIT_MS'],
+      [{ ...REQUIRED, SIDECAR_WATCH_COMPRESSION: 'brotli' }, [], 'SIDECAR_WATCH_COMPRESSION'],
+      [{ ...REQUIRED, SIDECAR_LOG_LEVEL: 'loud' }, [], 'SIDECAR_LOG_LEVEL'],
+      [{ ...REQUIRED, SIDECAR_PROBE_PORT: '65536' }, [], 'SIDECAR_PROBE_PORT'],
+      [{ ...REQUIRED, SIDECAR_PROBE_PORT: 'metrics' }, [], 'SIDECAR_PROBE_PORT'],
+      [{ ...REQUIRED, SIDECAR_PROBE_HOST: ' ' }, [], 'SIDECAR_PROBE_HOST'],
+      [REQUIRED, ['--sidecar-probe-host='], 'SIDECAR_PROBE_HOST'],
+      [REQUIRED, ['--sidecar-port'], 'SIDECAR_PORT'],
+      [REQUIRED, ['--sidecar-port=abc'], 'SIDECAR_PORT'],
+    ];
+    for (const [env, argv, variable] of cases) {
+      let err: unknown;
+      try {
+        loadSidecarConfig(env, argv);
+      } catch (e) {
+        err = e;
+      }
+      expect(err, JSON.stringify([env, argv])).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).message, JSON.stringify([env, argv])).toContain(variable);
+    }
+    expect(() => loadSidecarConfig(REQUIRED, ['--service-port=1'])).toThrow(/unknown flag --service-port/);
+  });
+
+  it('never prints the API key', () => {
+    const shown = JSON.stringify(redactSidecarConfig(loadSidecarConfig(REQUIRED, [])));
+    expect(shown).not.toContain(REQUIRED.SIDECAR_API_KEY);
+    expect(shown).toContain('tenant_acme');
+  });
+
+  it('reads SIDECAR_CORS_ORIGINS or its flag; unset: no CORS', () => {
+    expect(loadSidecarConfig(REQUIRED, []).corsOrigins).toBeUndefined();
+    expect(loadSidecarConfig({ ...REQUIRED, SIDECAR_CORS_ORIGINS: 'https://app.example.com,http://localhost:3000' }, []).corsOrigins)
+      .toEqual(['https://app.example.com', 'http://localhost:3000']);
+    expect(loadSidecarConfig(REQUIRED, ['--sidecar-cors-origins=https://a.example']).corsOrigins).toEqual(['https://a.example']);
+  });
+
+  it('refuses a value that is not a list of origins, naming the variable', () => {
+    for (const bad of ['https://app.example.com/', '*', 'localhost:3000']) {
+      const err = (() => {
+        try {
+          loadSidecarConfig({ ...REQUIRED, SIDECAR_CORS_ORIGINS: bad }, []);
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(err, bad).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).variable).toBe('SIDECAR_CORS_ORIGINS');
+    }
+  });
+});

@@ -1,0 +1,272 @@
+/**
+ * The sidecar against a scripted control plane: every message the Watch stream sends is chosen
+ * by the test, so snapshots, changes, gaps, reorders, other tenants' and malformed messages,
+ * silence and refusals can each be played exactly.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { Code, ConnectError, createClient } from '@connectrpc/connect';
+import { createConnectTransport } from '@connectrpc/connect-node';
+import { pino } from 'pino';
+import { DecisionService } from '../gen/authz/v1/decision_service_pb.js';
+import { create } from '@bufbuild/protobuf';
+import { Change_Op, SnapshotChunkSchema } from '../gen/authz/v1/snapshot_service_pb.js';
+import { startSidecar, type Sidecar } from './app.js';
+import { ROOT, ROWS, TENANT, base, changes, entity, heartbeat, scriptedControlPlane, snapshot } from './testing.js';
+
+const running: { close(): Promise<void> }[] = [];
+afterEach(async () => {
+  for (const r of running.splice(0).reverse()) await r.close();
+});
+
+async function setup(opts: { maxStalenessMs?: number; minRevisionWaitMs?: number; refuse?: () => ConnectError | undefined; logs?: string[] } = {}) {
+  const cp = await scriptedControlPlane(opts.refuse);
+  running.push(cp.server);
+  const logs = opts.logs;
+  const logger = logs ? pino({ level: 'warn' }, { write: (line: string) => void logs.push(JSON.parse(line).msg) }) : pino({ level: 'silent' });
+  const sidecar: Sidecar = await startSidecar({
+    controlPlaneUrl: cp.server.url, apiKey: 'azk_sidecar_test_key', tenantId: TENANT, host: '127.0.0.1', port: 0,
+    maxStalenessMs: opts.maxStalenessMs ?? 30_000, minRevisionWaitMs: opts.minRevisionWaitMs ?? 300, watchCompression: 'gzip', logLevel: 'silent',
+  }, logger);
+  running.push(sidecar);
+  const decisions = createClient(DecisionService, createConnectTransport({ baseUrl: sidecar.server.url, httpVersion: '1.1' }));
+  const ask = (subjectId: string, extra: Record<string, unknown> = {}) =>
+    decisions.evaluate({ actor: { subjectId }, scopeId: ROOT, action: 'read', resource: { externalResourceId: 'x', resourceType: 'doc' }, ...extra });
+  const until = async (cond: () => boolean, what: string, ms = 3000) => {
+    const end = Date.now() + ms;
+    while (!cond()) {
+      if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  };
+  const metric = async (name: string) => {
+    const text = await (await fetch(`${sidecar.server.url}/metrics`)).text();
+    return text.split('\n').filter((l) => l.startsWith(name)).join('\n');
+  };
+  return { cp, sidecar, ask, until, metric };
+}
+
+const code = async (p: Promise<unknown>) => {
+  try {
+    await p;
+    return 'ok';
+  } catch (e) {
+    return Code[ConnectError.from(e).code];
+  }
+};
+
+describe('sidecar following a scripted control plane', () => {
+  it('is not ready before a whole snapshot, then decides from it; sends its key and tenant', async () => {
+    const { cp, sidecar, ask, until, metric } = await setup();
+    const s = await cp.next();
+    expect(s.request.tenantId).toBe(TENANT);
+    expect(s.request.fromRevision).toBe(0n);
+    expect(s.headers.get('x-api-key')).toBe('azk_sidecar_test_key');
+    expect((await fetch(`${sidecar.server.url}/readyz`)).status).toBe(503);
+    expect(await code(ask('subject_alice'))).toBe('Unavailable');
+    s.push(snapshot(7, 0, false, ROWS.slice(0, 4)));
+    s.push(snapshot(7, 1, true, ROWS.slice(4)));
+    await until(() => sidecar.follower.revision === 7, 'the snapshot');
+    expect((await fetch(`${sidecar.server.url}/readyz`)).status).toBe(200);
+    const yes = await ask('subject_alice');
+    expect([yes.allowed, yes.reason, yes.revision]).toEqual([true, 'role', 7n]);
+    expect((await ask('subject_bob')).allowed).toBe(false);
+    // Decisions are counted by reason and outcome; refusals are not decisions.
+    expect(await metric('authz_decisions_total{reason="role",allowed="true"}')).toMatch(/ 1$/);
+    expect(await metric('authz_decisions_total{reason="no_match",allowed="false"}')).toMatch(/ 1$/);
+    // A scope outside the tenant, and full consistency, are refused.
+    expect(await code(ask('subject_alice', { scopeId: 'scope_elsewhere' }))).toBe('PermissionDenied');
+    expect(await code(ask('subject_alice', { consistency: { fullyConsistent: true } }))).toBe('FailedPrecondition');
+  });
+
+  it('applies revisions in order; minRevision waits for them, bounded by its wait and by the deadline', async () => {
+    const { cp, sidecar, ask, until } = await setup({ minRevisionWaitMs: 300 });
+    const s = await cp.next();
+    s.push(snapshot(3, 0, true, ROWS));
+    await until(() => sidecar.follower.revision === 3, 'the snapshot');
+    // A request for revision 4 waits; the revision that grants bob arrives meanwhile.
+    const waiting = ask('subject_bob', { consistency: { minRevision: 4n } });
+    setTimeout(() => s.push(changes(4, [
+      { op: Change_Op.UPSERT, kind: 'membership', row: { ...base, id: 'membership_bob', subjectId: 'subject_bob', scopeId: ROOT } },
+      { op: Change_Op.UPSERT, kind: 'role_assignment', row: { ...base, id: 'role_assignment_bob', membershipId: 'membership_bob', roleId: 'role_reader' } },
+    ])), 50);
+    const answer = await waiting;
+    expect([answer.allowed, answer.revision]).toEqual([true, 4n]);
+    // Ahead of anything sent: unavailable after the wait; deadline_exceeded when the deadline is shorter.
+    let started = Date.now();
+    expect(await code(ask('subject_bob', { consistency: { minRevision: 9n } }))).toBe('Unavailable');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(290);
+    started = Date.now();
+    expect(await code(createClient(DecisionService, createConnectTransport({ baseUrl: sidecar.server.url, httpVersion: '1.1' }))
+      .evaluate({ actor: { subjectId: 'subject_bob' }, scopeId: ROOT, action: 'read', consistency: { minRevision: 9n } }, { timeoutMs: 60 }))).toBe('DeadlineExceeded');
+    expect(Date.now() - started).toBeLessThan(250);
+    // A delete.
+    s.push(changes(5, [{ op: Change_Op.DELETE, kind: 'role_assignment', id: 'role_assignment_bob' }]));
+    expect((await ask('subject_bob', { consistency: { minRevision: 5n } })).allowed).toBe(false);
+  });
+
+  it('refuses a gap or a repeated revision, keeps its index, and resumes from the revision it holds', async () => {
+    const { cp, sidecar, ask, until, metric } = await setup();
+    const s1 = await cp.next();
+    s1.push(snapshot(10, 0, true, ROWS));
+    await until(() => sidecar.follower.revision === 10, 'the snapshot');
+    s1.push(changes(12, [{ op: Change_Op.DELETE, kind: 'role_assignment', id: 'role_assignment_alice' }]));
+    await s1.closed;
+    expect(sidecar.follower.revision).toBe(10);
+    expect((await ask('subject_alice')).allowed).toBe(true);
+    const s2 = await cp.next();
+    expect(s2.request.fromRevision).toBe(10n);
+    s2.push(changes(11, []));
+    s2.push(changes(11, []));
+    await s2.closed;
+    expect(sidecar.follower.revision).toBe(11);
+    const s3 = await cp.next();
+    expect(s3.request.fromRevision).toBe(11n);
+    expect(await metric('authz_sidecar_messages_refused_total')).toContain('reason="gap"} 1');
+    expect(await metric('authz_sidecar_messages_refused_total')).toContain('reason="out_of_order"} 1');
+  });
+
+  it('refuses another tenant\'s or malformed messages and resyncs from a fresh snapshot, answering from the old index meanwhile', async () => {
+    const { cp, sidecar, ask, until, metric } = await setup();
+    const s1 = await cp.next();
+    s1.push(snapshot(20, 0, true, ROWS));
+    await until(() => sidecar.follower.revision === 20, 'the snapshot');
+    s1.push(heartbeat(20, 'tenant_other'));
+    await s1.closed;
+    const s2 = await cp.next();
+    expect(s2.request.fromRevision).toBe(0n);
+    expect((await ask('subject_alice')).revision).toBe(20n);
+    s2.push(snapshot(21, 0, true, ROWS));
+    await until(() => sidecar.follower.revision === 21, 'the resync');
+    s2.push({ event: { case: 'changes', value: { tenantId: TENANT, revision: 22n, changes: [{ op: Change_Op.UPSERT, kind: 'subject', id: 'subject_x', json: '{not json' }] } } });
+    await s2.closed;
+    expect(sidecar.follower.revision).toBe(21);
+    const s3 = await cp.next();
+    expect(s3.request.fromRevision).toBe(0n);
+    // A change the index refuses (a membership of a subject that does not exist is fine; a row
+    // without its required fields is not).
+    s3.push(snapshot(21, 0, true, ROWS));
+    await until(() => sidecar.follower.revision === 21 && (sidecar.follower as unknown as { pending?: unknown }).pending === undefined, 'the second resync');
+    s3.push(changes(22, [{ op: Change_Op.UPSERT, kind: 'role', row: { id: 'role_broken' } }]));
+    await s3.closed;
+    expect(sidecar.follower.revision).toBe(21);
+    const refused = await metric('authz_sidecar_messages_refused_total');
+    expect(refused).toContain('reason="other_tenant"} 1');
+    expect(refused).toContain('reason="malformed"} 2');
+    expect(await metric('authz_sidecar_snapshots_total')).toContain('authz_sidecar_snapshots_total 3');
+  });
+
+  it('refuses a snapshot with a malformed entity, naming it, and keeps answering from the index it holds', async () => {
+    const logs: string[] = [];
+    const { cp, sidecar, ask, until, metric } = await setup({ logs });
+    // An id outside ASCII is read as any other (compared after decoding).
+    const zoe = ['subject', { ...base, id: 'subject_zoë', type: 'user', externalId: 'zoë' }] as (typeof ROWS)[number];
+    const zoeMember = ['membership', { ...base, id: 'membership_zoë', subjectId: 'subject_zoë', scopeId: ROOT }] as (typeof ROWS)[number];
+    const zoeRole = ['role_assignment', { ...base, id: 'role_assignment_zoë', membershipId: 'membership_zoë', roleId: 'role_reader' }] as (typeof ROWS)[number];
+    let s = await cp.next();
+    s.push(snapshot(30, 0, false, ROWS.slice(0, 3)));
+    s.push(snapshot(30, 1, true, [...ROWS.slice(3), zoe, zoeMember, zoeRole]));
+    await until(() => sidecar.follower.revision === 30, 'the snapshot');
+    expect((await ask('subject_zoë')).allowed).toBe(true);
+    const bad: [string, { kind: string; id: string; json: string }][] = [
+      ['snapshot entity of unknown kind "widget"', { kind: 'widget', id: 'widget_1', json: '{"id":"widget_1"}' }],
+      ['the subject subject_x is not JSON', { kind: 'subject', id: 'subject_x', json: '{"id":' }],
+      ['the subject subject_x is not an object with that id', { kind: 'subject', id: 'subject_x', json: '{"id":"subject_y","type":"user"}' }],
+      ['the subject subject_x is not an object with that id', { kind: 'subject', id: 'subject_x', json: '["subject_x"]' }],
+      ['the subject subject_zoë is not an object with that id', { kind: 'subject', id: 'subject_zoë', json: '{"id":"subject_zoe","type":"user"}' }],
+      ['snapshot entity role role_broken of revision 31 is not valid: role.scopeId must be a string', { kind: 'role', id: 'role_broken', json: '{"id":"role_broken"}' }],
+    ];
+    for (const [message, e] of bad) {
+      s.push(snapshot(31, 0, false, ROWS.slice(0, 2)));
+      s.push({ event: { case: 'snapshot', value: { tenantId: TENANT, revision: 31n, index: 1, last: true, entities: [...ROWS.slice(2).map(entity), e], resourceScopeGate: 'off' } } });
+      await s.closed;
+      expect(sidecar.follower.revision).toBe(30);
+      expect((await ask('subject_alice')).revision).toBe(30n);
+      expect(logs.at(-1)).toBe(`refused a message from the control plane: ${message}; resyncing`);
+      s = await cp.next();
+      expect(s.request.fromRevision).toBe(0n);
+    }
+    expect(await metric('authz_sidecar_messages_refused_total')).toContain(`reason="malformed"} ${bad.length}`);
+  });
+
+  it('drops a stream whose snapshot chunk does not decode, as a failed transport, and resumes from the revision it holds', async () => {
+    const logs: string[] = [];
+    const { cp, sidecar, ask, until, metric } = await setup({ logs });
+    const s1 = await cp.next();
+    s1.push(snapshot(40, 0, true, ROWS));
+    await until(() => sidecar.follower.revision === 40, 'the snapshot');
+    // An entity whose field has an illegal wire type (7), sent as the control plane sends
+    // pre-encoded entities: unknown field 5 of the chunk.
+    const chunk = create(SnapshotChunkSchema, { tenantId: TENANT, revision: 41n, index: 0, last: true, resourceScopeGate: 'off' });
+    chunk.$unknown = [{ no: 5, wireType: 2, data: new Uint8Array([0x02, 0x0f, 0x00]) }];
+    s1.push({ event: { case: 'snapshot', value: chunk } });
+    await s1.closed;
+    const s2 = await cp.next();
+    expect(s2.request.fromRevision).toBe(40n);
+    expect(sidecar.follower.revision).toBe(40);
+    expect((await ask('subject_alice')).revision).toBe(40n);
+    expect(logs.at(-1)).toMatch(/^the Watch stream failed: parse binary: illegal tag: field no 1 wire type 7; reconnecting$/);
+    expect(await metric('authz_sidecar_messages_refused_total')).not.toContain('reason="malformed"');
+  });
+
+  it('fails closed past the staleness limit and recovers when messages return', async () => {
+    const { cp, sidecar, ask, until } = await setup({ maxStalenessMs: 250 });
+    const s = await cp.next();
+    s.push(snapshot(5, 0, true, ROWS));
+    await until(() => sidecar.follower.revision === 5, 'the snapshot');
+    expect((await ask('subject_alice')).allowed).toBe(true);
+    await new Promise((r) => setTimeout(r, 320));
+    expect(await code(ask('subject_alice'))).toBe('Unavailable');
+    expect((await fetch(`${sidecar.server.url}/readyz`)).status).toBe(503);
+    // The silent stream is replaced (idle limit: half the staleness), resuming from 5; the
+    // newest one speaks (an older one may be replaced before the heartbeat reaches it).
+    for (let i = 0; i < 40 && !sidecar.follower.fresh(); i++) {
+      const s2 = await cp.next();
+      expect(s2.request.fromRevision).toBe(5n);
+      s2.push(heartbeat(5));
+      await new Promise((r) => setTimeout(r, 30));
+    }
+    expect(sidecar.follower.fresh()).toBe(true);
+    expect((await ask('subject_alice')).allowed).toBe(true);
+    expect((await fetch(`${sidecar.server.url}/readyz`)).status).toBe(200);
+  });
+
+  it('stays up and not ready while the control plane refuses its key, retrying with backoff', async () => {
+    let refusing = true;
+    let attempts = 0;
+    const { cp, sidecar, until } = await setup({
+      refuse: () => (attempts++, refusing ? new ConnectError('unknown, revoked or expired API key', Code.Unauthenticated) : undefined),
+    });
+    await until(() => attempts >= 3, 'three attempts', 10_000);
+    expect(sidecar.follower.refusedBy).toContain('revoked');
+    expect((await fetch(`${sidecar.server.url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${sidecar.server.url}/readyz`)).status).toBe(503);
+    refusing = false;
+    const s = await cp.next();
+    s.push(snapshot(1, 0, true, ROWS));
+    await until(() => sidecar.follower.fresh(), 'the snapshot', 20_000);
+    expect(sidecar.follower.refusedBy).toBeUndefined();
+  });
+
+  it('fails closed at once when the control plane ends its stream refusing its key, and starts over from a snapshot', async () => {
+    let refusing = false;
+    const { cp, sidecar, ask, until } = await setup({
+      refuse: () => (refusing ? new ConnectError('the API key of this Watch stream was revoked or has expired', Code.Unauthenticated) : undefined),
+    });
+    const s = await cp.next();
+    s.push(snapshot(3, 0, true, ROWS));
+    await until(() => sidecar.follower.fresh(), 'the snapshot');
+    expect((await ask('subject_alice')).allowed).toBe(true);
+    refusing = true;
+    s.fail(new ConnectError('the API key of this Watch stream was revoked or has expired', Code.Unauthenticated));
+    // Well inside the 30 s staleness limit: nothing is answered from the refused key's state.
+    await until(() => !sidecar.follower.fresh(), 'not fresh after the refusal', 2_000);
+    expect(await code(ask('subject_alice'))).toBe('Unavailable');
+    expect((await fetch(`${sidecar.server.url}/readyz`)).status).toBe(503);
+    refusing = false;
+    const again = await cp.next();
+    expect(again.request.fromRevision).toBe(0n);
+    again.push(snapshot(4, 0, true, ROWS));
+    await until(() => sidecar.follower.fresh(), 'the new snapshot', 20_000);
+    expect((await ask('subject_alice')).revision).toBe(4n);
+  });
+});
