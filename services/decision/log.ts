@@ -4,7 +4,9 @@
  * (sonic-boom, what pino writes with), and a line that would overfill its buffer is dropped and
  * counted instead of blocking (`authz_decision_log_lines_total{result}`).
  */
+import { open as openFile } from 'node:fs';
 import { resolve } from 'node:path';
+import { promisify } from 'node:util';
 import { pino } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
@@ -116,24 +118,25 @@ export class DecisionLog {
   static async open(opts: DecisionLogOptions): Promise<DecisionLog | undefined> {
     if (opts.target.kind === 'off') return undefined;
     const target = opts.target;
+    // The file is opened here, not by sonic-boom: a destination that never opened stays
+    // registered for pino's flush at exit, which then throws ("sonic boom is not ready yet").
+    let fd = 1;
+    if (target.kind === 'file') {
+      try {
+        fd = await promisify(openFile)(resolve(target.path), 'a');
+      } catch (err) {
+        const e = err as NodeJS.ErrnoException;
+        throw new ConfigError(opts.variable, `cannot open ${target.path} for appending: ${e.code ?? e.message}`);
+      }
+    }
     const dest = pino.destination({
-      dest: target.kind === 'stdout' ? 1 : resolve(target.path),
+      dest: fd,
       sync: false,
       // Lines are gathered into writes of up to 8 KiB (one write per line cost more than the
       // line itself under load); a timer writes out what is left (FLUSH_MS).
       minLength: Math.min(8192, Math.floor(opts.bufferBytes / 2)),
       maxLength: opts.bufferBytes,
-      append: true,
-      mkdir: false,
     }) as unknown as Destination;
-    await new Promise<void>((ready, fail) => {
-      if (dest.fd >= 0) return ready();
-      dest.once('ready', () => ready());
-      dest.once('error', (err) => {
-        const e = err as NodeJS.ErrnoException;
-        fail(new ConfigError(opts.variable, `cannot open ${target.kind === 'file' ? target.path : 'stdout'} for appending: ${e.code ?? e.message}`));
-      });
-    });
     return new DecisionLog(dest, opts);
   }
 
