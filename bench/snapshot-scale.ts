@@ -17,7 +17,8 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import http2 from 'node:http2';
 import { create, toBinary } from '@bufbuild/protobuf';
-import { EntitySchema, WatchResponseSchema, type Entity } from '../gen/authz/v1/snapshot_service_pb.js';
+import { WatchResponseSchema } from '../gen/authz/v1/snapshot_service_pb.js';
+import { ROOT_SCOPE, TENANT, id, snapshotMessages } from './scale-tenant.js';
 import { cpuMs, rssOf, startProcess, waitFor200 } from '../test/processes.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -29,54 +30,13 @@ const SUBJECTS = Number(args.get('subjects') ?? 100_000);
 
 // BENCH_SIDECAR_NODE_ARGS (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`) profiles the loaded sidecar.
 const NODE_ARGS = (process.env.BENCH_SIDECAR_NODE_ARGS ?? '').split(' ').filter(Boolean);
-const TENANT = 'tenant_scale';
-const ROOT_SCOPE = 'scope_0192f3a4-0000-7000-8000-000000000000';
-const CHUNK_BYTES = 4 * 1024 * 1024 - 64 * 1024;
-const b = { tenantId: TENANT, createdAt: '2026-01-01T00:00:00.000Z', createdBy: 'subject_0192f3a4-0000-7000-8000-00000000bench' };
-
-/** A UUIDv7-shaped id of the given prefix, as long as the control plane's. */
-const id = (prefix: string, n: number) => `${prefix}_0192f3a4-${(n >>> 16).toString(16).padStart(4, '0')}-7${(n & 0xfff).toString(16).padStart(3, '0')}-8000-${n.toString(16).padStart(12, '0')}`;
-
-/** The tenant's rows, made one at a time: the few fixed rows, then subjects, resources, grants. */
-function* rows(small: boolean): Generator<[string, Record<string, unknown>]> {
-  const role = id('role', 1);
-  yield ['scope', { ...b, id: ROOT_SCOPE, name: 'root', typeId: 'scope_type_tenant', parentId: '' }];
-  yield ['role', { ...b, id: role, scopeId: ROOT_SCOPE, key: 'owner', name: 'Owner', description: '' }];
-  yield ['permission', { ...b, id: id('permission', 1), scopeId: ROOT_SCOPE, action: 'edit', resourceType: 'doc', resourcePattern: '*', key: 'doc:edit:*', name: '', description: '' }];
-  yield ['role_permission', { ...b, id: id('role_permission', 1), roleId: role, permissionId: id('permission', 1) }];
-  yield ['resource_type', { ...b, id: id('resource_type', 1), name: 'Doc', key: 'doc', scopeId: ROOT_SCOPE }];
-  const [subjects, resources, grants] = small ? [2, 2, 2] : [SUBJECTS, RESOURCES, GRANTS];
-  for (let i = 0; i < subjects; i++) yield ['subject', { ...b, id: id('subject', i), type: 'user', externalId: `user-${i}@example.com`, metadata: {} }];
-  for (let i = 0; i < resources; i++) {
-    yield ['resource', { ...b, id: id('resource', i), resourceTypeId: id('resource_type', 1), ownerScopeId: ROOT_SCOPE, scopeId: ROOT_SCOPE, externalResourceId: `doc-${i}`, displayName: '', attributes: {} }];
-  }
-  for (let i = 0; i < grants; i++) {
-    yield ['ownership_grant', { ...b, id: id('ownership_grant', i), subjectId: id('subject', i % subjects), resourceId: id('resource', i % resources), roleId: role }];
-  }
-}
-
 /**
  * The tenant's snapshot as gRPC frames, encoded before the sidecar starts, so that the time to
  * ready is the sidecar's (receiving, parsing, indexing), not this process's encoding.
  */
 function encodedSnapshot(small: boolean): Buffer[] {
-  const frames: Buffer[] = [];
-  let entities: Entity[] = [];
-  let bytes = 0;
-  const flush = (last: boolean) => {
-    const msg = toBinary(WatchResponseSchema, create(WatchResponseSchema, { event: { case: 'snapshot', value: { tenantId: TENANT, revision: 1n, index: frames.length, last, entities, resourceScopeGate: 'off' } } }));
-    frames.push(grpcFrame(msg));
-    entities = [];
-    bytes = 0;
-  };
-  for (const [kind, row] of rows(small)) {
-    const json = JSON.stringify(row);
-    if (bytes + json.length + 128 > CHUNK_BYTES) flush(false);
-    entities.push(create(EntitySchema, { kind, id: row.id as string, json }));
-    bytes += json.length + 128;
-  }
-  flush(true);
-  return frames;
+  const counts = small ? { subjects: 2, resources: 2, grants: 2 } : { subjects: SUBJECTS, resources: RESOURCES, grants: GRANTS };
+  return snapshotMessages(counts).map(grpcFrame);
 }
 
 function grpcFrame(msg: Uint8Array): Buffer {
