@@ -27,9 +27,10 @@ import {
 import { create } from '@bufbuild/protobuf';
 import type { Decision } from '../engine/mod.js';
 import { BodyTooLarge, readBodyThen } from '../transport/body.js';
+import { headerOf } from '../transport/headers.js';
 import { toConnectError, type ErrorClassifier } from '../transport/errors.js';
 import { sendError, tooLargeError, type NodeServerRequest, type NodeServerResponse } from '../transport/gateway/gateway.js';
-import { checkMessage, int64ToNumbers, invalidField } from '../transport/gateway/json.js';
+import { checkMessage, int64ToNumbers, invalidField, jsonStringsStorable } from '../transport/gateway/json.js';
 import { binaryRequestProblem, checkRequestMessage } from '../transport/guard.js';
 import { REVISION_HEADER } from '../transport/revision.js';
 import { JSON_OPTIONS } from '../transport/server.js';
@@ -44,10 +45,11 @@ type MethodName = 'Evaluate' | 'EvaluateBatch' | 'GetEffectivePermissions';
 export interface LeanOptions<C> {
   source: DecisionSource<C>;
   /**
-   * Who calls, from the request headers: the control plane verifies the API key and the
-   * method's tier here (throwing `unauthenticated` / `permission_denied`); the sidecar asks nothing.
+   * Who calls, from the request's headers: the control plane verifies the API key and the
+   * method's tier here (throwing `unauthenticated` / `permission_denied`); the sidecar asks
+   * nothing (and so never makes `req.headers`, see headerOf).
    */
-  caller: (headers: IncomingHttpHeaders, method: MethodName) => C | Promise<C>;
+  caller: (req: NodeServerRequest, method: MethodName) => C | Promise<C>;
   maxBodyBytes: number;
   classifyError?: ErrorClassifier;
   logger: Logger;
@@ -73,14 +75,14 @@ const TRACE_SURFACE: Record<Surface, TraceSurface> = { rest: 'rest', 'connect-js
 function route(req: NodeServerRequest): { surface: Surface; method: MethodName } | undefined {
   if (req.method !== 'POST') return undefined;
   const url = req.url ?? '';
-  const encoding = req.headers['content-encoding'];
-  if (encoding !== undefined && encoding !== 'identity') return undefined;
+  // Node joins a repeated content-encoding: one found is confirmed on the joined value.
+  if (headerOf(req, 'content-encoding') !== undefined && req.headers['content-encoding'] !== 'identity') return undefined;
   const rest = REST[url];
   if (rest) return { surface: 'rest', method: rest };
   if (!url.startsWith(PREFIX)) return undefined;
   const method = url.slice(PREFIX.length);
   if (!METHODS.has(method)) return undefined;
-  const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+  const type = (headerOf(req, 'content-type') ?? '').split(';')[0].trim().toLowerCase();
   if (type === 'application/json') return { surface: 'connect-json', method: method as MethodName };
   if (type === 'application/proto') return { surface: 'connect-proto', method: method as MethodName };
   if ((type === 'application/grpc' || type === 'application/grpc+proto') && req.httpVersionMajor === 2) {
@@ -185,7 +187,7 @@ function serve<C>(
   // In the order of the other surfaces: the body is checked, then the caller, then (binary
   // messages) the request guard.
   const input = decode(surface, INPUTS[method], bytes);
-  return then(opts.caller(req.headers, method), (caller) => {
+  return then(opts.caller(req, method), (caller) => {
     if (surface === 'connect-proto' || surface === 'grpc') checkRequestMessage(INPUTS[method], input as Record<string, unknown>);
     switch (method) {
       case 'Evaluate':
@@ -233,7 +235,7 @@ function decode(surface: Surface, desc: DescMessage, bytes: Buffer): unknown {
     } catch (err) {
       throw invalidField('', `request body is not valid JSON: ${(err as Error).message}`);
     }
-    checkMessage(desc, json);
+    checkMessage(desc, json, '', jsonStringsStorable(bytes));
     return json;
   }
   let payload: Uint8Array = bytes;

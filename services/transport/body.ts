@@ -10,6 +10,7 @@
 import type { JsonValue } from '@bufbuild/protobuf';
 import type { NodeServerRequest } from './gateway/gateway.js';
 import { invalidField } from './gateway/json.js';
+import { headerOf } from './headers.js';
 
 /** How much of a too-large body is read and dropped before the connection is cut. */
 export const DRAIN_LIMIT_BYTES = 64 * 1024 * 1024;
@@ -36,12 +37,17 @@ export function readBodyThen(req: NodeServerRequest, max: number, done: (err: Er
   let first: Buffer | undefined;
   let chunks: Buffer[] | undefined;
   let size = 0;
+  // Once settled, later events are ignored rather than their listeners removed: nothing follows
+  // 'end' but a possible 'error', and removing three listeners per request costs more than it saves.
+  let settled = false;
   const tooLarge = () => {
-    cleanup();
+    settled = true;
+    req.off('data', onData);
     drain(req, size);
     done(new BodyTooLarge(max));
   };
   const onData = (chunk: Buffer | string) => {
+    if (settled) return;
     const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
     size += buf.length;
     if (size > max) return tooLarge();
@@ -49,20 +55,22 @@ export function readBodyThen(req: NodeServerRequest, max: number, done: (err: Er
     else (chunks ??= [first]).push(buf);
   };
   const onEnd = () => {
-    cleanup();
+    if (settled) return;
+    settled = true;
     done(undefined, chunks ? Buffer.concat(chunks, size) : (first ?? Buffer.alloc(0)));
   };
   const onError = (err: Error) => {
-    cleanup();
+    if (settled) return;
+    settled = true;
     done(err);
   };
-  const cleanup = () => {
-    req.off('data', onData);
-    req.off('end', onEnd);
-    req.off('error', onError);
-  };
-  const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > max) return tooLarge();
+  const declared = Number(headerOf(req, 'content-length'));
+  if (Number.isFinite(declared) && declared > max) {
+    settled = true;
+    drain(req, size);
+    done(new BodyTooLarge(max));
+    return;
+  }
   req.on('data', onData);
   req.on('end', onEnd);
   req.on('error', onError);

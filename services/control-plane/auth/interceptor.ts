@@ -102,12 +102,12 @@ export function authInterceptor(verifier: KeyVerifier): Interceptor {
  * authInterceptor, with the same errors, from Node's request headers. Synchronous when the
  * verifier answers from its cache.
  */
-export function leanCaller(verifier: KeyVerifier, service: DescService): (headers: IncomingHttpHeaders, method: string) => Principal | Promise<Principal> {
+export function leanCaller(verifier: KeyVerifier, service: DescService): (req: { headers: IncomingHttpHeaders }, method: string) => Principal | Promise<Principal> {
   const methods = new Map<string, DescMethod>(service.methods.map((m) => [m.name, m]));
-  return (headers, name) => {
+  return (req, name) => {
     const method = methods.get(name);
     if (!method) throw new ConnectError(`${service.typeName}.${name} is not served here`, Code.Unimplemented);
-    const secret = credentialsOfNode(headers);
+    const secret = credentialsOfNode(req.headers);
     const v = verified(verifier, secret);
     return v instanceof Promise ? v.then((p) => admit(method, p)) : admit(method, v);
   };

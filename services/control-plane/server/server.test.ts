@@ -210,6 +210,32 @@ describe('close()', () => {
     await expect(fetch(`${server.url}/healthz`)).rejects.toThrow();
   });
 
+  it('answers an HTTP/1.1 request in flight at close with connection: close, then ends its connection', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let asked!: () => void;
+    const readinessAsked = new Promise<void>((r) => (asked = r));
+    const { server } = await startFakeServer({ shutdownGraceMs: 5_000, readiness: async () => (asked(), await gate, true) });
+    const sock = net.connect(server.port, '127.0.0.1');
+    sock.on('error', () => undefined);
+    let reply = '';
+    sock.setEncoding('utf8');
+    sock.on('data', (c: string) => (reply += c));
+    const ended = new Promise<void>((r) => sock.once('end', () => r()));
+    sock.write('GET /readyz HTTP/1.1\r\nhost: x\r\n\r\n');
+    await readinessAsked;
+    const t0 = Date.now();
+    const closed = server.close();
+    release();
+    await ended;
+    await closed;
+    // Well within the grace period: the connection ended after its answer, not when cut.
+    expect(Date.now() - t0).toBeLessThan(2_000);
+    expect(reply).toMatch(/^HTTP\/1\.1 \d{3} /);
+    expect(reply.toLowerCase()).toContain('connection: close');
+    sock.destroy();
+  });
+
   it('cuts an in-flight request after the grace period', async () => {
     const { server } = await startFakeServer({ shutdownGraceMs: 100 });
     // a request whose body never finishes keeps the connection active

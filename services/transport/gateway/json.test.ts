@@ -11,7 +11,8 @@ import { EvaluateBatchRequestSchema, EvaluateRequestSchema } from '../../../gen/
 import { CreateSubjectRequestSchema } from '../../../gen/authz/v1/subject_service_pb.js';
 import { CreateResourcePolicyRequestSchema } from '../../../gen/authz/v1/policy_service_pb.js';
 import { BatchCreateResourcesRequestSchema } from '../../../gen/authz/v1/resource_service_pb.js';
-import { checkMessageFully, passes } from './json.js';
+import { checkMessage, checkMessageFully, jsonStringsStorable, passes } from './json.js';
+import { stringProblem } from '../guard.js';
 
 const accepted = (desc: DescMessage, v: unknown) => {
   try {
@@ -69,5 +70,37 @@ describe('checkMessage quick answer', () => {
     // The long way for what it does not know: a context (Struct), a revision as a string.
     expect(passes(EvaluateRequestSchema, { ...asks[0], context: { a: 1 } })).toBe(false);
     expect(passes(EvaluateRequestSchema, { ...asks[0], consistency: { minRevision: '12' } })).toBe(false);
+  });
+});
+
+describe('jsonStringsStorable', () => {
+  /** Every string of a parsed JSON value, keys too. */
+  const strings = (v: unknown, out: string[] = []): string[] => {
+    if (typeof v === 'string') out.push(v);
+    else if (v !== null && typeof v === 'object') for (const [k, x] of Object.entries(v)) (out.push(k), strings(x, out));
+    return out;
+  };
+  it('a UTF-8 body without a backslash parses to storable strings only', () => {
+    // Arbitrary bytes inside a string and as a key: NULs, control bytes, surrogates encoded in
+    // UTF-8 (ED A0 80), truncated sequences.
+    const bytes = fc.uint8Array({ maxLength: 24 }).chain((b) => fc.constantFrom(...[0x00, 0xed, 0xa0, 0x80, 0xf0, 0x9f, 0x5c, 0x22]).map((x) => Uint8Array.from([...b, x])));
+    fc.assert(fc.property(bytes, bytes, (a, b) => {
+      const body = Buffer.concat([Buffer.from('{"'), a, Buffer.from('":"'), b, Buffer.from('"}')]);
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(body.toString('utf8'));
+      } catch {
+        return;
+      }
+      if (jsonStringsStorable(body)) for (const s of strings(parsed)) expect(stringProblem(s)).toBeNull();
+    }), { numRuns: 20000, seed: 20261126 });
+  });
+
+  it('a body with an escaped NUL or lone surrogate is still refused, naming the field', () => {
+    for (const bad of ['"a\\u0000b"', '"\\ud800"']) {
+      const body = Buffer.from(`{"actor":{"subjectId":${bad}},"scopeId":"s","action":"read"}`);
+      expect(jsonStringsStorable(body)).toBe(false);
+      expect(() => checkMessage(EvaluateRequestSchema, JSON.parse(body.toString()), '', jsonStringsStorable(body))).toThrow(/actor\.subjectId/);
+    }
   });
 });

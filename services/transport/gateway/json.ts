@@ -147,8 +147,18 @@ const fieldKeys = new WeakMap<DescMessage, Map<string, DescField>>();
  * `path` is the JSON path used in errors (`items[3].scopeId`). Null is accepted anywhere
  * (proto JSON reads it as the default).
  */
-export function checkMessage(desc: DescMessage, value: unknown, path = ''): void {
-  if (!passes(desc, value)) checkMessageFully(desc, value, path);
+export function checkMessage(desc: DescMessage, value: unknown, path = '', stringsStorable = false): void {
+  if (!passes(desc, value, 0, stringsStorable)) checkMessageFully(desc, value, path);
+}
+
+/**
+ * Whether every string `JSON.parse` makes of this UTF-8 body is storable (see stringProblem): a
+ * NUL or a lone surrogate can only come from a `\u` escape (raw control characters are not
+ * JSON, and decoding replaces malformed UTF-8 with U+FFFD), so a body without a backslash has
+ * none and the quick check need not look at its strings.
+ */
+export function jsonStringsStorable(body: Uint8Array): boolean {
+  return body.indexOf(0x5c) === -1;
 }
 
 /** checkMessage without the quick answer (exported for the test that compares the two). */
@@ -172,9 +182,10 @@ export function checkMessageFully(desc: DescMessage, value: unknown, path = ''):
  * number or plain message that checkMessage would accept. Anything else (enums, lists, maps,
  * well-known types, integers as strings, floats) answers false, and checkMessage then checks
  * it the long way, naming the field that fails. A decision request is all strings and nested
- * messages: this halves what checking costs on the decision path.
+ * messages: this halves what checking costs on the decision path. `stringsStorable`: the
+ * caller knows no string can hold what stringProblem refuses (jsonStringsStorable).
  */
-export function passes(desc: DescMessage, value: unknown, depth = 0): boolean {
+export function passes(desc: DescMessage, value: unknown, depth = 0, stringsStorable = false): boolean {
   if (!isObject(value) || depth > 8 || WKT_JSON[desc.typeName] !== undefined) return false;
   for (const key in value) {
     const field = fieldByJsonKey(desc, key);
@@ -182,18 +193,18 @@ export function passes(desc: DescMessage, value: unknown, depth = 0): boolean {
     const v = value[key];
     if (v === null) continue;
     if (field.fieldKind === 'message') {
-      if (!passes(field.message, v, depth + 1)) return false;
-    } else if (field.fieldKind !== 'scalar' || !scalarPasses(field.scalar, v)) {
+      if (!passes(field.message, v, depth + 1, stringsStorable)) return false;
+    } else if (field.fieldKind !== 'scalar' || !scalarPasses(field.scalar, v, stringsStorable)) {
       return false;
     }
   }
   return true;
 }
 
-function scalarPasses(type: ScalarType, v: unknown): boolean {
+function scalarPasses(type: ScalarType, v: unknown, storable: boolean): boolean {
   switch (type) {
     case ScalarType.STRING:
-      return typeof v === 'string' && stringProblem(v) === null;
+      return typeof v === 'string' && (storable || stringProblem(v) === null);
     case ScalarType.BOOL:
       return typeof v === 'boolean';
     case ScalarType.INT64:
