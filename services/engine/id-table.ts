@@ -107,6 +107,11 @@ export class IdTable<V> {
     return this._size;
   }
 
+  /** Slots allocated (a power of two; the table grows past 3/4 full). */
+  get capacity(): number {
+    return this.mask + 1;
+  }
+
   private hash(key: string): number {
     if (key === this.memoKey) return this.memoHash;
     const h = hashId(key, this.seed);
