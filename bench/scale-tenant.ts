@@ -3,7 +3,7 @@
  * bench/snapshot-apply.ts (a Follower in process): a root scope, an `owner` role that may edit
  * docs, then `subjects` subjects, `resources` docs and `grants` ownership grants (subject
  * i % subjects owns resource i % resources), with ids as long as the control plane's, encoded
- * as snapshot `WatchResponse`s of at most ~4 MiB.
+ * as snapshot `WatchResponse`s of at most ~4 MiB, the first with the tenant's resource count.
  */
 import { create, toBinary } from '@bufbuild/protobuf';
 import { EntitySchema, WatchResponseSchema, type Entity } from '../gen/authz/v1/snapshot_service_pb.js';
@@ -45,7 +45,9 @@ export function snapshotMessages(counts: ScaleCounts): Uint8Array[] {
   let entities: Entity[] = [];
   let bytes = 0;
   const flush = (last: boolean) => {
-    out.push(toBinary(WatchResponseSchema, create(WatchResponseSchema, { event: { case: 'snapshot', value: { tenantId: TENANT, revision: 1n, index: out.length, last, entities, resourceScopeGate: 'off' } } })));
+    // Chunk 0 carries the resource count, as the control plane's does.
+    const resourceCount = out.length === 0 ? BigInt(counts.resources) : 0n;
+    out.push(toBinary(WatchResponseSchema, create(WatchResponseSchema, { event: { case: 'snapshot', value: { tenantId: TENANT, revision: 1n, index: out.length, last, entities, resourceScopeGate: 'off', resourceCount } } })));
     entities = [];
     bytes = 0;
   };

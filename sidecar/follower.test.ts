@@ -11,6 +11,7 @@ import { DecisionService } from '../gen/authz/v1/decision_service_pb.js';
 import { create } from '@bufbuild/protobuf';
 import { Change_Op, SnapshotChunkSchema } from '../gen/authz/v1/snapshot_service_pb.js';
 import { startSidecar, type Sidecar } from './app.js';
+import { MAX_RESOURCE_HINT, resourceHint } from './follower.js';
 import { ROOT, ROWS, TENANT, base, changes, entity, heartbeat, scriptedControlPlane, snapshot } from './testing.js';
 
 const running: { close(): Promise<void> }[] = [];
@@ -76,6 +77,25 @@ describe('sidecar following a scripted control plane', () => {
     // A scope outside the tenant, and full consistency, are refused.
     expect(await code(ask('subject_alice', { scopeId: 'scope_elsewhere' }))).toBe('PermissionDenied');
     expect(await code(ask('subject_alice', { consistency: { fullyConsistent: true } }))).toBe('FailedPrecondition');
+  });
+
+  it('sizes its index from the resource count of chunk 0 (capped), and builds the same index whatever the count says', async () => {
+    expect([0n, 5n, 2_000_000n, 2_000_001n, 2n ** 64n - 1n].map(resourceHint)).toEqual([0, 5, MAX_RESOURCE_HINT, MAX_RESOURCE_HINT, MAX_RESOURCE_HINT]);
+    const states: unknown[] = [];
+    // Resource table slots each count gives: the smallest power of two (≥ 16) at most 3/4 full.
+    const slots = new Map([[0n, 16], [1n, 16], [3n, 16], [1000n, 2048], [2n ** 64n - 1n, 4 * 1024 * 1024]]);
+    for (const [resourceCount, expectedSlots] of slots) {
+      const { cp, sidecar, ask, until } = await setup();
+      const s = await cp.next();
+      const first = snapshot(7, 0, false, ROWS.slice(0, 4));
+      s.push({ event: { case: 'snapshot', value: { ...(first.event as { value: object }).value, resourceCount } } });
+      s.push(snapshot(7, 1, true, ROWS.slice(4)));
+      await until(() => sidecar.follower.revision === 7, 'the snapshot');
+      expect((await ask('subject_alice')).allowed).toBe(true);
+      expect(sidecar.follower.index!.resourceSpace().slots).toBe(expectedSlots);
+      states.push(sidecar.follower.index!.derivedState());
+    }
+    for (const st of states.slice(1)) expect(st).toEqual(states[0]);
   });
 
   it('applies revisions in order; minRevision waits for them, bounded by its wait and by the deadline', async () => {

@@ -48,6 +48,20 @@ const GATES = new Set<string>(['off', 'links-fallback', 'strict']);
  */
 const STREAM_WINDOW_BYTES = 8 * 1024 * 1024;
 
+/**
+ * The most resources a snapshot's `resource_count` hint sizes the index for (larger hints are
+ * taken as this): the hint comes from the wire, and sizing for a hint of 2^64 would exhaust
+ * memory. At this cap the resource table is 4M slots (256 MiB, pages touched only as slots
+ * fill), what 2M resources grow it to anyway; a larger tenant grows the table past it as a
+ * tenant without a hint does.
+ */
+export const MAX_RESOURCE_HINT = 2_000_000;
+
+/** The number of resources to size a snapshot's index for, from its chunk 0's hint. */
+export function resourceHint(count: bigint): number {
+  return count > BigInt(MAX_RESOURCE_HINT) ? MAX_RESOURCE_HINT : Number(count);
+}
+
 /** A message that cannot be trusted; the stream is dropped and resynced. */
 class Refusal extends Error {
   constructor(readonly reason: RefusalReason, message: string, readonly resync: 'resume' | 'snapshot') {
@@ -248,7 +262,9 @@ export class Follower {
   private snapshotChunk(chunk: RawSnapshotChunk): void {
     const revision = Number(chunk.revision);
     if (chunk.index === 0) {
-      this.pending = { revision, next: 0, builder: TenantIndex.builder(), entities: 0, gate: gateOf(chunk.resourceScopeGate) ?? this.gate };
+      // Sized once from the hint: growing the resource table ~17 times over a 1M-resource load cost ~0.6 s.
+      const builder = TenantIndex.builder(resourceHint(chunk.resourceCount));
+      this.pending = { revision, next: 0, builder, entities: 0, gate: gateOf(chunk.resourceScopeGate) ?? this.gate };
     }
     const p = this.pending;
     if (!p || p.revision !== revision || p.next !== chunk.index) {

@@ -45,7 +45,7 @@ function viaProtobufEs(bytes: Uint8Array) {
   switch (m.event.case) {
     case 'snapshot': {
       const c = m.event.value;
-      return { case: 'snapshot', tenantId: c.tenantId, revision: c.revision, index: c.index, last: c.last, gate: c.resourceScopeGate, entities: c.entities.map((e) => [e.kind, e.id, e.json]) };
+      return { case: 'snapshot', tenantId: c.tenantId, revision: c.revision, index: c.index, last: c.last, gate: c.resourceScopeGate, resourceCount: c.resourceCount, entities: c.entities.map((e) => [e.kind, e.id, e.json]) };
     }
     case 'changes':
       return { case: 'changes', bytes: toBinary(RevisionChangesSchema, m.event.value) };
@@ -80,7 +80,7 @@ function viaSidecar(bytes: Uint8Array) {
         if (id.length > 0) expect(c.idIs(i, id.slice(0, -1) + (id.endsWith('a') ? 'b' : 'a'))).toBe(false);
         entities.push([kind, id, c.json(i)]);
       }
-      return { case: 'snapshot', tenantId: c.tenantId, revision: c.revision, index: c.index, last: c.last, gate: c.resourceScopeGate, entities };
+      return { case: 'snapshot', tenantId: c.tenantId, revision: c.revision, index: c.index, last: c.last, gate: c.resourceScopeGate, resourceCount: c.resourceCount, entities };
     }
     case 'changes':
       return { case: 'changes', bytes: toBinary(RevisionChangesSchema, m.event.value) };
@@ -104,7 +104,9 @@ function randomMessage(r: Rng): Uint8Array {
   if (x < 0.7) {
     const entities = Array.from({ length: r.int(6) }, () => ({ kind: randomKind(r), id: randomText(r), json: randomText(r, 30) }));
     const revision = r.next() < 0.1 ? -BigInt(r.int(1000)) : r.next() < 0.1 ? 2n ** 62n + BigInt(r.int(1000)) : BigInt(r.int(1e6));
-    return toBinary(WatchResponseSchema, create(WatchResponseSchema, { event: { case: 'snapshot', value: { tenantId: randomText(r), revision, index: r.int(2 ** 32), last: r.next() < 0.5, entities, resourceScopeGate: randomText(r, 3) } } }));
+    const y = r.next();
+    const resourceCount = y < 0.3 ? 0n : y < 0.8 ? BigInt(r.int(1e7)) : y < 0.9 ? 2n ** 64n - 1n - BigInt(r.int(1000)) : 2n ** 32n + BigInt(r.int(1000));
+    return toBinary(WatchResponseSchema, create(WatchResponseSchema, { event: { case: 'snapshot', value: { tenantId: randomText(r), revision, index: r.int(2 ** 32), last: r.next() < 0.5, entities, resourceScopeGate: randomText(r, 3), resourceCount } } }));
   }
   if (x < 0.85) {
     const changes = Array.from({ length: r.int(4) }, () => ({ op: r.pick([Change_Op.UPSERT, Change_Op.DELETE, Change_Op.UNSPECIFIED]), kind: randomKind(r), id: randomText(r), json: randomText(r, 20) }));
@@ -151,6 +153,8 @@ describe('the sidecar decodes the Watch stream as protobuf-es does', () => {
       ['changes in two parts, with unknown fields', cat(len(2, cat(str(1, 't'), UNKNOWN, len(3, cat(raw(0x08, 0x01), str(2, 'role'))))), len(2, cat(raw(0x10, 0x07), len(3, raw(0x08, 0x02)))))],
       ['no event at all, only unknown fields', UNKNOWN],
       ['an empty chunk', len(1, new Uint8Array(0))],
+      ['resource counts: repeated (the last wins), non-minimal, 2^64 - 1', len(1, cat(raw(0x38, 0x05), raw(0x38, 0x85, 0x80, 0x00), raw(0x38, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01)))],
+      ['a resource count past 2^32', len(1, cat(str(1, 't'), raw(0x38, 0x80, 0x80, 0x80, 0x80, 0x10)))],
     ];
     for (const [name, bytes] of cases) {
       const expected = viaProtobufEs(bytes);

@@ -89,6 +89,8 @@ export class RawSnapshotChunk {
   index = 0;
   last = false;
   resourceScopeGate = '';
+  /** The sender's hint of the snapshot's resources (field 7; see the proto): as sent, unchecked. */
+  resourceCount = 0n;
   count = 0;
   /** Per entity, {@link STRIDE} offsets into `bytes`; an absent field is an empty range. */
   ranges = new Int32Array(STRIDE * 1024);
@@ -209,7 +211,7 @@ function decodeEvent(fields: readonly { no: number; wireType: number; data: Uint
   }
 }
 
-/** A `SnapshotChunk` (fields 1–6, see the proto) from its parts, its entities noted, not decoded. */
+/** A `SnapshotChunk` (fields 1–7, see the proto) from its parts, its entities noted, not decoded. */
 function decodeChunk(parts: Uint8Array[]): RawSnapshotChunk {
   const bytes = parts.length === 1 ? parts[0] : Buffer.concat(parts);
   const c = new RawSnapshotChunk(bytes);
@@ -238,6 +240,9 @@ function decodeChunk(parts: Uint8Array[]): RawSnapshotChunk {
           break;
         case 6:
           c.resourceScopeGate = r.string();
+          break;
+        case 7:
+          c.resourceCount = r.uint64();
           break;
         default:
           r.skip(tag & 7, fieldNo);
@@ -316,6 +321,11 @@ class Reader {
   int64(): bigint {
     this.varint64();
     return BigInt.asIntN(64, (BigInt(this.hi >>> 0) << 32n) | BigInt(this.lo >>> 0));
+  }
+
+  uint64(): bigint {
+    this.varint64();
+    return (BigInt(this.hi >>> 0) << 32n) | BigInt(this.lo >>> 0);
   }
 
   bool(): boolean {

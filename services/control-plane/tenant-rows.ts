@@ -101,18 +101,34 @@ export interface RowPage {
   rows: Row[];
 }
 
+/** The number of the tenant's rows of a kind, in `em`'s transaction. */
+async function countRows(em: EntityManager, kind: EntityKind, tenantId: string): Promise<number> {
+  const m = em.getMetadata().get((KINDS[STORE_KIND[kind]] as KindDef).entity.meta.className);
+  const rows = await rawQuery<{ n: string }>(em, `select count(*) as n from ${quote(m.tableName)} where tenant_id = ?`, [tenantId]);
+  return Number(rows[0].n);
+}
+
 /**
  * Reads every engine row of the tenant at its committed revision: `onRevision` is told the
- * revision first, then the pages come in kind order. The transaction ends (rolled back: it only
- * read) when the generator ends or is returned. `not_found` for an unknown tenant.
+ * revision first, then `onResources` (when given) the number of resources the pages will
+ * hold, then the pages come in kind order. The transaction ends (rolled back: it only read)
+ * when the generator ends or is returned. `not_found` for an unknown tenant.
  */
-export async function* tenantRows(db: Database, tenantId: string, page: PageLimits, onRevision: (revision: number) => void): AsyncGenerator<RowPage> {
+export async function* tenantRows(
+  db: Database,
+  tenantId: string,
+  page: PageLimits,
+  onRevision: (revision: number) => void,
+  onResources?: (count: number) => void,
+): AsyncGenerator<RowPage> {
   const em = db.orm.em.fork() as EntityManager;
   await em.begin({ isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true });
   let pending: Promise<Row[]> | undefined;
   try {
     // The first statement fixes the transaction's snapshot: every page below sees this revision.
     onRevision(await readCommittedRevision(em, tenantId));
+    // In the same snapshot, so it is the number of resource rows the pages hold.
+    if (onResources) onResources(await countRows(em, 'resource', tenantId));
     let k = 0;
     const read = (after: string) => {
       const p = readPage(em, ENTITY_KINDS[k], tenantId, after, page);

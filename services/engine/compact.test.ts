@@ -158,6 +158,23 @@ describe('TenantIndex.builder', () => {
     }
   });
 
+  it('gives the same state whatever number of resources it is sized for', async () => {
+    const { genTenant, rng } = await import('./testdata/generate.js');
+    for (let seed = 1; seed <= 30; seed++) {
+      const t = genTenant(rng(seed));
+      const expected = TenantIndex.fromSnapshot(t).derivedState();
+      const n = t.rows.resource?.length ?? 0;
+      // A size hint comes from the wire: too small, right, too large, or not a count at all.
+      for (const hint of [0, 1, n, n + 1, 10 * n + 5000, -1, 1.5, NaN, Infinity]) {
+        const b = TenantIndex.builder(hint);
+        for (const kind of ['resource', ...Object.keys(t.rows).filter((k) => k !== 'resource')]) {
+          for (const row of (t.rows as Record<string, unknown[] | undefined>)[kind] ?? []) b.add(kind as never, row);
+        }
+        expect(b.build(t.revision).derivedState(), `seed ${seed}, hint ${hint}`).toEqual(expected);
+      }
+    }
+  });
+
   it('refuses a malformed row', () => {
     const b = TenantIndex.builder();
     expect(() => b.add('policy', { id: 'p' })).toThrow(/policy/);

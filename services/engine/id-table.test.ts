@@ -122,6 +122,27 @@ describe('IdTable', () => {
     expect(t.size).toBe(colliding.length);
   });
 
+  it('holds the same entries and hot words whatever size it was made for (too small, right, too large)', () => {
+    fc.assert(
+      fc.property(fc.array(opArb, { maxLength: 400 }), fc.integer(), fc.constantFrom(0, 1, 16, 100, 300, 5000), (ops, seed, size) => {
+        const grown = new IdTable<number>(16, seed);
+        const sized = new IdTable<number>(size, seed);
+        for (const o of ops) {
+          for (const t of [grown, sized]) {
+            if (o.op === 'set') t.set(o.key, o.value);
+            else if (o.op === 'delete') t.delete(o.key);
+            else if (t.get(o.key) !== undefined) t.setWords(o.key, o.w0, o.w1);
+          }
+          expect(sized.size).toBe(grown.size);
+        }
+        const content = (t: IdTable<number>) => new Map([...t.entries()].map(([k, v]) => [k, [v, t.word(t.slotOf(k), 0), t.word(t.slotOf(k), 1)]]));
+        expect(content(sized)).toEqual(content(grown));
+        for (const o of ops) expect(sized.get(o.key)).toBe(grown.get(o.key));
+      }),
+      { numRuns: 200 },
+    );
+  });
+
   it('keeps hot words and values through growth and deletes', () => {
     const t = new IdTable<number>();
     for (let i = 0; i < 5000; i++) {

@@ -107,6 +107,11 @@ export class IdTable<V> {
     return this._size;
   }
 
+  /** Slots allocated (a power of two; the table grows past 3/4 full). */
+  get capacity(): number {
+    return this.mask + 1;
+  }
+
   private hash(key: string): number {
     if (key === this.memoKey) return this.memoHash;
     const h = hashId(key, this.seed);
@@ -223,7 +228,11 @@ export class IdTable<V> {
     const mask = this.mask;
     let i = oldWords[from * SLOT_WORDS] & mask;
     while (this.words[i * SLOT_WORDS] !== 0) i = (i + 1) & mask;
-    this.words.set(oldWords.subarray(from * SLOT_WORDS, (from + 1) * SLOT_WORDS), i * SLOT_WORDS);
+    // Word by word: a subarray per entry is an allocation, and most of the cost of a growth.
+    const words = this.words;
+    const src = from * SLOT_WORDS;
+    const dst = i * SLOT_WORDS;
+    for (let w = 0; w < SLOT_WORDS; w++) words[dst + w] = oldWords[src + w];
     if (this.keys !== undefined) this.keys[i] = key;
     this.vals[i] = value;
   }

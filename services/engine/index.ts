@@ -892,7 +892,7 @@ export class TenantIndex {
    * plain can stop without reading that ancestor's node: nothing can be inherited from it or
    * above it. Kept current on every change of a node's row, patterns or parent: O(1) each.
    */
-  private plain = new Uint8Array(1024);
+  private plain: Uint8Array;
   private nextNum = 0;
   /** Numbers of dropped nodes, reused so the bitmap does not grow with churn. */
   private readonly freeNums: number[] = [];
@@ -905,7 +905,7 @@ export class TenantIndex {
    * (8 bytes instead of a 40-byte string), else NaN and the value as given in `createdAtRaw`
    * (absent when the row has none).
    */
-  private createdAt = new Float64Array(1024).fill(NaN);
+  private createdAt: Float64Array;
   private readonly createdAtRaw = new Map<number, unknown>();
   private readonly collectionsByTypeScope = new Map<string, Map<string, MutableRowBag<Collection>>>();
   private readonly policiesByCollection = new Map<string, MutableRowBag<Policy>>();
@@ -916,7 +916,13 @@ export class TenantIndex {
   /** `resources`: expected number of resource nodes (sizes the table once instead of growing it). */
   private constructor(revision: number, resources = 0) {
     this._revision = revision;
+    // Only a size: anything but a positive integer sizes nothing.
+    if (!Number.isSafeInteger(resources) || resources < 0) resources = 0;
     this.resources = new IdTable<MutableResourceNode>(resources, undefined, (n) => n.id);
+    // Arrays by node number, sized alike (they grow by doubling past it).
+    const nums = Math.max(1024, resources);
+    this.plain = new Uint8Array(nums);
+    this.createdAt = new Float64Array(nums).fill(NaN);
     const t = {} as Record<EntityKind, Map<string, unknown>>;
     for (const k of ENTITY_KINDS) t[k] = new Map();
     this.t = t as unknown as Tables;
@@ -1786,10 +1792,11 @@ export class TenantIndex {
 
   /**
    * Space the resource structures hold, for tests and diagnostics: node numbers handed out
-   * (reused after deletes), free numbers, and rows of `createdAt` kept as given.
+   * (reused after deletes), free numbers, rows of `createdAt` kept as given, and the slots of
+   * the resource table.
    */
-  resourceSpace(): { nodes: number; numbers: number; freeNumbers: number; rawCreatedAt: number } {
-    return { nodes: this.resources.size, numbers: this.nextNum, freeNumbers: this.freeNums.length, rawCreatedAt: this.createdAtRaw.size };
+  resourceSpace(): { nodes: number; numbers: number; freeNumbers: number; rawCreatedAt: number; slots: number } {
+    return { nodes: this.resources.size, numbers: this.nextNum, freeNumbers: this.freeNums.length, rawCreatedAt: this.createdAtRaw.size, slots: this.resources.capacity };
   }
 
   /** Number of rows of a kind (for metrics and tests). */

@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file authz/v1/snapshot_service.proto.
  */
 export const file_authz_v1_snapshot_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch9hdXRoei92MS9zbmFwc2hvdF9zZXJ2aWNlLnByb3RvEghhdXRoei52MSI4CgxXYXRjaFJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhUKDWZyb21fcmV2aXNpb24YAiABKAMinQEKDVdhdGNoUmVzcG9uc2USKwoIc25hcHNob3QYASABKAsyFy5hdXRoei52MS5TbmFwc2hvdENodW5rSAASLAoHY2hhbmdlcxgCIAEoCzIZLmF1dGh6LnYxLlJldmlzaW9uQ2hhbmdlc0gAEigKCWhlYXJ0YmVhdBgDIAEoCzITLmF1dGh6LnYxLkhlYXJ0YmVhdEgAQgcKBWV2ZW50IpIBCg1TbmFwc2hvdENodW5rEhEKCXRlbmFudF9pZBgBIAEoCRIQCghyZXZpc2lvbhgCIAEoAxINCgVpbmRleBgDIAEoDRIMCgRsYXN0GAQgASgIEiIKCGVudGl0aWVzGAUgAygLMhAuYXV0aHoudjEuRW50aXR5EhsKE3Jlc291cmNlX3Njb3BlX2dhdGUYBiABKAkiMAoGRW50aXR5EgwKBGtpbmQYASABKAkSCgoCaWQYAiABKAkSDAoEanNvbhgDIAEoCSKLAQoPUmV2aXNpb25DaGFuZ2VzEhEKCXRlbmFudF9pZBgBIAEoCRIQCghyZXZpc2lvbhgCIAEoAxIhCgdjaGFuZ2VzGAMgAygLMhAuYXV0aHoudjEuQ2hhbmdlEjAKDGNvbW1pdHRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiiQEKBkNoYW5nZRIfCgJvcBgBIAEoDjITLmF1dGh6LnYxLkNoYW5nZS5PcBIMCgRraW5kGAIgASgJEgoKAmlkGAMgASgJEgwKBGpzb24YBCABKAkiNgoCT3ASEgoOT1BfVU5TUEVDSUZJRUQQABINCglPUF9VUFNFUlQQARINCglPUF9ERUxFVEUQAiJ6CglIZWFydGJlYXQSEQoJdGVuYW50X2lkGAEgASgJEhAKCHJldmlzaW9uGAIgASgDEisKB3NlbnRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhsKE3Jlc291cmNlX3Njb3BlX2dhdGUYBCABKAkyUwoPU25hcHNob3RTZXJ2aWNlEkAKBVdhdGNoEhYuYXV0aHoudjEuV2F0Y2hSZXF1ZXN0GhcuYXV0aHoudjEuV2F0Y2hSZXNwb25zZSIE6OAYAjABQlkKFGNvbS5leGFtcGxlLmF1dGh6LnYxQhRTbmFwc2hvdFNlcnZpY2VQcm90b1ABWilleGFtcGxlLmNvbS9hdXRoei9nZW4vZ28vYXV0aHovdjE7YXV0aHp2MWIGcHJvdG8z", [file_authz_v1_options, file_google_protobuf_timestamp]);
+  fileDesc("Ch9hdXRoei92MS9zbmFwc2hvdF9zZXJ2aWNlLnByb3RvEghhdXRoei52MSI4CgxXYXRjaFJlcXVlc3QSEQoJdGVuYW50X2lkGAEgASgJEhUKDWZyb21fcmV2aXNpb24YAiABKAMinQEKDVdhdGNoUmVzcG9uc2USKwoIc25hcHNob3QYASABKAsyFy5hdXRoei52MS5TbmFwc2hvdENodW5rSAASLAoHY2hhbmdlcxgCIAEoCzIZLmF1dGh6LnYxLlJldmlzaW9uQ2hhbmdlc0gAEigKCWhlYXJ0YmVhdBgDIAEoCzITLmF1dGh6LnYxLkhlYXJ0YmVhdEgAQgcKBWV2ZW50IqoBCg1TbmFwc2hvdENodW5rEhEKCXRlbmFudF9pZBgBIAEoCRIQCghyZXZpc2lvbhgCIAEoAxINCgVpbmRleBgDIAEoDRIMCgRsYXN0GAQgASgIEiIKCGVudGl0aWVzGAUgAygLMhAuYXV0aHoudjEuRW50aXR5EhsKE3Jlc291cmNlX3Njb3BlX2dhdGUYBiABKAkSFgoOcmVzb3VyY2VfY291bnQYByABKAQiMAoGRW50aXR5EgwKBGtpbmQYASABKAkSCgoCaWQYAiABKAkSDAoEanNvbhgDIAEoCSKLAQoPUmV2aXNpb25DaGFuZ2VzEhEKCXRlbmFudF9pZBgBIAEoCRIQCghyZXZpc2lvbhgCIAEoAxIhCgdjaGFuZ2VzGAMgAygLMhAuYXV0aHoudjEuQ2hhbmdlEjAKDGNvbW1pdHRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiiQEKBkNoYW5nZRIfCgJvcBgBIAEoDjITLmF1dGh6LnYxLkNoYW5nZS5PcBIMCgRraW5kGAIgASgJEgoKAmlkGAMgASgJEgwKBGpzb24YBCABKAkiNgoCT3ASEgoOT1BfVU5TUEVDSUZJRUQQABINCglPUF9VUFNFUlQQARINCglPUF9ERUxFVEUQAiJ6CglIZWFydGJlYXQSEQoJdGVuYW50X2lkGAEgASgJEhAKCHJldmlzaW9uGAIgASgDEisKB3NlbnRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhsKE3Jlc291cmNlX3Njb3BlX2dhdGUYBCABKAkyUwoPU25hcHNob3RTZXJ2aWNlEkAKBVdhdGNoEhYuYXV0aHoudjEuV2F0Y2hSZXF1ZXN0GhcuYXV0aHoudjEuV2F0Y2hSZXNwb25zZSIE6OAYAjABQlkKFGNvbS5leGFtcGxlLmF1dGh6LnYxQhRTbmFwc2hvdFNlcnZpY2VQcm90b1ABWilleGFtcGxlLmNvbS9hdXRoei9nZW4vZ28vYXV0aHovdjE7YXV0aHp2MWIGcHJvdG8z", [file_authz_v1_options, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message authz.v1.WatchRequest
@@ -152,6 +152,15 @@ export type SnapshotChunk = Message<"authz.v1.SnapshotChunk"> & {
    * @generated from field: string resource_scope_gate = 6;
    */
   resourceScopeGate: string;
+
+  /**
+   * A hint, on chunk 0 only: how many resources the snapshot holds, counted in the same
+   * transaction that reads its rows (0: not known). A client may size its tables with it; it is
+   * not a check, and a client must build the same state whatever it says.
+   *
+   * @generated from field: uint64 resource_count = 7;
+   */
+  resourceCount: bigint;
 };
 
 /**
@@ -193,6 +202,15 @@ export type SnapshotChunkJson = {
    * @generated from field: string resource_scope_gate = 6;
    */
   resourceScopeGate?: string;
+
+  /**
+   * A hint, on chunk 0 only: how many resources the snapshot holds, counted in the same
+   * transaction that reads its rows (0: not known). A client may size its tables with it; it is
+   * not a check, and a client must build the same state whatever it says.
+   *
+   * @generated from field: uint64 resource_count = 7;
+   */
+  resourceCount?: string;
 };
 
 /**

@@ -111,6 +111,7 @@ describe(`Watch snapshot rows (${backend})`, () => {
     for (const [pageRows, pageBytes] of [[1, undefined], [3, undefined], [10_000, undefined], [10_000, 1], [10_000, 600]]) {
       const got: string[] = [];
       let last = false;
+      let index = 0;
       for await (const made of snapshotChunks(cp.db, tenantId, { pageRows: pageRows!, pageBytes, chunkBytes: 2_000, gate: 'off' })) {
         // As a client gets it: through the wire, inside a WatchResponse.
         const bin = toBinary(WatchResponseSchema, create(WatchResponseSchema, { event: { case: 'snapshot', value: made } }));
@@ -121,6 +122,8 @@ describe(`Watch snapshot rows (${backend})`, () => {
         if (c.entities.length > 1) expect(toBinary(SnapshotChunkSchema, c).length).toBeLessThanOrEqual(2_000);
         expect(chunkBytes(made)).toBeGreaterThanOrEqual(toBinary(SnapshotChunkSchema, c).length);
         expect({ ...c, entities: [], $unknown: undefined }).toEqual({ ...made, entities: [], $unknown: undefined });
+        // Chunk 0 carries the number of resources, the others none.
+        expect(c.resourceCount).toBe(index++ === 0 ? BigInt(want.filter((w) => w.startsWith('resource ')).length) : 0n);
         for (const e of c.entities) got.push(`${e.kind} ${e.id} ${e.json}`);
         last = c.last;
       }

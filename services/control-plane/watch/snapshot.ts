@@ -134,23 +134,26 @@ export class ChunkEntities {
 }
 
 /**
- * Yields the snapshot's chunks in order (index from 0, the last marked `last`), their entities
- * pre-encoded (see ChunkEntities). The transaction stays open until the generator ends or is
+ * Yields the snapshot's chunks in order (index from 0, the last marked `last`; chunk 0 with the
+ * number of resources), their entities pre-encoded (see ChunkEntities). The transaction stays open until the generator ends or is
  * returned (rolled back: it only read). `not_found` for an unknown tenant.
  */
 export async function* snapshotChunks(db: Database, tenantId: string, opts: SnapshotOptions): AsyncGenerator<SnapshotChunk> {
   let revision = 0n;
+  let resourceCount = 0n;
   const limit = Math.min(opts.chunkBytes, MAX_CHUNK_BYTES);
   const base = utf8(tenantId) + utf8(opts.gate) + 32;
   let index = 0;
   const entities = new ChunkEntities(limit);
   let bytes = base;
   const chunk = (last: boolean) => {
-    const c = create(SnapshotChunkSchema, { tenantId, revision, index: index++, last, resourceScopeGate: opts.gate });
+    // The count on chunk 0 only (see the proto): a client sizes its index once, from the start.
+    const c = create(SnapshotChunkSchema, { tenantId, revision, index, last, resourceScopeGate: opts.gate, resourceCount: index === 0 ? resourceCount : 0n });
+    index++;
     c.$unknown = entities.take();
     return c;
   };
-  for await (const { kind, def, rows } of tenantRows(db, tenantId, { rows: opts.pageRows, bytes: opts.pageBytes }, (r) => (revision = BigInt(r)))) {
+  for await (const { kind, def, rows } of tenantRows(db, tenantId, { rows: opts.pageRows, bytes: opts.pageBytes }, (r) => (revision = BigInt(r)), (n) => (resourceCount = BigInt(n)))) {
     for (const row of rows) {
       const id = row.id as string;
       const json = JSON.stringify(messageToChangeData(def, row));
