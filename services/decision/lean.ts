@@ -68,7 +68,8 @@ const INPUTS: Record<MethodName, DescMessage> = {
   GetEffectivePermissions: GetEffectivePermissionsRequestSchema,
 };
 const METHODS = new Set<string>(Object.keys(INPUTS));
-const REST: Record<string, MethodName> = { '/evaluate': 'Evaluate', '/evaluate/batch': 'EvaluateBatch' };
+/** The REST routes the lean path takes (compared, not looked up: a property lookup by the request's fresh URL string first interns it). */
+const restMethod = (url: string): MethodName | undefined => (url === '/evaluate' ? 'Evaluate' : url === '/evaluate/batch' ? 'EvaluateBatch' : undefined);
 const TRACE_SURFACE: Record<Surface, TraceSurface> = { rest: 'rest', 'connect-json': 'connect', 'connect-proto': 'connect', grpc: 'grpc' };
 
 /** Which surface and method a request is, when the lean path takes it. */
@@ -77,7 +78,7 @@ function route(req: NodeServerRequest): { surface: Surface; method: MethodName }
   const url = req.url ?? '';
   // Node joins a repeated content-encoding: one found is confirmed on the joined value.
   if (headerOf(req, 'content-encoding') !== undefined && req.headers['content-encoding'] !== 'identity') return undefined;
-  const rest = REST[url];
+  const rest = restMethod(url);
   if (rest) return { surface: 'rest', method: rest };
   if (!url.startsWith(PREFIX)) return undefined;
   const method = url.slice(PREFIX.length);
@@ -255,8 +256,13 @@ function decisionJson(d: Decision, revisionAsNumber: boolean): string | undefine
   if (d.evaluatedPolicy !== undefined || (d.trace !== undefined && d.trace.length > 0)) return undefined;
   // Field order and presence as protobuf-es writes them (alwaysEmitImplicit); a test compares.
   const revision = revisionAsNumber ? String(d.revision) : `"${d.revision}"`;
-  return `{"allowed":${d.allowed},"decidedByPolicy":${d.decidedByPolicy},"reason":${JSON.stringify(d.reason)},"revision":${revision},"trace":[]}`;
+  let reason = REASON_JSON.get(d.reason);
+  if (reason === undefined) REASON_JSON.set(d.reason, (reason = JSON.stringify(d.reason)));
+  return `{"allowed":${d.allowed},"decidedByPolicy":${d.decidedByPolicy},"reason":${reason},"revision":${revision},"trace":[]}`;
 }
+
+/** A decision's reason as JSON, by reason (the engine's few reasons, written once each). */
+const REASON_JSON = new Map<string, string>();
 
 function batchJson(ds: Decision[], revisionAsNumber: boolean): string | undefined {
   const parts: string[] = [];
