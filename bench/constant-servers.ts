@@ -2,7 +2,7 @@
  * The baselines of `bench:sidecar`: servers that answer every call with the same decision and do
  * nothing else, run in a process of their own (`node --import tsx bench/constant-servers.ts
  * http|grpc`). They print `listening <port>` once ready.
- *   http: node:http, reading the JSON body and answering a constant JSON decision;
+ *   http [port]: node:http, reading the JSON body and answering a constant JSON decision;
  *   grpc: @grpc/grpc-js, DecisionService.Evaluate answering a constant decision.
  */
 import * as http from 'node:http';
@@ -20,7 +20,7 @@ if (kind === 'http') {
       res.end(DECISION);
     });
   });
-  server.listen(0, '127.0.0.1', () => process.stdout.write(`listening ${(server.address() as { port: number }).port}\n`));
+  server.listen(Number(process.argv[3] ?? 0), '127.0.0.1', () => process.stdout.write(`listening ${(server.address() as { port: number }).port}\n`));
 } else if (kind === 'grpc') {
   const pkg = loadApiPackage() as unknown as { authz: { v1: { DecisionService: { service: grpc.ServiceDefinition } } } };
   const server = new grpc.Server();

@@ -34,13 +34,10 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { create, toBinary } from '@bufbuild/protobuf';
-import { pino } from 'pino';
 import { EvaluateRequestSchema } from '../gen/authz/v1/decision_service_pb.js';
-import { SnapshotService, WatchResponseSchema } from '../gen/authz/v1/snapshot_service_pb.js';
-import { createRegistry } from '../services/transport/observability.js';
 import { cpuMs, startProcess, waitFor200, type RunningProcess } from '../test/processes.js';
 import { createScratchDatabase } from '../test/databases.js';
-import { startServer } from '../services/transport/server.js';
+import { EVALUATE, TENANT, scriptedControlPlane } from './decision-tenant.js';
 
 const run = promisify(execFile);
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -53,51 +50,6 @@ const BEFORE = args.get('before');
 const VARIANTS = (args.get('variants') ?? 'log').split(',').filter(Boolean);
 for (const v of VARIANTS) if (!['log', 'tracing', 'before'].includes(v)) throw new Error(`--variants: unknown variant ${v}`);
 if (VARIANTS.includes('before') && !BEFORE) throw new Error('--variants before needs --before <path to dist/sidecar/main.js>');
-
-const TENANT = 'tenant_bench';
-const ROOT_SCOPE = 'scope_bench_root';
-
-/** The bench tenant as Watch entities: a role granting `read` on docs, and RESOURCES docs. */
-function entities() {
-  const b = { tenantId: TENANT, createdAt: '2026-01-01T00:00:00Z', createdBy: 'bench' };
-  const rows: [string, Record<string, unknown>][] = [
-    ['scope', { ...b, id: ROOT_SCOPE, name: 'root', typeId: 'scope_type_tenant', parentId: '' }],
-    ['subject', { ...b, id: 'subject_alice', type: 'user', externalId: 'alice' }],
-    ['role', { ...b, id: 'role_reader', scopeId: ROOT_SCOPE, key: 'reader', name: 'reader', description: '' }],
-    ['permission', { ...b, id: 'permission_read', scopeId: ROOT_SCOPE, action: 'read', resourceType: 'doc', resourcePattern: '*', key: 'doc:read:*', name: '', description: '' }],
-    ['role_permission', { ...b, id: 'role_permission_1', roleId: 'role_reader', permissionId: 'permission_read' }],
-    ['membership', { ...b, id: 'membership_alice', subjectId: 'subject_alice', scopeId: ROOT_SCOPE }],
-    ['role_assignment', { ...b, id: 'role_assignment_alice', membershipId: 'membership_alice', roleId: 'role_reader' }],
-    ['resource_type', { ...b, id: 'resource_type_doc', name: 'Doc', key: 'doc', scopeId: ROOT_SCOPE }],
-  ];
-  for (let i = 0; i < RESOURCES; i++) {
-    rows.push(['resource', { ...b, id: `resource_${i}`, resourceTypeId: 'resource_type_doc', ownerScopeId: ROOT_SCOPE, scopeId: ROOT_SCOPE, externalResourceId: `doc-${i}` }]);
-  }
-  return rows.map(([kind, row]) => ({ kind, id: row.id as string, json: JSON.stringify(row) }));
-}
-
-/** A Watch server that streams the bench tenant, then heartbeats. */
-async function scriptedControlPlane() {
-  const all = entities();
-  return startServer({
-    port: 0,
-    name: 'bench control plane',
-    logger: pino({ level: 'silent' }),
-    registry: createRegistry({ defaultMetrics: false }),
-    routes: (router) =>
-      router.service(SnapshotService, {
-        async *watch(_req, ctx) {
-          for (let i = 0; i < all.length; i += 5000) {
-            yield create(WatchResponseSchema, { event: { case: 'snapshot', value: { tenantId: TENANT, revision: 1n, index: i / 5000, last: i + 5000 >= all.length, entities: all.slice(i, i + 5000), resourceScopeGate: 'off' } } });
-          }
-          while (!ctx.signal.aborted) {
-            await new Promise((r) => setTimeout(r, 500));
-            yield create(WatchResponseSchema, { event: { case: 'heartbeat', value: { tenantId: TENANT, revision: 1n, resourceScopeGate: 'off' } } });
-          }
-        },
-      }),
-  });
-}
 
 const children: ChildProcess[] = [];
 const track = (p: RunningProcess) => (children.push(p.child), p);
@@ -122,9 +74,9 @@ function spawnUntil(cmd: string, argv: string[], env: Record<string, string>, re
 const dir = mkdtempSync(join(tmpdir(), 'bench-sidecar-'));
 /** The `log` variant's decision log (hundreds of MB after a run; removed with `dir` at the end). */
 const decisionLogPath = join(dir, 'decisions.jsonl');
-const evaluateJson = JSON.stringify({ actor: { subjectId: 'subject_alice' }, scopeId: ROOT_SCOPE, action: 'read', resource: { resourceId: 'resource_42' } });
+const evaluateJson = JSON.stringify(EVALUATE);
 writeFileSync(join(dir, 'post.lua'), `wrk.method = "POST"\nwrk.body = '${evaluateJson}'\nwrk.headers["Content-Type"] = "application/json"\n`);
-const message = toBinary(EvaluateRequestSchema, create(EvaluateRequestSchema, { actor: { subjectId: 'subject_alice' }, scopeId: ROOT_SCOPE, action: 'read', resource: { resourceId: 'resource_42' } }));
+const message = toBinary(EvaluateRequestSchema, create(EvaluateRequestSchema, EVALUATE));
 const framed = Buffer.alloc(5 + message.length);
 framed.writeUInt32BE(message.length, 1);
 framed.set(message, 5);
@@ -248,7 +200,7 @@ async function metricOf(url: string, prefix: string): Promise<number> {
 }
 
 async function main() {
-  const cp = await scriptedControlPlane();
+  const cp = await scriptedControlPlane(RESOURCES);
   const { found: httpPort, pid: httpPid } = await spawnUntil(process.execPath, ['--import', 'tsx', 'bench/constant-servers.ts', 'http'], {}, (l) => /^listening (\d+)/.exec(l)?.[1]);
   const { found: grpcPort, pid: grpcPid } = await spawnUntil(process.execPath, ['--import', 'tsx', 'bench/constant-servers.ts', 'grpc'], {}, (l) => /^listening (\d+)/.exec(l)?.[1]);
   const startedAt = Date.now();
