@@ -16,7 +16,7 @@
  * not a replacement. The servers run at once (each is one thread under valgrind).
  *
  * Needs valgrind and hey (`apt-get install -y valgrind hey`) and `npm run build`.
- * Usage: npm run bench:instructions [-- --rounds 4 --requests 2000 --warmup 16000]
+ * Usage: npm run bench:instructions [-- --rounds 4 --requests 2000 --warmup 24000]
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -33,7 +33,7 @@ const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
 const ROUNDS = Number(args.get('rounds') ?? 4);
 const REQUESTS = Number(args.get('requests') ?? 2000);
-const WARMUP = Number(args.get('warmup') ?? 16000);
+const WARMUP = Number(args.get('warmup') ?? 24000);
 
 const dir = mkdtempSync(join(tmpdir(), 'bench-instructions-'));
 const children: ChildProcess[] = [];
