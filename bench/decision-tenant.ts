@@ -1,7 +1,7 @@
 /**
  * The decision benchmarks' tenant (bench/sidecar.ts, bench/instructions.ts): a role granting
  * `read` on docs to `subject_alice` at the root scope, and `resources` docs, served by a scripted
- * Watch endpoint in the bench's process (the snapshot, then a heartbeat every 500 ms), so that a
+ * Watch endpoint in the bench's process (the snapshot, then heartbeats), so that a
  * sidecar's figures are its own whatever the control plane costs.
  */
 import { create } from '@bufbuild/protobuf';
@@ -34,8 +34,8 @@ function entities(resources: number) {
   return rows.map(([kind, row]) => ({ kind, id: row.id as string, json: JSON.stringify(row) }));
 }
 
-/** A Watch server that streams the tenant, then heartbeats. */
-export async function scriptedControlPlane(resources: number) {
+/** A Watch server that streams the tenant, then a heartbeat every `heartbeatMs`. */
+export async function scriptedControlPlane(resources: number, heartbeatMs = 500) {
   const all = entities(resources);
   return startServer({
     port: 0,
@@ -49,7 +49,7 @@ export async function scriptedControlPlane(resources: number) {
             yield create(WatchResponseSchema, { event: { case: 'snapshot', value: { tenantId: TENANT, revision: 1n, index: i / 5000, last: i + 5000 >= all.length, entities: all.slice(i, i + 5000), resourceScopeGate: 'off' } } });
           }
           while (!ctx.signal.aborted) {
-            await new Promise((r) => setTimeout(r, 500));
+            await new Promise((r) => setTimeout(r, heartbeatMs));
             yield create(WatchResponseSchema, { event: { case: 'heartbeat', value: { tenantId: TENANT, revision: 1n, resourceScopeGate: 'off' } } });
           }
         },
