@@ -76,11 +76,13 @@ async function measure(t: Target): Promise<{ name: string; perRequest: number[];
     await new Promise((r) => setTimeout(r, 1000));
   }
   const body = join(dir, 'body.json');
-  const hey = async (n: number) => {
+  // The warm-up may see a few connections reset: under valgrind an answer can take longer than
+  // the server's keep-alive timeout, and hey reuses a connection just as it is closed.
+  const hey = async (n: number, strict = true) => {
     const { stdout } = await run('hey', ['-n', String(n), '-c', '10', '-m', 'POST', '-T', t.contentType, '-D', body, `${base}${t.path}`], { maxBuffer: 1 << 24 });
-    if (!stdout.includes(`[200]\t${n} responses`)) throw new Error(`${t.name}: not every answer was 200:\n${stdout}`);
+    if (strict && !stdout.includes(`[200]\t${n} responses`)) throw new Error(`${t.name}: not every answer was 200:\n${stdout}`);
   };
-  await hey(WARMUP);
+  await hey(WARMUP, false);
   const perRequest: number[] = [];
   let refused = 0;
   for (let r = 0; r < ROUNDS; r++) {
