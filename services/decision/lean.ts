@@ -12,7 +12,6 @@
  * DecisionSource and the same engine, and errors take each protocol's shape with the same
  * code and ErrorInfo, so that the surfaces cannot drift (the conformance tests compare them).
  */
-import type { IncomingHttpHeaders } from 'node:http';
 import { fromBinary, toBinary, toJsonString, type DescMessage, type JsonValue } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { codeToHttpStatus, codeToString, errorToJsonBytes, parseTimeout as parseConnectTimeout } from '@connectrpc/connect/protocol-connect';
@@ -184,7 +183,7 @@ function then<T, U>(v: T | Promise<T>, f: (x: T) => U | Promise<U>): U | Promise
 function serve<C>(
   opts: LeanOptions<C>, surface: Surface, method: MethodName, req: NodeServerRequest, res: NodeServerResponse, bytes: Buffer, signal: CallSignal, call: DecisionCall | undefined,
 ): void | Promise<void> {
-  const deadline = deadlineOf(surface, req.headers);
+  const deadline = deadlineOf(surface, req);
   // In the order of the other surfaces: the body is checked, then the caller, then (binary
   // messages) the request guard.
   const input = decode(surface, INPUTS[method], bytes);
@@ -213,9 +212,9 @@ function serve<C>(
 }
 
 /** The caller's deadline as epoch ms (Infinity without one); a malformed timeout is invalid_argument. */
-function deadlineOf(surface: Surface, headers: IncomingHttpHeaders): number {
+function deadlineOf(surface: Surface, req: NodeServerRequest): number {
   if (surface === 'rest') return Number.POSITIVE_INFINITY;
-  const raw = surface === 'grpc' ? headers['grpc-timeout'] : headers['connect-timeout-ms'];
+  const raw = headerOf(req, surface === 'grpc' ? 'grpc-timeout' : 'connect-timeout-ms');
   if (raw === undefined) return Number.POSITIVE_INFINITY;
   const t = (surface === 'grpc' ? parseGrpcTimeout : parseConnectTimeout)(String(raw), Number.MAX_SAFE_INTEGER);
   if (t.error) throw t.error;
