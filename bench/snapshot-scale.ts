@@ -10,7 +10,10 @@
  * Targets: ready ≤ 10 s, resident memory ≤ 1 GiB. Results merge into bench/results/sidecar.json
  * under `snapshotScale`.
  *
- * Usage: npm run build && tsx bench/snapshot-scale.ts [-- --resources 1000000 --grants 1000000 --subjects 100000]
+ * `--entry` loads another build's `dist/sidecar/main.js` instead (e.g. the code before a change, for
+ * alternating runs); its result is printed, not saved.
+ *
+ * Usage: npm run build && tsx bench/snapshot-scale.ts [-- --resources 1000000 --grants 1000000 --subjects 100000 --entry /path/dist/sidecar/main.js]
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -27,6 +30,7 @@ for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replac
 const RESOURCES = Number(args.get('resources') ?? 1_000_000);
 const GRANTS = Number(args.get('grants') ?? 1_000_000);
 const SUBJECTS = Number(args.get('subjects') ?? 100_000);
+const ENTRY = args.get('entry') ? resolve(args.get('entry') as string) : undefined;
 
 // BENCH_SIDECAR_NODE_ARGS (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`) profiles the loaded sidecar.
 const NODE_ARGS = (process.env.BENCH_SIDECAR_NODE_ARGS ?? '').split(' ').filter(Boolean);
@@ -87,7 +91,7 @@ async function load(small: boolean) {
   const started = Date.now();
   const sidecar = await startProcess('sidecar', {
     SIDECAR_CONTROL_PLANE_URL: cp.url, SIDECAR_API_KEY: 'azk_bench', SIDECAR_TENANT_ID: TENANT, SIDECAR_PORT: '0', SIDECAR_LOG_LEVEL: 'info',
-  }, { built: true, nodeArgs: small ? [] : NODE_ARGS });
+  }, { built: true, nodeArgs: small ? [] : NODE_ARGS, entry: ENTRY });
   try {
     await waitFor200(`${sidecar.url}/readyz`, 300_000);
     const readyMs = Date.now() - started;
@@ -124,6 +128,7 @@ async function main() {
   };
   console.log(`snapshot scale: ${RESOURCES} resources + ${GRANTS} grants + ${SUBJECTS} subjects: ready in ${full.readyMs} ms (target ≤ 10000; ${full.cpuMsAtReady?.toFixed(0)} ms of CPU by then), ` +
     `RSS ${mib(full.rssSettled)} MiB (at ready ${mib(full.rssAtReady)}; target ≤ 1024), baseline ${mib(baseline.rssSettled)} MiB, ${result.bytesPerEntity} bytes per entity above it`);
+  if (ENTRY) return;
   const out = join(ROOT, 'bench/results/sidecar.json');
   mkdirSync(dirname(out), { recursive: true });
   const results = existsSync(out) ? JSON.parse(readFileSync(out, 'utf8')) : {};
