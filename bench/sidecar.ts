@@ -9,7 +9,11 @@
  * decision path's, whatever the control plane costs.
  *
  * Throughput at saturation, interleaved over `--rounds` rounds: `wrk -t1 -c50` for REST and
- * Connect JSON (against node:http), `h2load -c50 -m10` for gRPC (against grpc-js). Each load also
+ * Connect JSON (against node:http), `h2load -c50 -m10` for gRPC (against grpc-js). A load's place
+ * in its round matters on a shared 2-core machine (two identical sidecars measured one after the
+ * other: the first did better in 5 rounds of 6, by up to 0.3 of node:http's rate; the process
+ * loaded just before is still collecting its garbage), so every other round runs its loads in
+ * reverse order, each after a pause. Each load also
  * reads the serving process's CPU time from /proc: CPU µs per request is a cost that does not move
  * with whatever else the machine runs, where req/s on a shared 2-core machine does (the load
  * generator competes with the server). Then latency p50/p99 at half of each surface's measured
@@ -43,13 +47,16 @@ const run = promisify(execFile);
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
-const ROUNDS = Number(args.get('rounds') ?? 3);
+const ROUNDS = Number(args.get('rounds') ?? 4);
 const SECONDS = Number(args.get('seconds') ?? 5);
 const RESOURCES = Number(args.get('resources') ?? 10_000);
 const BEFORE = args.get('before');
 const VARIANTS = (args.get('variants') ?? 'log').split(',').filter(Boolean);
 for (const v of VARIANTS) if (!['log', 'tracing', 'before'].includes(v)) throw new Error(`--variants: unknown variant ${v}`);
 if (VARIANTS.includes('before') && !BEFORE) throw new Error('--variants before needs --before <path to dist/sidecar/main.js>');
+
+/** The pause before each load, so that the process loaded before it has settled. */
+const PAUSE_MS = 1000;
 
 const children: ChildProcess[] = [];
 const track = (p: RunningProcess) => (children.push(p.child), p);
@@ -235,24 +242,33 @@ async function main() {
   for (let r = 0; r < ROUNDS; r++) {
     const round: Record<string, Load> = {};
     const sidecarPid = sidecarChild.pid;
-    round.nodeHttp = await costed(httpPid, () => wrk(`${constantHttp}/evaluate`));
-    round.rest = await costed(sidecarPid, () => wrk(`${sidecarUrl}/evaluate`));
-    round.connectJson = await costed(sidecarPid, () => wrk(`${sidecarUrl}/authz.v1.DecisionService/Evaluate`));
-    round.grpcJs = await costed(grpcPid, () => h2load(constantGrpc, 'grpc'));
-    round.grpc = await costed(sidecarPid, () => h2load(`${sidecarUrl}/authz.v1.DecisionService/Evaluate`, 'grpc'));
-    round.cpRest = await costed(cpReal.pid, () => wrk(`${cpUrl}/evaluate`, 'cp-post.lua'));
-    round.cpConnectJson = await costed(cpReal.pid, () => wrk(`${cpUrl}/authz.v1.DecisionService/Evaluate`, 'cp-post.lua'));
-    round.cpGrpc = await costed(cpReal.pid, () => h2load(`${cpUrl}/authz.v1.DecisionService/Evaluate`, 'grpc', undefined, true));
+    const loads: [string, () => Promise<Load>][] = [
+      ['nodeHttp', () => costed(httpPid, () => wrk(`${constantHttp}/evaluate`))],
+      ['rest', () => costed(sidecarPid, () => wrk(`${sidecarUrl}/evaluate`))],
+      ['connectJson', () => costed(sidecarPid, () => wrk(`${sidecarUrl}/authz.v1.DecisionService/Evaluate`))],
+      ['grpcJs', () => costed(grpcPid, () => h2load(constantGrpc, 'grpc'))],
+      ['grpc', () => costed(sidecarPid, () => h2load(`${sidecarUrl}/authz.v1.DecisionService/Evaluate`, 'grpc'))],
+      ['cpRest', () => costed(cpReal.pid, () => wrk(`${cpUrl}/evaluate`, 'cp-post.lua'))],
+      ['cpConnectJson', () => costed(cpReal.pid, () => wrk(`${cpUrl}/authz.v1.DecisionService/Evaluate`, 'cp-post.lua'))],
+      ['cpGrpc', () => costed(cpReal.pid, () => h2load(`${cpUrl}/authz.v1.DecisionService/Evaluate`, 'grpc', undefined, true))],
+    ];
     for (const v of variants) {
-      round[`${v.name}Rest`] = await costed(v.pid, () => wrk(`${v.url}/evaluate`));
-      round[`${v.name}ConnectJson`] = await costed(v.pid, () => wrk(`${v.url}/authz.v1.DecisionService/Evaluate`));
-      round[`${v.name}Grpc`] = await costed(v.pid, () => h2load(`${v.url}/authz.v1.DecisionService/Evaluate`, 'grpc'));
+      loads.push([`${v.name}Rest`, () => costed(v.pid, () => wrk(`${v.url}/evaluate`))]);
+      loads.push([`${v.name}ConnectJson`, () => costed(v.pid, () => wrk(`${v.url}/authz.v1.DecisionService/Evaluate`))]);
+      loads.push([`${v.name}Grpc`, () => costed(v.pid, () => h2load(`${v.url}/authz.v1.DecisionService/Evaluate`, 'grpc'))]);
+    }
+    if (r % 2 === 1) loads.reverse();
+    for (const [name, load] of loads) {
+      await new Promise((settle) => setTimeout(settle, PAUSE_MS));
+      round[name] = await load();
+    }
+    for (const v of variants) {
       console.log(`  ${v.name}: REST ${round[`${v.name}Rest`].rps.toFixed(0)} (${(round[`${v.name}Rest`].rps / round.rest.rps).toFixed(2)} of the plain sidecar), ` +
         `Connect JSON ${round[`${v.name}ConnectJson`].rps.toFixed(0)} (${(round[`${v.name}ConnectJson`].rps / round.connectJson.rps).toFixed(2)}), ` +
         `gRPC ${round[`${v.name}Grpc`].rps.toFixed(0)} (${(round[`${v.name}Grpc`].rps / round.grpc.rps).toFixed(2)}) req/s`);
     }
     rounds.push(round);
-    console.log(`round ${r + 1}: node:http ${round.nodeHttp.rps.toFixed(0)}, REST ${round.rest.rps.toFixed(0)} (${(round.rest.rps / round.nodeHttp.rps).toFixed(2)}), ` +
+    console.log(`round ${r + 1}${r % 2 === 1 ? ' (reversed)' : ''}: node:http ${round.nodeHttp.rps.toFixed(0)}, REST ${round.rest.rps.toFixed(0)} (${(round.rest.rps / round.nodeHttp.rps).toFixed(2)}), ` +
       `Connect JSON ${round.connectJson.rps.toFixed(0)} (${(round.connectJson.rps / round.nodeHttp.rps).toFixed(2)}); grpc-js ${round.grpcJs.rps.toFixed(0)}, gRPC ${round.grpc.rps.toFixed(0)} (${(round.grpc.rps / round.grpcJs.rps).toFixed(2)}) req/s; ` +
       `control plane: REST ${round.cpRest.rps.toFixed(0)} (${(round.cpRest.rps / round.nodeHttp.rps).toFixed(2)}), Connect JSON ${round.cpConnectJson.rps.toFixed(0)} (${(round.cpConnectJson.rps / round.nodeHttp.rps).toFixed(2)}), ` +
       `gRPC ${round.cpGrpc.rps.toFixed(0)} (${(round.cpGrpc.rps / round.grpcJs.rps).toFixed(2)})`);
