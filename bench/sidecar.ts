@@ -11,9 +11,10 @@
  * Throughput at saturation, interleaved over `--rounds` rounds: `wrk -t1 -c50` for REST and
  * Connect JSON (against node:http), `h2load -c50 -m10` for gRPC (against grpc-js). A load's place
  * in its round matters on a shared 2-core machine (two identical sidecars measured one after the
- * other: the first did better in 5 rounds of 6, by up to 0.3 of node:http's rate; the process
- * loaded just before is still collecting its garbage), so every other round runs its loads in
- * reverse order, each after a pause. Each load also
+ * other: the first did better in 5 rounds of 6, by up to 0.3 of node:http's rate; perhaps the
+ * process loaded just before is still collecting its garbage), so every other round runs its
+ * loads in reverse order, each after a pause. Even so, an A/A run (`--variants before` with a copy
+ * of the same build) was not even (README, Measured): read a variant's ratio as ±0.3. Each load also
  * reads the serving process's CPU time from /proc: CPU µs per request is a cost that does not move
  * with whatever else the machine runs, where req/s on a shared 2-core machine does (the load
  * generator competes with the server). Then latency p50/p99 at half of each surface's measured
