@@ -11,6 +11,7 @@ import { Follower } from './follower.js';
 import { sidecarMetrics } from './metrics.js';
 import { startProbeServer, type RunningProbeServer } from './probes.js';
 import { SidecarSource } from './source.js';
+import { useWatchThread } from './watch-thread.js';
 import { DecisionLog } from '../services/decision/log.js';
 import { startTracing } from '../services/transport/tracing.js';
 
@@ -49,9 +50,12 @@ export async function startSidecar(
   }
   let follower: Follower | undefined;
   const metrics = sidecarMetrics(registry, () => follower);
+  const mode = config.watchThread ?? 'auto';
+  const watchThread = mode === 'on' || (mode === 'auto' && useWatchThread());
+  logger.info({ watchThread, mode }, watchThread ? 'the Watch stream is received on a worker thread' : 'the Watch stream is received on the main thread');
   follower = new Follower({
     controlPlaneUrl: config.controlPlaneUrl, apiKey: config.apiKey, tenantId: config.tenantId,
-    maxStalenessMs: config.maxStalenessMs, compression: config.watchCompression, logger, metrics,
+    maxStalenessMs: config.maxStalenessMs, compression: config.watchCompression, watchThread, logger, metrics,
   });
   const f = follower;
   const source = new SidecarSource(f, config, (err) => logger.error({ err }, 'evaluation failed; denied'), decisionCounter(registry), decisionLog);

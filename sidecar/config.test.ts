@@ -16,6 +16,7 @@ describe('loadSidecarConfig', () => {
       maxStalenessMs: 30_000,
       minRevisionWaitMs: 1000,
       watchCompression: 'none',
+      watchThread: 'auto',
       logLevel: 'info',
       probeHost: '0.0.0.0',
       probePort: 0,
@@ -54,8 +55,9 @@ describe('loadSidecarConfig', () => {
     for (const v of SIDECAR_VARIABLES) expect(v.flag).toBe('--' + v.variable.toLowerCase().replace(/_/g, '-'));
     const c = loadSidecarConfig({ ...REQUIRED, SIDECAR_PORT: '9000' }, [
       '--sidecar-port', '9191', '--sidecar-max-staleness-ms=5000', '--sidecar-min-revision-wait-ms', '0', '--sidecar-watch-compression=gzip', '--sidecar-tenant-id=tenant_other',
+      '--sidecar-watch-thread=off',
     ]);
-    expect([c.port, c.maxStalenessMs, c.minRevisionWaitMs, c.watchCompression, c.tenantId]).toEqual([9191, 5000, 0, 'gzip', 'tenant_other']);
+    expect([c.port, c.maxStalenessMs, c.minRevisionWaitMs, c.watchCompression, c.tenantId, c.watchThread]).toEqual([9191, 5000, 0, 'gzip', 'tenant_other', 'off']);
   });
 
   it('refuses a missing or bad value, naming its variable', () => {
@@ -71,6 +73,7 @@ describe('loadSidecarConfig', () => {
       [{ ...REQUIRED, SIDECAR_MAX_STALENESS_MS: '0' }, [], 'SIDECAR_MAX_STALENESS_MS'],
       [{ ...REQUIRED, SIDECAR_MIN_REVISION_WAIT_MS: '-1' }, [], 'SIDECAR_MIN_REVISION_WAIT_MS'],
       [{ ...REQUIRED, SIDECAR_WATCH_COMPRESSION: 'brotli' }, [], 'SIDECAR_WATCH_COMPRESSION'],
+      [{ ...REQUIRED, SIDECAR_WATCH_THREAD: 'yes' }, [], 'SIDECAR_WATCH_THREAD'],
       [{ ...REQUIRED, SIDECAR_LOG_LEVEL: 'loud' }, [], 'SIDECAR_LOG_LEVEL'],
       [{ ...REQUIRED, SIDECAR_PROBE_PORT: '65536' }, [], 'SIDECAR_PROBE_PORT'],
       [{ ...REQUIRED, SIDECAR_PROBE_PORT: 'metrics' }, [], 'SIDECAR_PROBE_PORT'],

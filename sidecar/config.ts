@@ -10,6 +10,8 @@ import type { LogLevel } from '../services/transport/observability.js';
 
 export const WATCH_COMPRESSIONS = ['none', 'gzip'] as const;
 export type WatchCompression = (typeof WATCH_COMPRESSIONS)[number];
+export const WATCH_THREADS = ['auto', 'on', 'off'] as const;
+export type WatchThreadMode = (typeof WATCH_THREADS)[number];
 
 export interface SidecarConfig {
   /** The control plane to follow: `http://host:port` (gRPC over h2c) or `https://…`. */
@@ -33,6 +35,12 @@ export interface SidecarConfig {
   readonly minRevisionWaitMs: number;
   /** Whether the Watch stream may come gzip-compressed (`none`: plain, cheaper for both ends on a fast link). */
   readonly watchCompression: WatchCompression;
+  /**
+   * Whether the Watch stream is received on a worker thread, so that a snapshot keeps arriving
+   * while the main thread indexes it (sidecar/watch-thread.ts): `auto` (the default) when the
+   * process may use two CPUs or more, cgroup quota included (and when absent).
+   */
+  readonly watchThread?: WatchThreadMode;
   /** Origins browsers may call from (CORS); unset: no CORS headers. */
   readonly corsOrigins?: readonly string[];
   readonly logLevel: LogLevel;
@@ -72,6 +80,7 @@ const SETTINGS = [
   { key: 'maxStalenessMs', variable: 'SIDECAR_MAX_STALENESS_MS', parse: integer(1, 86_400_000), default: 30_000 },
   { key: 'minRevisionWaitMs', variable: 'SIDECAR_MIN_REVISION_WAIT_MS', parse: integer(0, 3_600_000), default: 1000 },
   { key: 'watchCompression', variable: 'SIDECAR_WATCH_COMPRESSION', parse: oneOf(WATCH_COMPRESSIONS), default: 'none' },
+  { key: 'watchThread', variable: 'SIDECAR_WATCH_THREAD', parse: oneOf(WATCH_THREADS), default: 'auto' },
   { key: 'corsOrigins', variable: 'SIDECAR_CORS_ORIGINS', parse: origins },
   { key: 'logLevel', variable: 'SIDECAR_LOG_LEVEL', parse: oneOf(LOG_LEVELS), default: 'info' },
   { key: 'decisionLog', variable: 'SIDECAR_DECISION_LOG', parse: decisionLogTarget, default: { kind: 'off' } },

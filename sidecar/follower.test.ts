@@ -3,7 +3,7 @@
  * by the test, so snapshots, changes, gaps, reorders, other tenants' and malformed messages,
  * silence and refusals can each be played exactly.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Code, ConnectError, createClient } from '@connectrpc/connect';
 import { createConnectTransport } from '@connectrpc/connect-node';
 import { pino } from 'pino';
@@ -19,6 +19,9 @@ afterEach(async () => {
   for (const r of running.splice(0).reverse()) await r.close();
 });
 
+/** Where the suite below receives the Watch stream (it runs once each way). */
+let watchThread: 'on' | 'off' = 'on';
+
 async function setup(opts: { maxStalenessMs?: number; minRevisionWaitMs?: number; refuse?: () => ConnectError | undefined; logs?: string[] } = {}) {
   const cp = await scriptedControlPlane(opts.refuse);
   running.push(cp.server);
@@ -26,7 +29,7 @@ async function setup(opts: { maxStalenessMs?: number; minRevisionWaitMs?: number
   const logger = logs ? pino({ level: 'warn' }, { write: (line: string) => void logs.push(JSON.parse(line).msg) }) : pino({ level: 'silent' });
   const sidecar: Sidecar = await startSidecar({
     controlPlaneUrl: cp.server.url, apiKey: 'azk_sidecar_test_key', tenantId: TENANT, host: '127.0.0.1', port: 0,
-    maxStalenessMs: opts.maxStalenessMs ?? 30_000, minRevisionWaitMs: opts.minRevisionWaitMs ?? 300, watchCompression: 'gzip', logLevel: 'silent',
+    maxStalenessMs: opts.maxStalenessMs ?? 30_000, minRevisionWaitMs: opts.minRevisionWaitMs ?? 300, watchCompression: 'gzip', watchThread, logLevel: 'silent',
   }, logger);
   running.push(sidecar);
   const decisions = createClient(DecisionService, createConnectTransport({ baseUrl: sidecar.server.url, httpVersion: '1.1' }));
@@ -55,7 +58,11 @@ const code = async (p: Promise<unknown>) => {
   }
 };
 
-describe('sidecar following a scripted control plane', () => {
+describe.each(['on', 'off'] as const)('sidecar following a scripted control plane (Watch thread %s)', (mode) => {
+  beforeAll(() => {
+    watchThread = mode;
+  });
+
   it('is not ready before a whole snapshot, then decides from it; sends its key and tenant', async () => {
     const { cp, sidecar, ask, until, metric } = await setup();
     const s = await cp.next();

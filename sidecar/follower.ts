@@ -6,14 +6,14 @@
  * the stream is resynced. The stream is reconnected with jittered exponential backoff,
  * resuming from the revision held.
  */
-import { Code, ConnectError, createClient, type Client } from '@connectrpc/connect';
-import { compressionGzip, createGrpcTransport } from '@connectrpc/connect-node';
+import { Code, ConnectError } from '@connectrpc/connect';
 import { timestampMs } from '@bufbuild/protobuf/wkt';
 import type { Logger } from 'pino';
-import { Change_Op, SnapshotService } from '../gen/authz/v1/snapshot_service_pb.js';
+import { Change_Op } from '../gen/authz/v1/snapshot_service_pb.js';
 import { ENTITY_KINDS, TenantIndex, type Change, type GateMode, type TenantIndexBuilder } from '../services/engine/mod.js';
 import type { SidecarMetrics } from './metrics.js';
-import { RAW_SNAPSHOT_SERVICE, decodeWatchResponse, type RawSnapshotChunk, type RawWatchResponse } from './snapshot-wire.js';
+import { decodeWatchResponse, type RawSnapshotChunk, type RawWatchResponse } from './snapshot-wire.js';
+import { watchSource, type WatchSource } from './watch-thread.js';
 
 /** Why a message was refused (the `reason` label of the metric). */
 export type RefusalReason = 'other_tenant' | 'out_of_order' | 'gap' | 'malformed';
@@ -34,6 +34,8 @@ export interface FollowerOptions {
   backoff?: { baseMs: number; maxMs: number };
   /** A stream silent for this long is replaced (a half-open connection); default min(10 s, staleness / 2). */
   idleMs?: number;
+  /** Receive the stream on a worker thread (sidecar/watch-thread.ts); default: on this one. */
+  watchThread?: boolean;
 }
 
 const ENGINE_KINDS = new Set<string>(ENTITY_KINDS);
@@ -47,6 +49,11 @@ const GATES = new Set<string>(['off', 'links-fallback', 'strict']);
  * (bench/snapshot-scale.ts, three alternating runs each), so it stays as it is.
  */
 const STREAM_WINDOW_BYTES = 8 * 1024 * 1024;
+/**
+ * How far the Watch thread reads ahead of the index: two 4 MiB snapshot chunks, so the next is
+ * whole while one is indexed. With the stream window this bounds what a follower buffers.
+ */
+const READ_AHEAD_BYTES = 8 * 1024 * 1024;
 
 /**
  * The most resources a snapshot's `resource_count` hint sizes the index for (larger hints are
@@ -90,7 +97,7 @@ export class Follower {
   /** Why the control plane refuses this sidecar, while it does (a key or tenant it rejects). */
   refusedBy: string | undefined;
 
-  private readonly client: Client<typeof SnapshotService>;
+  private readonly source: WatchSource;
   private pending: PendingSnapshot | undefined;
   private waiters: { revision: number; resolve: () => void }[] = [];
   private stopping = false;
@@ -102,13 +109,13 @@ export class Follower {
   private sleep: { timer: NodeJS.Timeout; wake: () => void } | undefined;
 
   constructor(private readonly opts: FollowerOptions) {
-    const acceptCompression = opts.compression === 'gzip' ? [compressionGzip] : [];
     // Messages arrive undecoded, for decodeWatchResponse (see snapshot-wire.ts).
-    this.client = createClient(RAW_SNAPSHOT_SERVICE, createGrpcTransport({
+    this.source = watchSource({
       baseUrl: opts.controlPlaneUrl,
-      acceptCompression,
-      nodeOptions: { settings: { initialWindowSize: STREAM_WINDOW_BYTES } },
-    }));
+      gzip: opts.compression === 'gzip',
+      streamWindowBytes: STREAM_WINDOW_BYTES,
+      readAheadBytes: READ_AHEAD_BYTES,
+    }, opts.watchThread ?? false);
   }
 
   /** The revision decisions are answered at (0 before the first snapshot). */
@@ -135,6 +142,7 @@ export class Follower {
       this.sleep.wake();
     }
     await this.running;
+    await this.source.close();
     for (const w of this.waiters.splice(0)) w.resolve();
   }
 
@@ -190,7 +198,7 @@ export class Follower {
     const idleMs = this.opts.idleMs ?? Math.min(10_000, this.opts.maxStalenessMs / 2);
     let idle = setTimeout(() => ac.abort(new Error('the stream was silent too long')), idleMs);
     try {
-      const stream = this.client.watch({ tenantId: this.opts.tenantId, fromRevision }, { signal: ac.signal, headers: { 'x-api-key': this.opts.apiKey } });
+      const stream = this.source.watch({ tenantId: this.opts.tenantId, fromRevision }, { signal: ac.signal, headers: { 'x-api-key': this.opts.apiKey } });
       for await (const received of stream) {
         let msg: RawWatchResponse;
         try {

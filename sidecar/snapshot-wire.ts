@@ -170,7 +170,7 @@ function text(b: Uint8Array, start: number, end: number): string {
  * of its field-less `WatchResponse`). Throws `internal` ("parse binary: …") when it does not
  * decode.
  */
-export function decodeWatchResponse(msg: Message): RawWatchResponse {
+export function decodeWatchResponse(msg: Pick<Message, '$unknown'>): RawWatchResponse {
   try {
     return decodeEvent(msg.$unknown ?? []);
   } catch (err) {

@@ -1,0 +1,226 @@
+/**
+ * Where the sidecar receives its Watch stream: on the main thread through the connect client, or
+ * on a worker thread ({@link WatchThread}) that hands each message over as it arrives. Both give
+ * the same messages (their `WatchResponse` fields undecoded, for snapshot-wire.ts), the same
+ * errors and the same cancellations: errors arrive as the same `ConnectError` (code, message,
+ * metadata), and an aborted signal ends the iteration with `ConnectError.from(signal.reason)`.
+ *
+ * Why a thread: received on the main thread, a snapshot crosses only while that thread is free.
+ * Indexing a 4 MiB chunk keeps it busy for ~100 ms, during which HTTP/2's 64 KiB connection
+ * window lets almost nothing more arrive; then the next chunk comes in 64 KiB round trips. The
+ * main thread sat idle 20–28% of a 2.1M-entity load waiting for bytes (a cpu profile of
+ * bench/snapshot-scale.ts). The worker keeps reading (up to `readAheadBytes` ahead), so the next
+ * chunk is whole when the main thread wants it. That needs a second CPU: on one, the worker's
+ * receiving and collecting compete with the index build, and the load measured slower (see
+ * {@link useWatchThread}).
+ */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { availableParallelism } from 'node:os';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { Code, ConnectError, createClient } from '@connectrpc/connect';
+import { compressionGzip, createGrpcTransport } from '@connectrpc/connect-node';
+import { RAW_SNAPSHOT_SERVICE } from './snapshot-wire.js';
+
+export interface WatchThreadConfig {
+  baseUrl: string;
+  gzip: boolean;
+  /** HTTP/2 stream window of each Watch call. */
+  streamWindowBytes: number;
+  /** Bytes the worker receives beyond what the main thread has taken before it stops reading. */
+  readAheadBytes: number;
+}
+
+/** A message's fields as protobuf-es gives unknown fields (see snapshot-wire.ts). */
+export interface UnknownFields {
+  $unknown: { no: number; wireType: number; data: Uint8Array }[];
+}
+
+/** `SnapshotService.Watch`, its messages' fields undecoded. */
+export interface WatchSource {
+  watch(request: { tenantId: string; fromRevision: bigint }, opts: { signal: AbortSignal; headers: Record<string, string> }): AsyncIterable<Partial<UnknownFields>>;
+  close(): Promise<void>;
+}
+
+/** The connect client the Watch stream is read with, on whichever thread reads it. */
+export function rawWatchClient(config: WatchThreadConfig) {
+  return createClient(RAW_SNAPSHOT_SERVICE, createGrpcTransport({
+    baseUrl: config.baseUrl,
+    acceptCompression: config.gzip ? [compressionGzip] : [],
+    nodeOptions: { settings: { initialWindowSize: config.streamWindowBytes } },
+  }));
+}
+
+/** The Watch stream read on a worker thread when `thread`, else on this one. */
+export function watchSource(config: WatchThreadConfig, thread: boolean): WatchSource {
+  if (thread) return new WatchThread(config);
+  const client = rawWatchClient(config);
+  return { watch: (request, opts) => client.watch(request, opts), close: async () => undefined };
+}
+
+export type ToWorker =
+  | { type: 'open'; id: number; tenantId: string; fromRevision: string; headers: Record<string, string> }
+  | { type: 'cancel'; id: number }
+  | { type: 'ack'; id: number; bytes: number };
+
+export type FromWorker =
+  | { type: 'message'; id: number; buffer: ArrayBuffer; fields: number[] }
+  | { type: 'end'; id: number }
+  | { type: 'error'; id: number; code: Code; rawMessage: string; metadata: [string, string][] };
+
+/** `done` ends the iteration; `over` says the worker's side of the call has ended too. */
+type Item = Exclude<FromWorker, { type: 'end' | 'error' }> | { type: 'done'; error?: ConnectError; over: boolean };
+
+/** One open call: what the worker sent that the iterator has not taken yet. */
+class Call {
+  readonly items: Item[] = [];
+  private wake: (() => void) | undefined;
+
+  push(item: Item): void {
+    this.items.push(item);
+    this.wake?.();
+  }
+
+  async next(): Promise<Item> {
+    while (this.items.length === 0) await new Promise<void>((resolve) => (this.wake = resolve));
+    this.wake = undefined;
+    return this.items.shift()!;
+  }
+}
+
+export class WatchThread implements WatchSource {
+  private worker: Worker | undefined;
+  private nextId = 1;
+  private readonly calls = new Map<number, Call>();
+
+  constructor(private readonly config: WatchThreadConfig) {}
+
+  /** `SnapshotService.Watch` through the worker, as `client.watch` of a raw client would run it. */
+  async *watch(request: { tenantId: string; fromRevision: bigint }, opts: { signal: AbortSignal; headers: Record<string, string> }): AsyncGenerator<UnknownFields> {
+    const { signal } = opts;
+    if (signal.aborted) throw ConnectError.from(signal.reason);
+    const worker = this.started();
+    const id = this.nextId++;
+    const call = new Call();
+    this.calls.set(id, call);
+    let over = false;
+    const onAbort = () => call.push({ type: 'done', error: ConnectError.from(signal.reason), over: false });
+    signal.addEventListener('abort', onAbort, { once: true });
+    worker.postMessage({ type: 'open', id, tenantId: request.tenantId, fromRevision: String(request.fromRevision), headers: opts.headers } satisfies ToWorker);
+    try {
+      for (;;) {
+        const item = await call.next();
+        if (signal.aborted) throw ConnectError.from(signal.reason);
+        if (item.type === 'done') {
+          over = item.over;
+          if (item.error) throw item.error;
+          return;
+        }
+        worker.postMessage({ type: 'ack', id, bytes: item.buffer.byteLength } satisfies ToWorker);
+        yield { $unknown: unpack(item.buffer, item.fields) };
+      }
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      this.calls.delete(id);
+      if (!over) worker.postMessage({ type: 'cancel', id } satisfies ToWorker);
+    }
+  }
+
+  /** Stops the worker; open calls end with `canceled`. */
+  async close(): Promise<void> {
+    const worker = this.worker;
+    this.worker = undefined;
+    this.failAll(new ConnectError('the Watch thread was closed', Code.Canceled));
+    await worker?.terminate();
+  }
+
+  private started(): Worker {
+    if (this.worker) return this.worker;
+    const worker = spawnWorker(this.config);
+    // The follower's timers keep the process alive while it follows; the worker must not.
+    worker.unref();
+    worker.on('message', (m: FromWorker) => {
+      const call = this.calls.get(m.id);
+      if (!call) return;
+      if (m.type === 'message') call.push(m);
+      else if (m.type === 'end') call.push({ type: 'done', over: true });
+      else call.push({ type: 'done', error: new ConnectError(m.rawMessage, m.code, new Headers(m.metadata)), over: true });
+    });
+    const lost = (why: string) => {
+      if (this.worker !== worker) return;
+      this.worker = undefined;
+      this.failAll(new ConnectError(`the Watch thread stopped: ${why}`, Code.Internal));
+    };
+    worker.on('error', (err) => lost(err.message));
+    worker.on('exit', (code) => lost(`exit code ${code}`));
+    this.worker = worker;
+    return worker;
+  }
+
+  private failAll(error: ConnectError): void {
+    for (const call of this.calls.values()) call.push({ type: 'done', error, over: true });
+  }
+}
+
+function unpack(buffer: ArrayBuffer, fields: number[]): UnknownFields['$unknown'] {
+  const out: UnknownFields['$unknown'] = [];
+  for (let i = 0; i < fields.length; i += 4) out.push({ no: fields[i], wireType: fields[i + 1], data: new Uint8Array(buffer, fields[i + 2], fields[i + 3]) });
+  return out;
+}
+
+/**
+ * The worker, from the built `.js` beside this file; from the TypeScript sources (tests,
+ * `npm run sidecar`) through tsx, which a worker does not inherit from its parent's loader.
+ */
+function spawnWorker(config: WatchThreadConfig): Worker {
+  // The worker allocates little on its heap (its bytes are buffers outside it): with a 1 MiB
+  // young generation its heap is 16 MiB instead of 29 (v8.getHeapStatistics in the worker during
+  // a 2.1M-entity snapshot load). Its buffers waiting for a collection still come to 30–60 MiB.
+  const options = { workerData: config, resourceLimits: { maxYoungGenerationSizeMb: 1 } };
+  const entry = new URL(`./watch-thread-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
+  if (!entry.pathname.endsWith('.ts')) return new Worker(entry, options);
+  const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api')).href;
+  const boot = `import(${JSON.stringify(tsx)}).then((m) => { (m.register ?? m.default.register)(); return import(${JSON.stringify(entry.href)}); })`;
+  return new Worker(boot, { ...options, eval: true });
+}
+
+/**
+ * Whether `SIDECAR_WATCH_THREAD=auto` reads the Watch stream on a worker thread: when this
+ * process may use two CPUs or more, counting both the CPUs it may run on and its cgroup's CPU
+ * quota (a Kubernetes CPU limit). With one CPU the thread only adds work: a 2.1M-entity load
+ * pinned to one core took 23.0 and 30.9 s with it against 18.5 and 23.0 s without
+ * (bench/snapshot-scale.ts under `taskset -c 0`), where on two cores it took 16–21 s against 19–30 s.
+ */
+export function useWatchThread(cpus = availableParallelism(), quota = cgroupCpuQuota()): boolean {
+  return Math.min(cpus, quota ?? Infinity) >= 2;
+}
+
+/**
+ * The CPUs this process's cgroup may use (its CPU quota over its period), or undefined when
+ * unlimited or unknown: cgroup v2's `cpu.max` ("max 100000", "150000 100000"), else cgroup v1's
+ * `cpu.cfs_quota_us` and `cpu.cfs_period_us` (a quota of -1: unlimited).
+ */
+export function cgroupCpuQuota(read: (path: string) => string | undefined = readText): number | undefined {
+  const v2 = read('/sys/fs/cgroup/cpu.max');
+  if (v2 !== undefined) {
+    const [quota, period] = v2.trim().split(/\s+/);
+    return quotaOf(quota, period);
+  }
+  return quotaOf(read('/sys/fs/cgroup/cpu/cpu.cfs_quota_us')?.trim(), read('/sys/fs/cgroup/cpu/cpu.cfs_period_us')?.trim());
+}
+
+function quotaOf(quota: string | undefined, period: string | undefined): number | undefined {
+  const q = Number(quota);
+  const p = Number(period);
+  if (!Number.isFinite(q) || !Number.isFinite(p) || q <= 0 || p <= 0) return undefined;
+  return q / p;
+}
+
+function readText(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
