@@ -190,7 +190,8 @@ function spawnWorker(config: WatchThreadConfig): Worker {
  * process may use two CPUs or more, counting both the CPUs it may run on and its cgroup's CPU
  * quota (a Kubernetes CPU limit). With one CPU the thread only adds work: a 2.1M-entity load
  * pinned to one core took 23.0 and 30.9 s with it against 18.5 and 23.0 s without
- * (bench/snapshot-scale.ts under `taskset -c 0`), where on two cores it took 16–21 s against 19–30 s.
+ * (bench/snapshot-scale.ts under `taskset -c 0`), where on two cores it took 16.4–22.3 s against
+ * 18.6–30.9 s.
  */
 export function useWatchThread(cpus = availableParallelism(), quota = cgroupCpuQuota()): boolean {
   return Math.min(cpus, quota ?? Infinity) >= 2;
