@@ -10,10 +10,14 @@
  * Targets: ready ≤ 10 s, resident memory ≤ 1 GiB. Results merge into bench/results/sidecar.json
  * under `snapshotScale`.
  *
+ * The sidecar runs with `SIDECAR_WATCH_THREAD=on` (the stream received on a worker thread, what
+ * `auto` picks with two CPUs), and then, side by side, `off` (what it picks on one); the ratio of
+ * the two is printed and saved. `--watch-thread on|off|auto` runs that mode alone.
+ *
  * `--entry` loads another build's `dist/sidecar/main.js` instead (e.g. the code before a change, for
  * alternating runs); its result is printed, not saved.
  *
- * Usage: npm run build && tsx bench/snapshot-scale.ts [-- --resources 1000000 --grants 1000000 --subjects 100000 --entry /path/dist/sidecar/main.js]
+ * Usage: npm run build && tsx bench/snapshot-scale.ts [-- --resources 1000000 --grants 1000000 --subjects 100000 --entry /path/dist/sidecar/main.js --watch-thread on]
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -31,6 +35,7 @@ const RESOURCES = Number(args.get('resources') ?? 1_000_000);
 const GRANTS = Number(args.get('grants') ?? 1_000_000);
 const SUBJECTS = Number(args.get('subjects') ?? 100_000);
 const ENTRY = args.get('entry') ? resolve(args.get('entry') as string) : undefined;
+const MODES = args.get('watch-thread') ? [args.get('watch-thread') as string] : ['on', 'off'];
 
 // BENCH_SIDECAR_NODE_ARGS (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`) profiles the loaded sidecar.
 const NODE_ARGS = (process.env.BENCH_SIDECAR_NODE_ARGS ?? '').split(' ').filter(Boolean);
@@ -86,11 +91,12 @@ async function scriptedControlPlane(frames: Buffer[]): Promise<{ url: string; cl
   };
 }
 
-async function load(small: boolean) {
+async function load(small: boolean, watchThread: string) {
   const cp = await scriptedControlPlane(encodedSnapshot(small));
   const started = Date.now();
   const sidecar = await startProcess('sidecar', {
     SIDECAR_CONTROL_PLANE_URL: cp.url, SIDECAR_API_KEY: 'azk_bench', SIDECAR_TENANT_ID: TENANT, SIDECAR_PORT: '0', SIDECAR_LOG_LEVEL: 'info',
+    SIDECAR_WATCH_THREAD: watchThread,
   }, { built: true, nodeArgs: small ? [] : NODE_ARGS, entry: ENTRY });
   try {
     await waitFor200(`${sidecar.url}/readyz`, 300_000);
@@ -115,24 +121,33 @@ async function load(small: boolean) {
   }
 }
 
-async function main() {
-  const baseline = await load(true);
-  const full = await load(false);
+/** One mode: an empty sidecar's memory (the baseline), then the full tenant's load. */
+async function measure(watchThread: string) {
+  const baseline = await load(true, watchThread);
+  const full = await load(false, watchThread);
   const entities = RESOURCES + GRANTS + SUBJECTS;
   const mib = (x: number) => (x / 1024 / 1024).toFixed(0);
-  const perEntity = (full.rssSettled - baseline.rssSettled) / entities;
   const result = {
-    when: new Date().toISOString(), resources: RESOURCES, grants: GRANTS, subjects: SUBJECTS,
-    readyMs: full.readyMs, cpuMsAtReady: full.cpuMsAtReady, rssBytes: full.rssSettled, rssAtReadyBytes: full.rssAtReady, baselineRssBytes: baseline.rssSettled,
-    bytesPerEntity: Math.round(perEntity),
+    watchThread, readyMs: full.readyMs, cpuMsAtReady: full.cpuMsAtReady, rssBytes: full.rssSettled, rssAtReadyBytes: full.rssAtReady, baselineRssBytes: baseline.rssSettled,
+    bytesPerEntity: Math.round((full.rssSettled - baseline.rssSettled) / entities),
   };
-  console.log(`snapshot scale: ${RESOURCES} resources + ${GRANTS} grants + ${SUBJECTS} subjects: ready in ${full.readyMs} ms (target ≤ 10000; ${full.cpuMsAtReady?.toFixed(0)} ms of CPU by then), ` +
+  console.log(`snapshot scale (SIDECAR_WATCH_THREAD=${watchThread}): ${RESOURCES} resources + ${GRANTS} grants + ${SUBJECTS} subjects: ready in ${full.readyMs} ms (target ≤ 10000; ${full.cpuMsAtReady?.toFixed(0)} ms of CPU by then), ` +
     `RSS ${mib(full.rssSettled)} MiB (at ready ${mib(full.rssAtReady)}; target ≤ 1024), baseline ${mib(baseline.rssSettled)} MiB, ${result.bytesPerEntity} bytes per entity above it`);
+  return result;
+}
+
+async function main() {
+  const runs = [];
+  for (const mode of MODES) runs.push(await measure(mode));
+  const [on, off] = runs;
+  const ratio = off ? { readyOnOverOff: +(on.readyMs / off.readyMs).toFixed(2), rssOnOverOff: +(on.rssBytes / off.rssBytes).toFixed(2) } : undefined;
+  if (ratio) console.log(`worker thread against main thread: ready ${ratio.readyOnOverOff}×, RSS ${ratio.rssOnOverOff}× (one run each, side by side)`);
   if (ENTRY) return;
   const out = join(ROOT, 'bench/results/sidecar.json');
   mkdirSync(dirname(out), { recursive: true });
   const results = existsSync(out) ? JSON.parse(readFileSync(out, 'utf8')) : {};
-  writeFileSync(out, JSON.stringify({ ...results, snapshotScale: result }, null, 1) + '\n');
+  const snapshotScale = { when: new Date().toISOString(), resources: RESOURCES, grants: GRANTS, subjects: SUBJECTS, runs, ...ratio };
+  writeFileSync(out, JSON.stringify({ ...results, snapshotScale }, null, 1) + '\n');
 }
 
 main().catch((err) => {
