@@ -11,8 +11,9 @@
  * under `snapshotScale`.
  *
  * The sidecar runs with `SIDECAR_WATCH_THREAD=on` (the stream received on a worker thread, what
- * `auto` picks with two CPUs), and then, side by side, `off` (what it picks on one); the ratio of
- * the two is printed and saved. `--watch-thread on|off|auto` runs that mode alone.
+ * `auto` picks with two CPUs), and then, side by side, `off` (the default, and what `auto` picks
+ * on one CPU); the ratio of the two is printed and saved. `--watch-thread on|off|auto` runs that
+ * mode alone.
  *
  * `--entry` loads another build's `dist/sidecar/main.js` instead (e.g. the code before a change, for
  * alternating runs); its result is printed, not saved.

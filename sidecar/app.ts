@@ -50,7 +50,7 @@ export async function startSidecar(
   }
   let follower: Follower | undefined;
   const metrics = sidecarMetrics(registry, () => follower);
-  const mode = config.watchThread ?? 'auto';
+  const mode = config.watchThread ?? 'off';
   const watchThread = mode === 'on' || (mode === 'auto' && useWatchThread());
   logger.info({ watchThread, mode }, watchThread ? 'the Watch stream is received on a worker thread' : 'the Watch stream is received on the main thread');
   follower = new Follower({

@@ -16,7 +16,7 @@ describe('loadSidecarConfig', () => {
       maxStalenessMs: 30_000,
       minRevisionWaitMs: 1000,
       watchCompression: 'none',
-      watchThread: 'auto',
+      watchThread: 'off',
       logLevel: 'info',
       probeHost: '0.0.0.0',
       probePort: 0,
@@ -55,9 +55,9 @@ describe('loadSidecarConfig', () => {
     for (const v of SIDECAR_VARIABLES) expect(v.flag).toBe('--' + v.variable.toLowerCase().replace(/_/g, '-'));
     const c = loadSidecarConfig({ ...REQUIRED, SIDECAR_PORT: '9000' }, [
       '--sidecar-port', '9191', '--sidecar-max-staleness-ms=5000', '--sidecar-min-revision-wait-ms', '0', '--sidecar-watch-compression=gzip', '--sidecar-tenant-id=tenant_other',
-      '--sidecar-watch-thread=off',
+      '--sidecar-watch-thread=auto',
     ]);
-    expect([c.port, c.maxStalenessMs, c.minRevisionWaitMs, c.watchCompression, c.tenantId, c.watchThread]).toEqual([9191, 5000, 0, 'gzip', 'tenant_other', 'off']);
+    expect([c.port, c.maxStalenessMs, c.minRevisionWaitMs, c.watchCompression, c.tenantId, c.watchThread]).toEqual([9191, 5000, 0, 'gzip', 'tenant_other', 'auto']);
   });
 
   it('refuses a missing or bad value, naming its variable', () => {

@@ -193,6 +193,8 @@ export class Follower {
 
   /** One stream, until it fails, ends or a message is refused. */
   private async follow(ac: AbortController): Promise<void> {
+    // A worker's start-up (sidecar/watch-thread.ts) does not count against the idle limit below.
+    await this.source.ready();
     const fromRevision = this.wantSnapshot || !this.index ? 0n : BigInt(this.index.revision);
     this.pending = undefined;
     const idleMs = this.opts.idleMs ?? Math.min(10_000, this.opts.maxStalenessMs / 2);

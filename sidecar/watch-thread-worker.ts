@@ -43,6 +43,8 @@ function post(m: FromWorker, transfer?: ArrayBuffer[]): void {
   port.postMessage(m, transfer);
 }
 
+post({ type: 'ready' });
+
 async function run(m: Extract<ToWorker, { type: 'open' }>): Promise<void> {
   const call: Call = { ac: new AbortController(), unacked: 0, resume: undefined };
   calls.set(m.id, call);

@@ -3,6 +3,7 @@
  * main thread: the same messages, the same errors, the same cancellations, and a read-ahead
  * that stops at its bound when the main thread stops taking messages.
  */
+import { existsSync } from 'node:fs';
 import http2 from 'node:http2';
 import { afterEach, describe, expect, it } from 'vitest';
 import { create, toBinary, type MessageInitShape } from '@bufbuild/protobuf';
@@ -182,6 +183,22 @@ describe('WatchThread', () => {
       if (revisions.length === total) break;
     }
     expect(revisions).toEqual(Array.from({ length: total }, (_, i) => BigInt(i + 1)));
+  });
+});
+
+describe('the built worker (dist/, as containers run it)', () => {
+  const built = new URL('../dist/sidecar/watch-thread.js', import.meta.url);
+  it.runIf(existsSync(built))('starts from its .js file and hands over messages', async () => {
+    const { WatchThread: BuiltThread } = (await import(built.href)) as typeof import('./watch-thread.js');
+    const cp = await scriptedControlPlane();
+    open.push(cp.server);
+    const t = new BuiltThread({ baseUrl: cp.server.url, gzip: false, streamWindowBytes: MiB, readAheadBytes: MiB });
+    open.push(t);
+    const run = takeAll(t.watch(request, { signal: new AbortController().signal, headers }), 2);
+    const s = await cp.next();
+    s.push(heartbeat(3));
+    s.push(script[0]);
+    expect(await run).toMatchObject([{ case: 'heartbeat', value: { revision: 3n } }, { revision: 7n, index: 0, count: 5 }]);
   });
 });
 

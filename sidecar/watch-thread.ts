@@ -12,7 +12,8 @@
  * bench/snapshot-scale.ts). The worker keeps reading (up to `readAheadBytes` ahead), so the next
  * chunk is whole when the main thread wants it. That needs a second CPU: on one, the worker's
  * receiving and collecting compete with the index build, and the load measured slower (see
- * {@link useWatchThread}).
+ * {@link useWatchThread}). It also costs 50–70 MiB while loading, so it is off by default
+ * (`SIDECAR_WATCH_THREAD`, sidecar/config.ts).
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -39,6 +40,8 @@ export interface UnknownFields {
 
 /** `SnapshotService.Watch`, its messages' fields undecoded. */
 export interface WatchSource {
+  /** Resolves once calls can be made (a worker has loaded): its start-up is not a silent stream. */
+  ready(): Promise<void>;
   watch(request: { tenantId: string; fromRevision: bigint }, opts: { signal: AbortSignal; headers: Record<string, string> }): AsyncIterable<Partial<UnknownFields>>;
   close(): Promise<void>;
 }
@@ -56,7 +59,7 @@ export function rawWatchClient(config: WatchThreadConfig) {
 export function watchSource(config: WatchThreadConfig, thread: boolean): WatchSource {
   if (thread) return new WatchThread(config);
   const client = rawWatchClient(config);
-  return { watch: (request, opts) => client.watch(request, opts), close: async () => undefined };
+  return { ready: async () => undefined, watch: (request, opts) => client.watch(request, opts), close: async () => undefined };
 }
 
 export type ToWorker =
@@ -65,12 +68,13 @@ export type ToWorker =
   | { type: 'ack'; id: number; bytes: number };
 
 export type FromWorker =
+  | { type: 'ready' }
   | { type: 'message'; id: number; buffer: ArrayBuffer; fields: number[] }
   | { type: 'end'; id: number }
   | { type: 'error'; id: number; code: Code; rawMessage: string; metadata: [string, string][] };
 
 /** `done` ends the iteration; `over` says the worker's side of the call has ended too. */
-type Item = Exclude<FromWorker, { type: 'end' | 'error' }> | { type: 'done'; error?: ConnectError; over: boolean };
+type Item = Extract<FromWorker, { type: 'message' }> | { type: 'done'; error?: ConnectError; over: boolean };
 
 /** One open call: what the worker sent that the iterator has not taken yet. */
 class Call {
@@ -91,10 +95,18 @@ class Call {
 
 export class WatchThread implements WatchSource {
   private worker: Worker | undefined;
+  /** Resolves when the current worker has loaded, or is gone. */
+  private loaded: Promise<void> = Promise.resolve();
   private nextId = 1;
   private readonly calls = new Map<number, Call>();
 
   constructor(private readonly config: WatchThreadConfig) {}
+
+  /** Starts the worker when none runs; resolves once it has loaded (or failed to). */
+  ready(): Promise<void> {
+    this.started();
+    return this.loaded;
+  }
 
   /** `SnapshotService.Watch` through the worker, as `client.watch` of a raw client would run it. */
   async *watch(request: { tenantId: string; fromRevision: bigint }, opts: { signal: AbortSignal; headers: Record<string, string> }): AsyncGenerator<UnknownFields> {
@@ -140,7 +152,10 @@ export class WatchThread implements WatchSource {
     const worker = spawnWorker(this.config);
     // The follower's timers keep the process alive while it follows; the worker must not.
     worker.unref();
+    let loaded!: () => void;
+    this.loaded = new Promise<void>((resolve) => (loaded = resolve));
     worker.on('message', (m: FromWorker) => {
+      if (m.type === 'ready') return loaded();
       const call = this.calls.get(m.id);
       if (!call) return;
       if (m.type === 'message') call.push(m);
@@ -148,6 +163,7 @@ export class WatchThread implements WatchSource {
       else call.push({ type: 'done', error: new ConnectError(m.rawMessage, m.code, new Headers(m.metadata)), over: true });
     });
     const lost = (why: string) => {
+      loaded();
       if (this.worker !== worker) return;
       this.worker = undefined;
       this.failAll(new ConnectError(`the Watch thread stopped: ${why}`, Code.Internal));

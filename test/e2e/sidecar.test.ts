@@ -118,6 +118,9 @@ describe.skipIf(!process.env.DATABASE_URL)('control plane and sidecar as real pr
     sidecar = await startProcess('sidecar', {
       SIDECAR_CONTROL_PLANE_URL: cp.url, SIDECAR_API_KEY: w.serviceKey, SIDECAR_TENANT_ID: w.tenantId, SIDECAR_PORT: '0',
       SIDECAR_MAX_STALENESS_MS: String(STALENESS_MS), SIDECAR_MIN_REVISION_WAIT_MS: '2000', SIDECAR_LOG_LEVEL: 'info',
+      // The stream on its worker thread through every case below (the main-thread reader, the
+      // default, is what sidecar/follower.test.ts and the Watch tests run as well).
+      SIDECAR_WATCH_THREAD: 'on',
     });
     processes.push(sidecar);
     await waitFor200(`${sidecar.url}/readyz`);
