@@ -116,6 +116,7 @@ describe.each(BACKENDS)('TenancyService on %s', (backend) => {
     expect(scope).toMatchObject({ parentId: project.scopeId, typeId: 'scope_type_environment' });
 
     await expectCode(c.createEnvironment({ tenantId: 'tenant_a', projectId: 'project_bee', name: 'x' }), Code.InvalidArgument, 'projectId');
+    await expectCode(c.createEnvironment({ tenantId: 'tenant_nowhere', projectId: 'project_bee', name: 'x' }), Code.FailedPrecondition, 'tenantId');
     await expectCode(c.createEnvironment({ projectId: 'project_missing', name: 'x' }), Code.FailedPrecondition, 'projectId');
     await expectCode(c.createEnvironment({ projectId: 'project_api' }), Code.InvalidArgument, 'name');
     await expectCode(app.client(TenancyService, userOf('tenant_a')).createEnvironment({ projectId: 'project_bee', name: 'x' }), Code.PermissionDenied);

@@ -114,6 +114,8 @@ const environments: CreateSpec<CreateEnvironmentRequest, 'environment'> = {
     const tenantId = project.tenantId as string;
     assertTenantReach(b.principal, tenantId, `${p}projectId`);
     if (given && given !== tenantId) {
+      // A tenant that does not exist is the wrong field; an existing other tenant, the project.
+      await b.ref('tenant', given, `${p}tenantId`);
       throw invalid(`${p}projectId`, `project ${projectId} does not belong to tenant ${given}`);
     }
     const scopeId = await childScope(b, name, 'scope_type_environment', project.scopeId as string, p);
