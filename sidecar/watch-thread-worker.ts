@@ -1,7 +1,7 @@
 /**
  * The worker of {@link WatchThread} (watch-thread.ts): runs the Watch calls the main thread opens,
- * over one gRPC transport, and posts each message's fields (copied into a buffer the main thread
- * takes over) as they arrive. It reads ahead at most `readAheadBytes` beyond what the main thread
+ * over one gRPC transport, and posts each message's fields as they arrive, in a buffer the main
+ * thread takes over (see `pack`). It reads ahead at most `readAheadBytes` beyond what the main thread
  * has taken; past that it stops pulling the stream, so HTTP/2 flow control holds the control
  * plane back and neither thread's memory grows with a consumer that falls behind.
  */
