@@ -2,7 +2,7 @@
  * DecisionService as a Connect service implementation (gRPC, gRPC-Web, Connect and, through the
  * gateway, REST), over any DecisionSource: the control plane's and the sidecar's.
  */
-import { create, fromJson, type JsonObject } from '@bufbuild/protobuf';
+import { create, fromJson } from '@bufbuild/protobuf';
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from '@connectrpc/connect';
 import {
   DecisionService, EffectivePermissionSchema, EvaluateResponseSchema, type EvaluateResponse,
@@ -14,11 +14,12 @@ import { setRevision } from '../transport/revision.js';
 import { decideAll, effectiveFor, parseEvaluate, type DecisionSource } from './decide.js';
 import { traceIdOf, type DecisionCall } from './log.js';
 import { spanKey, TENANT_ATTRIBUTE } from '../transport/tracing.js';
+import { plain } from './response-codec.js';
 
-/** JSON-safe copy (Struct fields take only JSON values). */
-const plain = (v: unknown): JsonObject => JSON.parse(JSON.stringify(v ?? {}));
-
-/** The response message of a decision. */
+/**
+ * The response message of a decision, for connect-node (gRPC-Web, compressed calls); the lean
+ * path writes the same bytes with response-codec.ts.
+ */
 export function responseOf(d: Decision): EvaluateResponse {
   return create(EvaluateResponseSchema, {
     allowed: d.allowed,

@@ -20,8 +20,8 @@ import type { Logger } from 'pino';
 import type { Counter } from 'prom-client';
 import type { RpcMetrics } from '../transport/observability.js';
 import {
-  DecisionService, EvaluateBatchRequestSchema, EvaluateBatchResponseSchema, EvaluateRequestSchema, EvaluateResponseSchema,
-  GetEffectivePermissionsRequestSchema, GetEffectivePermissionsResponseSchema, EffectivePermissionSchema,
+  DecisionService, EvaluateBatchRequestSchema, EvaluateRequestSchema, GetEffectivePermissionsRequestSchema,
+  GetEffectivePermissionsResponseSchema, EffectivePermissionSchema, type GetEffectivePermissionsResponse,
 } from '../../gen/authz/v1/decision_service_pb.js';
 import { create } from '@bufbuild/protobuf';
 import type { Decision } from '../engine/mod.js';
@@ -34,7 +34,7 @@ import { binaryRequestProblem, checkRequestMessage } from '../transport/guard.js
 import { REVISION_HEADER } from '../transport/revision.js';
 import { JSON_OPTIONS } from '../transport/server.js';
 import { decideAll, effectiveFor, parseEvaluate, type CallSignal, type DecisionSource, type EvaluateLike } from './decide.js';
-import { responseOf } from './connect.js';
+import { batchBinary, batchJson, decisionBinary, decisionJson } from './response-codec.js';
 import { traceIdOf, type DecisionCall } from './log.js';
 import { startNodeRpcSpan, TENANT_ATTRIBUTE, type Surface as TraceSurface, type Tracing } from '../transport/tracing.js';
 
@@ -191,13 +191,13 @@ function serve<C>(
     if (surface === 'connect-proto' || surface === 'grpc') checkRequestMessage(INPUTS[method], input as Record<string, unknown>);
     switch (method) {
       case 'Evaluate':
-        return then(decideAll(opts.source, caller, [parseEvaluate(input as EvaluateLike)], false, deadline, signal, call), ([d]) => {
-          reply(surface, res, EvaluateResponseSchema, d, decisionJson);
+        return then(decideAll(opts.source, caller, [parseEvaluate(input as EvaluateLike)], false, deadline, signal, call), (ds) => {
+          reply(surface, res, { decisions: ds, batch: false });
         });
       case 'EvaluateBatch': {
         const requests = ((input as { requests?: EvaluateLike[] | null }).requests ?? []);
         return then(decideAll(opts.source, caller, requests.map((x, i) => parseEvaluate(x, `requests[${i}].`)), true, deadline, signal, call), (ds) => {
-          reply(surface, res, EvaluateBatchResponseSchema, ds, batchJson);
+          reply(surface, res, { decisions: ds, batch: true });
         });
       }
       case 'GetEffectivePermissions':
@@ -205,7 +205,7 @@ function serve<C>(
           const message = create(GetEffectivePermissionsResponseSchema, {
             permissions: permissions.map((x) => create(EffectivePermissionSchema, x)), revision: BigInt(revision),
           });
-          reply(surface, res, GetEffectivePermissionsResponseSchema, message, undefined, String(revision));
+          reply(surface, res, { permissions: message }, String(revision));
         });
     }
   });
@@ -250,47 +250,20 @@ function decode(surface: Surface, desc: DescMessage, bytes: Buffer): unknown {
   return fromBinary(desc, payload);
 }
 
-/** The fast JSON form of a decision without an explanation or a policy; undefined otherwise. */
-function decisionJson(d: Decision, revisionAsNumber: boolean): string | undefined {
-  if (d.evaluatedPolicy !== undefined || (d.trace !== undefined && d.trace.length > 0)) return undefined;
-  // Field order and presence as protobuf-es writes them (alwaysEmitImplicit); a test compares.
-  const revision = revisionAsNumber ? String(d.revision) : `"${d.revision}"`;
-  let reason = REASON_JSON.get(d.reason);
-  if (reason === undefined) REASON_JSON.set(d.reason, (reason = JSON.stringify(d.reason)));
-  return `{"allowed":${d.allowed},"decidedByPolicy":${d.decidedByPolicy},"reason":${reason},"revision":${revision},"trace":[]}`;
-}
-
-/** A decision's reason as JSON, by reason (the engine's few reasons, written once each). */
-const REASON_JSON = new Map<string, string>();
-
-function batchJson(ds: Decision[], revisionAsNumber: boolean): string | undefined {
-  const parts: string[] = [];
-  for (const d of ds) {
-    const one = decisionJson(d, revisionAsNumber);
-    if (one === undefined) return undefined;
-    parts.push(one);
-  }
-  return `{"results":[${parts.join(',')}]}`;
-}
-
 /**
  * Writes the answer: JSON (REST with 64-bit integers as numbers, Connect as strings), a binary
- * message (Connect), or a gRPC envelope with trailers. `fast` writes common JSON answers
- * without building messages; anything else goes through protobuf-es as connect-node would.
+ * message (Connect), or a gRPC envelope with trailers. Decisions are written by
+ * response-codec.ts; effective permissions through protobuf-es as connect-node would.
  */
-function reply<T>(
-  surface: Surface, res: NodeServerResponse, schema: DescMessage, value: T,
-  fast: ((v: T, revisionAsNumber: boolean) => string | undefined) | undefined, revisionHeader?: string,
-): void {
-  const message = () => (schema === EvaluateResponseSchema ? responseOf(value as Decision)
-    : schema === EvaluateBatchResponseSchema ? create(EvaluateBatchResponseSchema, { results: (value as Decision[]).map(responseOf) })
-      : value);
+function reply(surface: Surface, res: NodeServerResponse, answer: Answer, revisionHeader?: string): void {
   if (surface === 'rest' || surface === 'connect-json') {
     const asNumber = surface === 'rest';
-    let text = fast?.(value, asNumber);
-    if (text === undefined) {
-      text = toJsonString(schema, message() as never, JSON_OPTIONS);
-      if (asNumber) text = JSON.stringify(int64ToNumbers(schema, JSON.parse(text) as JsonValue));
+    let text: string;
+    if (answer.decisions === undefined) {
+      text = toJsonString(GetEffectivePermissionsResponseSchema, answer.permissions, JSON_OPTIONS);
+      if (asNumber) text = JSON.stringify(int64ToNumbers(GetEffectivePermissionsResponseSchema, JSON.parse(text) as JsonValue));
+    } else {
+      text = answer.batch ? batchJson(answer.decisions, asNumber) : decisionJson(answer.decisions[0], asNumber);
     }
     const headers: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) };
     if (revisionHeader !== undefined) revisionHeaders(surface, headers, revisionHeader);
@@ -298,7 +271,8 @@ function reply<T>(
     res.end(text);
     return;
   }
-  const bytes = toBinary(schema, message() as never);
+  const bytes = answer.decisions === undefined ? toBinary(GetEffectivePermissionsResponseSchema, answer.permissions)
+    : answer.batch ? batchBinary(answer.decisions) : decisionBinary(answer.decisions[0]);
   if (surface === 'connect-proto') {
     const headers: Record<string, string> = { 'content-type': 'application/proto', 'content-length': String(bytes.length) };
     if (revisionHeader !== undefined) revisionHeaders(surface, headers, revisionHeader);
@@ -306,7 +280,8 @@ function reply<T>(
     res.end(bytes);
     return;
   }
-  const framed = Buffer.alloc(5 + bytes.length);
+  const framed = Buffer.allocUnsafe(5 + bytes.length);
+  framed[0] = 0;
   framed.writeUInt32BE(bytes.length, 1);
   framed.set(bytes, 5);
   const h2 = res as import('node:http2').Http2ServerResponse;
@@ -316,6 +291,11 @@ function reply<T>(
   h2.addTrailers({ 'grpc-status': '0', ...(revisionHeader !== undefined ? { [REVISION_HEADER]: revisionHeader } : {}) });
   h2.end(framed);
 }
+
+/** What a call answers: decisions (one, or a batch) or effective permissions. */
+type Answer =
+  | { decisions: readonly Decision[]; batch: boolean; permissions?: undefined }
+  | { decisions?: undefined; permissions: GetEffectivePermissionsResponse };
 
 /** The content type connect-node answers gRPC calls with. */
 const GRPC_CONTENT_TYPE = 'application/grpc+proto';
