@@ -1,11 +1,11 @@
 /**
  * The sidecar honours the caller's deadline and cancellation on the wire, on the lean path
- * (gRPC, REST, Connect) and on connect-node's (gRPC-Web over HTTP/1.1): see
+ * (gRPC, gRPC-Web, REST, Connect) and on connect-node's (a compressed body): see
  * test/conformance/deadlines.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { Code, ConnectError, createClient } from '@connectrpc/connect';
-import { createGrpcWebTransport } from '@connectrpc/connect-node';
+import { Code, ConnectError, createClient, type Transport } from '@connectrpc/connect';
+import { compressionGzip, createConnectTransport, createGrpcTransport, createGrpcWebTransport } from '@connectrpc/connect-node';
 import { pino } from 'pino';
 import { DecisionService } from '../gen/authz/v1/decision_service_pb.js';
 import { startSidecar } from './app.js';
@@ -39,30 +39,46 @@ describe('the sidecar\'s deadlines and cancellation', () => {
 });
 
 describe('a wait for minRevision when the server shuts down', () => {
-  it('answers unavailable at once (retry elsewhere), not canceled and not a cut connection', async () => {
-    const cp = await scriptedControlPlane();
-    const sidecar = await startSidecar({
-      controlPlaneUrl: cp.server.url, apiKey: 'azk_deadlines', tenantId: TENANT, host: '127.0.0.1', port: 0,
-      maxStalenessMs: 60_000, minRevisionWaitMs: WAIT_MS, watchCompression: 'none', logLevel: 'silent',
-    }, pino({ level: 'silent' }));
-    try {
-      (await cp.next()).push(snapshot(9, 0, true, ROWS));
-      while (!sidecar.follower.fresh()) await new Promise((r) => setTimeout(r, 5));
-      // gRPC-Web is served by connect-node, whose handlers see the server's shutdown signal.
-      const client = createClient(DecisionService, createGrpcWebTransport({ baseUrl: sidecar.server.url, httpVersion: '1.1' }));
-      const started = Date.now();
-      const call = client.evaluate({ actor: { subjectId: 'subject_alice' }, scopeId: ROOT, action: 'read', consistency: { minRevision: 1_000_000n } })
-        .then(() => undefined, (e: unknown) => ConnectError.from(e));
-      await new Promise((r) => setTimeout(r, 100));
-      const closing = sidecar.close();
-      const err = await call;
-      await closing;
-      expect(err?.code).toBe(Code.Unavailable);
-      expect(err?.rawMessage).toBe('the server is shutting down; retry on another replica');
-      expect(Date.now() - started).toBeLessThan(WAIT_MS / 2);
-    } finally {
-      await sidecar.close();
-      await cp.server.close();
-    }
-  });
+  const waiting = { actor: { subjectId: 'subject_alice' }, scopeId: ROOT, action: 'read', consistency: { minRevision: 1_000_000n } };
+  /** The call on one surface: undefined when answered, else the error. */
+  const surfaces: [string, (url: string) => Promise<ConnectError | undefined>][] = [
+    ['gRPC-Web (lean path)', (url) => rpc(createGrpcWebTransport({ baseUrl: url, httpVersion: '1.1' }))],
+    ['gRPC (lean path)', (url) => rpc(createGrpcTransport({ baseUrl: url }))],
+    ['Connect JSON (lean path)', (url) => rpc(createConnectTransport({ baseUrl: url, httpVersion: '1.1' }))],
+    // A compressed request is left to connect-node, whose handlers see the shutdown signal.
+    ['gzip Connect binary (connect-node)', (url) => rpc(createConnectTransport({ baseUrl: url, httpVersion: '1.1', useBinaryFormat: true, sendCompression: compressionGzip, compressMinBytes: 0 }))],
+    ['REST (lean path)', async (url) => {
+      const res = await fetch(`${url}/evaluate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...waiting, consistency: { minRevision: 1_000_000 } }) });
+      const body = (await res.json()) as { code: string; message: string };
+      expect(res.status).toBe(503);
+      return new ConnectError(body.message, body.code === 'unavailable' ? Code.Unavailable : Code.Unknown);
+    }],
+  ];
+  const rpc = (transport: Transport) => createClient(DecisionService, transport).evaluate(waiting).then(() => undefined, (e: unknown) => ConnectError.from(e));
+
+  for (const [name, call] of surfaces) {
+    it(`answers unavailable at once (retry elsewhere), not canceled and not a cut connection: ${name}`, async () => {
+      const cp = await scriptedControlPlane();
+      const sidecar = await startSidecar({
+        controlPlaneUrl: cp.server.url, apiKey: 'azk_deadlines', tenantId: TENANT, host: '127.0.0.1', port: 0,
+        maxStalenessMs: 60_000, minRevisionWaitMs: WAIT_MS, watchCompression: 'none', logLevel: 'silent',
+      }, pino({ level: 'silent' }));
+      try {
+        (await cp.next()).push(snapshot(9, 0, true, ROWS));
+        while (!sidecar.follower.fresh()) await new Promise((r) => setTimeout(r, 5));
+        const started = Date.now();
+        const answer = call(sidecar.server.url);
+        await new Promise((r) => setTimeout(r, 100));
+        const closing = sidecar.close();
+        const err = await answer;
+        await closing;
+        expect(err?.code).toBe(Code.Unavailable);
+        expect(err?.rawMessage).toBe('the server is shutting down; retry on another replica');
+        expect(Date.now() - started).toBeLessThan(WAIT_MS / 2);
+      } finally {
+        await sidecar.close();
+        await cp.server.close();
+      }
+    });
+  }
 });

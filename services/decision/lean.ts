@@ -5,9 +5,10 @@
  * microsecond. It takes:
  * - REST `POST /evaluate` and `POST /evaluate/batch` (JSON, no query string);
  * - Connect unary JSON and binary `POST /authz.v1.DecisionService/<Method>`;
- * - gRPC (HTTP/2, `application/grpc[+proto]`, uncompressed) for the same methods.
- * Everything else (gRPC-Web, compressed bodies, Connect GET, `GET /effective-permissions`) is
- * left to connect-node and the gateway. The checks are those of the other surfaces (the JSON
+ * - gRPC (HTTP/2, `application/grpc[+proto]`) and gRPC-Web (`application/grpc-web[+proto|+json]`,
+ *   HTTP/1.1 or 2), uncompressed, for the same methods.
+ * Everything else (compressed bodies, gRPC-Web text, Connect GET, `GET /effective-permissions`)
+ * is left to connect-node and the gateway. The checks are those of the other surfaces (the JSON
  * request checker, the request guard, the binary scanner), the answers come from the same
  * DecisionSource and the same engine, and errors take each protocol's shape with the same
  * code and ErrorInfo, so that the surfaces cannot drift (the conformance tests compare them).
@@ -25,6 +26,7 @@ import {
 } from '../../gen/authz/v1/decision_service_pb.js';
 import { create } from '@bufbuild/protobuf';
 import type { Decision } from '../engine/mod.js';
+import { DomainError } from '../common/errors.js';
 import { BodyTooLarge, readBodyThen } from '../transport/body.js';
 import { headerOf } from '../transport/headers.js';
 import { toConnectError, type ErrorClassifier } from '../transport/errors.js';
@@ -38,7 +40,9 @@ import { batchBinary, batchJson, decisionBinary, decisionJson } from './response
 import { traceIdOf, type DecisionCall } from './log.js';
 import { startNodeRpcSpan, TENANT_ATTRIBUTE, type Surface as TraceSurface, type Tracing } from '../transport/tracing.js';
 
-type Surface = 'rest' | 'connect-json' | 'connect-proto' | 'grpc';
+type Surface = 'rest' | 'connect-json' | 'connect-proto' | 'grpc' | 'grpc-web' | 'grpc-web-json';
+/** Surfaces whose message comes in a gRPC envelope, with `grpc-timeout` and the status in trailers. */
+const isGrpc = (s: Surface): s is 'grpc' | 'grpc-web' | 'grpc-web-json' => s === 'grpc' || s === 'grpc-web' || s === 'grpc-web-json';
 type MethodName = 'Evaluate' | 'EvaluateBatch' | 'GetEffectivePermissions';
 
 export interface LeanOptions<C> {
@@ -69,7 +73,9 @@ const INPUTS: Record<MethodName, DescMessage> = {
 const METHODS = new Set<string>(Object.keys(INPUTS));
 /** The REST routes the lean path takes (compared, not looked up: a property lookup by the request's fresh URL string first interns it). */
 const restMethod = (url: string): MethodName | undefined => (url === '/evaluate' ? 'Evaluate' : url === '/evaluate/batch' ? 'EvaluateBatch' : undefined);
-const TRACE_SURFACE: Record<Surface, TraceSurface> = { rest: 'rest', 'connect-json': 'connect', 'connect-proto': 'connect', grpc: 'grpc' };
+const TRACE_SURFACE: Record<Surface, TraceSurface> = {
+  rest: 'rest', 'connect-json': 'connect', 'connect-proto': 'connect', grpc: 'grpc', 'grpc-web': 'grpc-web', 'grpc-web-json': 'grpc-web',
+};
 
 /** Which surface and method a request is, when the lean path takes it. */
 function route(req: NodeServerRequest): { surface: Surface; method: MethodName } | undefined {
@@ -85,11 +91,12 @@ function route(req: NodeServerRequest): { surface: Surface; method: MethodName }
   const type = (headerOf(req, 'content-type') ?? '').split(';')[0].trim().toLowerCase();
   if (type === 'application/json') return { surface: 'connect-json', method: method as MethodName };
   if (type === 'application/proto') return { surface: 'connect-proto', method: method as MethodName };
-  if ((type === 'application/grpc' || type === 'application/grpc+proto') && req.httpVersionMajor === 2) {
-    const grpcEncoding = req.headers['grpc-encoding'];
-    if (grpcEncoding === undefined || grpcEncoding === 'identity') return { surface: 'grpc', method: method as MethodName };
-  }
-  return undefined;
+  const surface = (type === 'application/grpc' || type === 'application/grpc+proto') && req.httpVersionMajor === 2 ? 'grpc'
+    : type === 'application/grpc-web' || type === 'application/grpc-web+proto' ? 'grpc-web'
+      : type === 'application/grpc-web+json' ? 'grpc-web-json' : undefined;
+  if (surface === undefined) return undefined;
+  const grpcEncoding = req.headers['grpc-encoding'];
+  return grpcEncoding === undefined || grpcEncoding === 'identity' ? { surface, method: method as MethodName } : undefined;
 }
 
 /**
@@ -97,7 +104,7 @@ function route(req: NodeServerRequest): { surface: Surface; method: MethodName }
  * nothing) for any other. Everything after the body has arrived runs synchronously unless the
  * caller or the index must be waited for, so a common decision takes no microtask turn.
  */
-export function leanDecisions<C>(opts: LeanOptions<C>): (req: NodeServerRequest, res: NodeServerResponse) => boolean {
+export function leanDecisions<C>(opts: LeanOptions<C>): (req: NodeServerRequest, res: NodeServerResponse, shutdown?: AbortSignal) => boolean {
   const children = new Map<string, { requests: { inc(): void }; duration: { observe(v: number): void } }>();
   const record = (method: MethodName, start: number, code: Code | undefined) => {
     const seconds = (performance.now() - start) / 1e3;
@@ -112,7 +119,7 @@ export function leanDecisions<C>(opts: LeanOptions<C>): (req: NodeServerRequest,
     c.duration.observe(seconds);
   };
   const { tracing, source } = opts;
-  return (req, res) => {
+  return (req, res, shutdown) => {
     const r = route(req);
     if (!r) return false;
     const start = performance.now();
@@ -140,17 +147,30 @@ export function leanDecisions<C>(opts: LeanOptions<C>): (req: NodeServerRequest,
     };
     readBodyThen(req, opts.maxBodyBytes, (err, bytes) => {
       if (err) return fail(err);
-      // Ends a wait (for a revision) when the caller goes away. Made on demand (see CallSignal);
+      // Ends a wait (for a revision) when the caller goes away, or when the server shuts down
+      // (answering the server's `unavailable`: retry elsewhere). Made on demand (see CallSignal);
       // 'close' is listened for only when the answer waits, so a caller leaving earlier than the
       // listener is impossible: everything up to it runs in this callback.
       let cancel: AbortController | undefined;
       let gone = false;
+      let unlink: (() => void) | undefined;
       const signal = () => {
         if (cancel === undefined) {
-          cancel = new AbortController();
-          if (gone) cancel.abort();
+          const c = (cancel = new AbortController());
+          if (gone) c.abort();
+          else if (shutdown?.aborted) c.abort(shutdown.reason);
+          else if (shutdown !== undefined) {
+            const onShutdown = () => c.abort(shutdown.reason);
+            shutdown.addEventListener('abort', onShutdown, { once: true });
+            unlink = () => shutdown.removeEventListener('abort', onShutdown);
+          }
         }
         return cancel.signal;
+      };
+      const succeeded = () => {
+        unlink?.();
+        record(r.method, start, undefined);
+        if (span !== undefined) tracing!.endRpcSpan(span, TRACE_SURFACE[r.surface], undefined);
       };
       try {
         const answered = serve(opts, r.surface, r.method, req, res, bytes!, signal, call);
@@ -159,15 +179,17 @@ export function leanDecisions<C>(opts: LeanOptions<C>): (req: NodeServerRequest,
             gone = true;
             cancel?.abort();
           });
-          answered.then(() => {
-            record(r.method, start, undefined);
-            if (span !== undefined) tracing!.endRpcSpan(span, TRACE_SURFACE[r.surface], undefined);
-          }, fail);
+          answered.then(succeeded, (e: unknown) => {
+            unlink?.();
+            const reason: unknown = cancel?.signal.reason;
+            const byShutdown = e instanceof DomainError && e.kind === 'canceled' && reason instanceof ConnectError && reason.code !== Code.Canceled;
+            fail(byShutdown ? reason : e);
+          });
         } else {
-          record(r.method, start, undefined);
-          if (span !== undefined) tracing!.endRpcSpan(span, TRACE_SURFACE[r.surface], undefined);
+          succeeded();
         }
       } catch (e) {
+        unlink?.();
         fail(e);
       }
     });
@@ -188,7 +210,7 @@ function serve<C>(
   // messages) the request guard.
   const input = decode(surface, INPUTS[method], bytes);
   return then(opts.caller(req, method), (caller) => {
-    if (surface === 'connect-proto' || surface === 'grpc') checkRequestMessage(INPUTS[method], input as Record<string, unknown>);
+    if (surface === 'connect-proto' || surface === 'grpc' || surface === 'grpc-web') checkRequestMessage(INPUTS[method], input as Record<string, unknown>);
     switch (method) {
       case 'Evaluate':
         return then(decideAll(opts.source, caller, [parseEvaluate(input as EvaluateLike)], false, deadline, signal, call), (ds) => {
@@ -214,9 +236,9 @@ function serve<C>(
 /** The caller's deadline as epoch ms (Infinity without one); a malformed timeout is invalid_argument. */
 function deadlineOf(surface: Surface, req: NodeServerRequest): number {
   if (surface === 'rest') return Number.POSITIVE_INFINITY;
-  const raw = headerOf(req, surface === 'grpc' ? 'grpc-timeout' : 'connect-timeout-ms');
+  const raw = headerOf(req, isGrpc(surface) ? 'grpc-timeout' : 'connect-timeout-ms');
   if (raw === undefined) return Number.POSITIVE_INFINITY;
-  const t = (surface === 'grpc' ? parseGrpcTimeout : parseConnectTimeout)(String(raw), Number.MAX_SAFE_INTEGER);
+  const t = (isGrpc(surface) ? parseGrpcTimeout : parseConnectTimeout)(String(raw), Number.MAX_SAFE_INTEGER);
   if (t.error) throw t.error;
   return t.timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + t.timeoutMs;
 }
@@ -227,23 +249,24 @@ function deadlineOf(surface: Surface, req: NodeServerRequest): number {
  * then runs after the caller is known, as the interceptor does elsewhere).
  */
 function decode(surface: Surface, desc: DescMessage, bytes: Buffer): unknown {
-  if (surface === 'rest' || surface === 'connect-json') {
-    const text = bytes.toString('utf8');
-    let json: JsonValue;
-    try {
-      json = text.trim() === '' ? {} : (JSON.parse(text) as JsonValue);
-    } catch (err) {
-      throw invalidField('', `request body is not valid JSON: ${(err as Error).message}`);
-    }
-    checkMessage(desc, json, '', jsonStringsStorable(bytes));
-    return json;
-  }
-  let payload: Uint8Array = bytes;
-  if (surface === 'grpc') {
+  let payload = bytes;
+  if (isGrpc(surface)) {
     if (bytes.length < 5 || bytes[0] !== 0 || bytes.readUInt32BE(1) !== bytes.length - 5) {
       throw invalidField('', 'a unary gRPC request holds exactly one uncompressed message');
     }
     payload = bytes.subarray(5);
+  }
+  if (surface === 'rest' || surface === 'connect-json' || surface === 'grpc-web-json') {
+    const text = payload.toString('utf8');
+    let json: JsonValue;
+    try {
+      // An empty body is the empty message in REST and Connect; an envelope holds JSON.
+      json = surface !== 'grpc-web-json' && text.trim() === '' ? {} : (JSON.parse(text) as JsonValue);
+    } catch (err) {
+      throw invalidField('', `request body is not valid JSON: ${(err as Error).message}`);
+    }
+    checkMessage(desc, json, '', jsonStringsStorable(payload));
+    return json;
   }
   const problem = binaryRequestProblem(desc, payload);
   if (problem) throw invalidField(problem.field, problem.field ? problem.message : `the request body ${problem.message}`);
@@ -251,45 +274,68 @@ function decode(surface: Surface, desc: DescMessage, bytes: Buffer): unknown {
 }
 
 /**
- * Writes the answer: JSON (REST with 64-bit integers as numbers, Connect as strings), a binary
- * message (Connect), or a gRPC envelope with trailers. Decisions are written by
- * response-codec.ts; effective permissions through protobuf-es as connect-node would.
+ * Writes the answer: JSON (REST with 64-bit integers as numbers, Connect and gRPC-Web+json as
+ * strings), a binary message (Connect), or a gRPC / gRPC-Web envelope with trailers. Decisions
+ * are written by response-codec.ts; effective permissions through protobuf-es as connect-node
+ * would.
  */
 function reply(surface: Surface, res: NodeServerResponse, answer: Answer, revisionHeader?: string): void {
-  if (surface === 'rest' || surface === 'connect-json') {
+  let message: string | Uint8Array;
+  if (surface === 'rest' || surface === 'connect-json' || surface === 'grpc-web-json') {
     const asNumber = surface === 'rest';
-    let text: string;
     if (answer.decisions === undefined) {
-      text = toJsonString(GetEffectivePermissionsResponseSchema, answer.permissions, JSON_OPTIONS);
-      if (asNumber) text = JSON.stringify(int64ToNumbers(GetEffectivePermissionsResponseSchema, JSON.parse(text) as JsonValue));
+      message = toJsonString(GetEffectivePermissionsResponseSchema, answer.permissions, JSON_OPTIONS);
+      if (asNumber) message = JSON.stringify(int64ToNumbers(GetEffectivePermissionsResponseSchema, JSON.parse(message) as JsonValue));
     } else {
-      text = answer.batch ? batchJson(answer.decisions, asNumber) : decisionJson(answer.decisions[0], asNumber);
+      message = answer.batch ? batchJson(answer.decisions, asNumber) : decisionJson(answer.decisions[0], asNumber);
     }
-    const headers: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) };
+  } else {
+    message = answer.decisions === undefined ? toBinary(GetEffectivePermissionsResponseSchema, answer.permissions)
+      : answer.batch ? batchBinary(answer.decisions) : decisionBinary(answer.decisions[0]);
+  }
+  if (surface === 'rest' || surface === 'connect-json' || surface === 'connect-proto') {
+    const headers: Record<string, string> = {
+      'content-type': surface === 'connect-proto' ? 'application/proto' : 'application/json',
+      'content-length': String(typeof message === 'string' ? Buffer.byteLength(message) : message.length),
+    };
     if (revisionHeader !== undefined) revisionHeaders(surface, headers, revisionHeader);
     res.writeHead(200, headers);
-    res.end(text);
+    res.end(message);
     return;
   }
-  const bytes = answer.decisions === undefined ? toBinary(GetEffectivePermissionsResponseSchema, answer.permissions)
-    : answer.batch ? batchBinary(answer.decisions) : decisionBinary(answer.decisions[0]);
-  if (surface === 'connect-proto') {
-    const headers: Record<string, string> = { 'content-type': 'application/proto', 'content-length': String(bytes.length) };
-    if (revisionHeader !== undefined) revisionHeaders(surface, headers, revisionHeader);
-    res.writeHead(200, headers);
-    res.end(bytes);
-    return;
-  }
-  const framed = Buffer.allocUnsafe(5 + bytes.length);
-  framed[0] = 0;
-  framed.writeUInt32BE(bytes.length, 1);
-  framed.set(bytes, 5);
-  const h2 = res as import('node:http2').Http2ServerResponse;
-  const headers: Record<string, string> = { 'content-type': GRPC_CONTENT_TYPE };
+  const trailers: Record<string, string> = { 'grpc-status': '0' };
+  if (revisionHeader !== undefined) trailers[REVISION_HEADER] = revisionHeader;
+  const headers: Record<string, string> = { 'content-type': GRPC_CONTENT_TYPES[surface] };
   if (revisionHeader !== undefined) headers[REVISION_HEADER] = revisionHeader;
-  h2.writeHead(200, headers);
-  h2.addTrailers({ 'grpc-status': '0', ...(revisionHeader !== undefined ? { [REVISION_HEADER]: revisionHeader } : {}) });
-  h2.end(framed);
+  const bytes = typeof message === 'string' ? Buffer.from(message) : message;
+  if (surface === 'grpc') {
+    const h2 = res as import('node:http2').Http2ServerResponse;
+    h2.writeHead(200, headers);
+    h2.addTrailers(trailers);
+    h2.end(envelope(0, bytes));
+    return;
+  }
+  // gRPC-Web: the message's envelope, then the trailers' (flag 0x80) in the body.
+  const body = Buffer.concat([envelope(0, bytes), webTrailers(trailers)]);
+  headers['content-length'] = String(body.length);
+  res.writeHead(200, headers);
+  res.end(body);
+}
+
+/** A gRPC envelope: a flag byte, the length (4 bytes, big-endian), the data. */
+function envelope(flags: number, data: Uint8Array): Buffer {
+  const framed = Buffer.allocUnsafe(5 + data.length);
+  framed[0] = flags;
+  framed.writeUInt32BE(data.length, 1);
+  framed.set(data, 5);
+  return framed;
+}
+
+/** gRPC-Web trailers as connect-node writes them: `name: value\r\n` lines by name, in an envelope flagged 0x80. */
+function webTrailers(trailers: Record<string, string>): Buffer {
+  let text = '';
+  for (const name of Object.keys(trailers).sort()) text += `${name}: ${trailers[name]}\r\n`;
+  return envelope(0x80, Buffer.from(text));
 }
 
 /** What a call answers: decisions (one, or a batch) or effective permissions. */
@@ -297,8 +343,8 @@ type Answer =
   | { decisions: readonly Decision[]; batch: boolean; permissions?: undefined }
   | { decisions?: undefined; permissions: GetEffectivePermissionsResponse };
 
-/** The content type connect-node answers gRPC calls with. */
-const GRPC_CONTENT_TYPE = 'application/grpc+proto';
+/** The content types connect-node answers gRPC and gRPC-Web calls with. */
+const GRPC_CONTENT_TYPES = { grpc: 'application/grpc+proto', 'grpc-web': 'application/grpc-web+proto', 'grpc-web-json': 'application/grpc-web+json' } as const;
 
 /**
  * `x-revision` as connect-node sends a handler's header and trailer (services/transport/revision.ts):
@@ -316,14 +362,20 @@ function sendFailure(surface: Surface, res: NodeServerResponse, ce: ConnectError
     return;
   }
   if (surface === 'rest') return sendError(res, ce);
-  if (surface === 'grpc') {
+  if (isGrpc(surface)) {
     // As connect-node answers a failed unary call: headers, no message, the status in trailers.
     const trailers: Record<string, string> = {};
     setTrailerStatus(new Headers(), ce).forEach((v, k) => (trailers[k] = v));
-    const h2 = res as import('node:http2').Http2ServerResponse;
-    h2.writeHead(200, { 'content-type': GRPC_CONTENT_TYPE });
-    h2.addTrailers(trailers);
-    h2.end();
+    if (surface === 'grpc') {
+      const h2 = res as import('node:http2').Http2ServerResponse;
+      h2.writeHead(200, { 'content-type': GRPC_CONTENT_TYPES.grpc });
+      h2.addTrailers(trailers);
+      h2.end();
+      return;
+    }
+    const body = webTrailers(trailers);
+    res.writeHead(200, { 'content-type': GRPC_CONTENT_TYPES[surface], 'content-length': String(body.length) });
+    res.end(body);
     return;
   }
   const body = Buffer.from(errorToJsonBytes(ce, JSON_OPTIONS));

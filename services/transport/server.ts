@@ -78,8 +78,10 @@ export interface StartServerOptions {
   /**
    * Serves what it takes before anything else (the lean decision path): returns true when it
    * answered the request, false to leave it to the router, the probes and the gateway.
+   * `shutdown` aborts when the server closes, with the `unavailable` error that a call waiting
+   * (for a revision) should answer, as connect-node's handlers do.
    */
-  fastPath?: (req: NodeServerRequest, res: NodeServerResponse) => boolean;
+  fastPath?: (req: NodeServerRequest, res: NodeServerResponse, shutdown: AbortSignal) => boolean;
   logger?: Logger;
   registry?: Registry;
   /** OpenTelemetry tracing (tracing.ts): a server span per RPC but health and reflection; undefined: off. */
@@ -372,7 +374,7 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
     cors(req, res, () => route(req, res));
   };
   const route = (req: NodeServerRequest, res: NodeServerResponse) => {
-    if (fastPath !== undefined && fastPath(req, res)) return;
+    if (fastPath !== undefined && fastPath(req, res, shutdown.signal)) return;
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);

@@ -8,6 +8,7 @@
  */
 import * as http2 from 'node:http2';
 import { Writable } from 'node:stream';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { pino, type Logger } from 'pino';
@@ -95,7 +96,7 @@ export function deadlineCases(start: () => Promise<DeadlineTarget>): void {
   describe('a deadline ends a wait for minRevision with deadline_exceeded', () => {
     const cases: [string, () => Promise<Outcome>][] = [
       ['gRPC (lean path): grpc-timeout', () => rawCallOn('grpc', t.url, { rest: { method: 'POST', path: '/evaluate' }, rpc: EVALUATE, json: '', binary: binary(), headers: { ...t.headers, 'grpc-timeout': '150m' } })],
-      ['gRPC-Web over HTTP/1.1 (connect-node): grpc-timeout', () => rawCallOn('grpc-web', t.url, { rest: { method: 'POST', path: '/evaluate' }, rpc: EVALUATE, json: '', binary: binary(), headers: { ...t.headers, 'grpc-timeout': '150m' } })],
+      ['gRPC-Web over HTTP/1.1 (lean path): grpc-timeout', () => rawCallOn('grpc-web', t.url, { rest: { method: 'POST', path: '/evaluate' }, rpc: EVALUATE, json: '', binary: binary(), headers: { ...t.headers, 'grpc-timeout': '150m' } })],
       ['Connect JSON (lean path): connect-timeout-ms', () => rawCallOn('connect-json', t.url, { rest: { method: 'POST', path: '/evaluate' }, rpc: EVALUATE, json: JSON.stringify(waiting()), headers: { ...t.headers, 'connect-timeout-ms': '150' } })],
     ];
     for (const [name, call] of cases) {
@@ -112,7 +113,9 @@ export function deadlineCases(start: () => Promise<DeadlineTarget>): void {
     const cases: [string, () => Promise<void>][] = [
       ['gRPC (lean path)', () => grpcCancelled(t.url, binary(), t.headers, 150)],
       ['REST (lean path)', () => h1Cancelled(`${t.url}/evaluate`, 'application/json', JSON.stringify(waiting()), t.headers, 150)],
-      ['gRPC-Web over HTTP/1.1 (connect-node)', () => h1Cancelled(t.url + EVALUATE, 'application/grpc-web+proto', envelope(binary()), { ...t.headers, 'x-grpc-web': '1' }, 150)],
+      ['gRPC-Web over HTTP/1.1 (lean path)', () => h1Cancelled(t.url + EVALUATE, 'application/grpc-web+proto', envelope(binary()), { ...t.headers, 'x-grpc-web': '1' }, 150)],
+      // A compressed body is left to connect-node.
+      ['gzip Connect binary (connect-node)', () => h1Cancelled(t.url + EVALUATE, 'application/proto', gzipSync(binary()), { ...t.headers, 'content-encoding': 'gzip' }, 150)],
     ];
     for (const [name, cancel] of cases) {
       it(name, async () => {
