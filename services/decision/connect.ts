@@ -40,17 +40,18 @@ export function deadlineOf(ctx: Pick<HandlerContext, 'timeoutMs'>): number {
 }
 
 /**
- * `f()`, except that a wait it ended because `ctx.signal` aborted for a reason of the server's
- * (it is shutting down: a ConnectError such as `unavailable`) answers that reason instead of
- * `canceled`: the caller is still there and should retry elsewhere. The caller's deadline
- * never gets here (waitEnded answers it as `deadline_exceeded`).
+ * `f()`, except that a wait it ended because `ctx.signal` aborted for the server's shutdown (its
+ * reason is `unavailable`) answers that reason instead of `canceled`: the caller is still there
+ * and should retry elsewhere. A caller that left stays `canceled`, whatever reason connect-node
+ * gave its abort (`aborted` for a Connect GET). The caller's deadline never gets here
+ * (waitEnded answers it as `deadline_exceeded`).
  */
 async function orServerReason<T>(ctx: HandlerContext, f: () => Promise<T> | T): Promise<T> {
   try {
     return await f();
   } catch (err) {
     const reason: unknown = ctx.signal.reason;
-    if (err instanceof DomainError && err.kind === 'canceled' && reason instanceof ConnectError && reason.code !== Code.Canceled) throw reason;
+    if (err instanceof DomainError && err.kind === 'canceled' && reason instanceof ConnectError && reason.code === Code.Unavailable) throw reason;
     throw err;
   }
 }

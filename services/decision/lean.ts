@@ -6,8 +6,9 @@
  * - REST `POST /evaluate` and `POST /evaluate/batch` (JSON, no query string);
  * - Connect unary JSON and binary `POST /authz.v1.DecisionService/<Method>`;
  * - gRPC (HTTP/2, `application/grpc[+proto]`) and gRPC-Web (`application/grpc-web[+proto|+json]`,
- *   HTTP/1.1 or 2), uncompressed, for the same methods.
- * Everything else (compressed bodies, gRPC-Web text, Connect GET, `GET /effective-permissions`)
+ *   HTTP/1.1 or 2) for the same methods;
+ * plain or compressed as connect-node accepts (gzip, br; inflated by transport/compression.ts).
+ * Everything else (other encodings, gRPC-Web text, Connect GET, `GET /effective-permissions`)
  * is left to connect-node and the gateway. The checks are those of the other surfaces (the JSON
  * request checker, the request guard, the binary scanner), the answers come from the same
  * DecisionSource and the same engine, and errors take each protocol's shape with the same
@@ -28,6 +29,7 @@ import { create } from '@bufbuild/protobuf';
 import type { Decision } from '../engine/mod.js';
 import { DomainError } from '../common/errors.js';
 import { BodyTooLarge, readBodyThen } from '../transport/body.js';
+import { encodingOf, inflate, inflateEnvelopes, type Encoding } from '../transport/compression.js';
 import { headerOf } from '../transport/headers.js';
 import { toConnectError, type ErrorClassifier } from '../transport/errors.js';
 import { sendError, tooLargeError, type NodeServerRequest, type NodeServerResponse } from '../transport/gateway/gateway.js';
@@ -78,25 +80,27 @@ const TRACE_SURFACE: Record<Surface, TraceSurface> = {
 };
 
 /** Which surface and method a request is, when the lean path takes it. */
-function route(req: NodeServerRequest): { surface: Surface; method: MethodName } | undefined {
+function route(req: NodeServerRequest): { surface: Surface; method: MethodName; encoding: Encoding | 'identity' } | undefined {
   if (req.method !== 'POST') return undefined;
   const url = req.url ?? '';
-  // Node joins a repeated content-encoding: one found is confirmed on the joined value.
-  if (headerOf(req, 'content-encoding') !== undefined && req.headers['content-encoding'] !== 'identity') return undefined;
+  // Node joins a repeated content-encoding: one found is read from the joined value.
+  const contentEncoding = headerOf(req, 'content-encoding') === undefined ? 'identity' : encodingOf(req.headers['content-encoding']);
+  if (contentEncoding === undefined) return undefined;
   const rest = restMethod(url);
-  if (rest) return { surface: 'rest', method: rest };
+  // REST bodies are plain JSON (the gateway refuses an encoding, naming it).
+  if (rest) return contentEncoding === 'identity' ? { surface: 'rest', method: rest, encoding: 'identity' } : undefined;
   if (!url.startsWith(PREFIX)) return undefined;
-  const method = url.slice(PREFIX.length);
+  const method = url.slice(PREFIX.length) as MethodName;
   if (!METHODS.has(method)) return undefined;
   const type = (headerOf(req, 'content-type') ?? '').split(';')[0].trim().toLowerCase();
-  if (type === 'application/json') return { surface: 'connect-json', method: method as MethodName };
-  if (type === 'application/proto') return { surface: 'connect-proto', method: method as MethodName };
+  if (type === 'application/json') return { surface: 'connect-json', method, encoding: contentEncoding };
+  if (type === 'application/proto') return { surface: 'connect-proto', method, encoding: contentEncoding };
   const surface = (type === 'application/grpc' || type === 'application/grpc+proto') && req.httpVersionMajor === 2 ? 'grpc'
     : type === 'application/grpc-web' || type === 'application/grpc-web+proto' ? 'grpc-web'
       : type === 'application/grpc-web+json' ? 'grpc-web-json' : undefined;
-  if (surface === undefined) return undefined;
-  const grpcEncoding = req.headers['grpc-encoding'];
-  return grpcEncoding === undefined || grpcEncoding === 'identity' ? { surface, method: method as MethodName } : undefined;
+  if (surface === undefined || contentEncoding !== 'identity') return undefined;
+  const encoding = encodingOf(req.headers['grpc-encoding']);
+  return encoding === undefined ? undefined : { surface, method, encoding };
 }
 
 /**
@@ -145,8 +149,7 @@ export function leanDecisions<C>(opts: LeanOptions<C>): (req: NodeServerRequest,
       else if (ce.code === Code.Unavailable && ce.cause !== undefined) opts.logger.warn({ err: ce.cause, method: r.method }, `rpc failed: ${ce.rawMessage}`);
       sendFailure(r.surface, res, ce);
     };
-    readBodyThen(req, opts.maxBodyBytes, (err, bytes) => {
-      if (err) return fail(err);
+    const answer = (bytes: Buffer) => {
       // Ends a wait (for a revision) when the caller goes away, or when the server shuts down
       // (answering the server's `unavailable`: retry elsewhere). Made on demand (see CallSignal);
       // 'close' is listened for only when the answer waits, so a caller leaving earlier than the
@@ -173,7 +176,7 @@ export function leanDecisions<C>(opts: LeanOptions<C>): (req: NodeServerRequest,
         if (span !== undefined) tracing!.endRpcSpan(span, TRACE_SURFACE[r.surface], undefined);
       };
       try {
-        const answered = serve(opts, r.surface, r.method, req, res, bytes!, signal, call);
+        const answered = serve(opts, r.surface, r.method, req, res, bytes, signal, call);
         if (answered instanceof Promise) {
           res.once('close', () => {
             gone = true;
@@ -182,7 +185,7 @@ export function leanDecisions<C>(opts: LeanOptions<C>): (req: NodeServerRequest,
           answered.then(succeeded, (e: unknown) => {
             unlink?.();
             const reason: unknown = cancel?.signal.reason;
-            const byShutdown = e instanceof DomainError && e.kind === 'canceled' && reason instanceof ConnectError && reason.code !== Code.Canceled;
+            const byShutdown = e instanceof DomainError && e.kind === 'canceled' && reason instanceof ConnectError && reason.code === Code.Unavailable;
             fail(byShutdown ? reason : e);
           });
         } else {
@@ -192,9 +195,30 @@ export function leanDecisions<C>(opts: LeanOptions<C>): (req: NodeServerRequest,
         unlink?.();
         fail(e);
       }
+    };
+    readBodyThen(req, opts.maxBodyBytes, (err, bytes) => {
+      if (err) return fail(err);
+      let plain: Buffer | Promise<Buffer>;
+      try {
+        plain = inflated(r.surface, r.encoding, bytes!, opts.maxBodyBytes);
+      } catch (e) {
+        return fail(e);
+      }
+      if (plain instanceof Promise) plain.then(answer, fail);
+      else answer(plain);
     });
     return true;
   };
+}
+
+/**
+ * The body with a compressed request (Connect `content-encoding`) or message (gRPC, flagged in
+ * its envelope, with `grpc-encoding`) inflated, as connect-node's path does (see compression.ts);
+ * the body itself, at once, when nothing is compressed.
+ */
+function inflated(surface: Surface, encoding: Encoding | 'identity', bytes: Buffer, max: number): Buffer | Promise<Buffer> {
+  if (isGrpc(surface)) return bytes.length > 0 && (bytes[0] & 1) !== 0 ? inflateEnvelopes(bytes, encoding, max) : bytes;
+  return encoding === 'identity' ? bytes : inflate(encoding, bytes, max);
 }
 
 /** `f(value)` at once for a value, after it for a promise. */

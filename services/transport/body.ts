@@ -97,7 +97,12 @@ export async function readJsonBody(req: NodeServerRequest, max: number): Promise
     drain(req, 0);
     throw invalidField('', `content-encoding ${encoding} is not supported; send plain JSON`);
   }
-  const text = (await readBody(req, max)).toString('utf8');
+  return jsonOfBody(await readBody(req, max));
+}
+
+/** A JSON body's value (undefined when empty); `invalid_argument` when it is not JSON. */
+export function jsonOfBody(bytes: Buffer): JsonValue | undefined {
+  const text = bytes.toString('utf8');
   if (text.trim() === '') return undefined;
   try {
     return JSON.parse(text) as JsonValue;

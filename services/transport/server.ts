@@ -17,7 +17,7 @@ import * as net from 'node:net';
 import type { DescService, JsonReadOptions, JsonValue, JsonWriteOptions } from '@bufbuild/protobuf';
 import { Code, ConnectError, createConnectRouter, type ConnectRouter, type Interceptor } from '@connectrpc/connect';
 import { parseContentType } from '@connectrpc/connect/protocol-connect';
-import type { UniversalHandler } from '@connectrpc/connect/protocol';
+import type { UniversalHandler, UniversalServerRequest } from '@connectrpc/connect/protocol';
 import {
   compressionBrotli,
   compressionGzip,
@@ -29,7 +29,8 @@ import type { Registry } from 'prom-client';
 import { binaryRequestProblem, requestGuard } from './guard.js';
 import { connectErrorWithInfo, errorInterceptor, type ErrorClassifier } from './errors.js';
 import { createGateway, MAX_BODY_BYTES, tooLargeError, type NodeServerRequest, type NodeServerResponse } from './gateway/gateway.js';
-import { BodyTooLarge, readBody, readJsonBody } from './body.js';
+import { BodyTooLarge, jsonOfBody, readBody, readJsonBody } from './body.js';
+import { encodingOf, inflate, inflateEnvelopes, type Encoding } from './compression.js';
 import { checkMessage, invalidField } from './gateway/json.js';
 import { createLogger, createRegistry, metricsInterceptor, rejectCounter } from './observability.js';
 import { ErrorInfoSchema, ErrorReason } from '../../gen/authz/v1/error_reason_pb.js';
@@ -106,16 +107,16 @@ export interface RunningServer {
 }
 
 /**
- * `json` or `proto` for a Connect unary POST with an uncompressed body (what readUnary reads);
- * undefined for everything else (gRPC, gRPC-Web, streams, compressed bodies), left to connect-node.
+ * The codec and encoding of a Connect unary POST (what readUnary reads); undefined for everything
+ * else (gRPC, gRPC-Web, streams, encodings the server does not accept), left to connect-node.
  */
-function unaryConnectBody(req: NodeServerRequest): 'json' | 'proto' | undefined {
+function unaryConnectBody(req: NodeServerRequest): { codec: 'json' | 'proto'; encoding: Encoding | 'identity' } | undefined {
   if (req.method !== 'POST') return undefined;
-  const encoding = req.headers['content-encoding'];
-  if (encoding !== undefined && encoding !== 'identity') return undefined;
+  const encoding = encodingOf(req.headers['content-encoding']);
+  if (encoding === undefined) return undefined;
   const type = parseContentType(req.headers['content-type'] ?? null);
   if (!type || type.stream) return undefined;
-  return type.binary ? 'proto' : 'json';
+  return { codec: type.binary ? 'proto' : 'json', encoding };
 }
 
 async function* oneChunk(bytes: Uint8Array): AsyncIterable<Uint8Array> {
@@ -147,7 +148,7 @@ function checkJson(h: UniversalHandler, bytes: Uint8Array): void {
  * here reaches the client as the call's status, in its protocol.
  */
 async function* checkedEnvelopes(
-  h: UniversalHandler, body: AsyncIterable<Uint8Array>, max: number, codec: 'proto' | 'json', onTooLarge: () => void,
+  h: UniversalHandler, body: AsyncIterable<Uint8Array>, max: number, codec: 'proto' | 'json', encoding: Encoding | 'identity', onTooLarge: () => void,
 ): AsyncIterable<Uint8Array> {
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -160,7 +161,15 @@ async function* checkedEnvelopes(
       throw tooLargeError(new BodyTooLarge(max));
     }
   }
-  const bytes = Buffer.concat(chunks, size);
+  let bytes: Buffer = Buffer.concat(chunks, size);
+  // Compressed messages are inflated here and passed on plain, so they are checked as well.
+  try {
+    bytes = await inflateEnvelopes(bytes, encoding, max);
+  } catch (err) {
+    if (!(err instanceof BodyTooLarge)) throw err;
+    onTooLarge();
+    throw tooLargeError(err);
+  }
   // Envelope: 1 flag byte (bit 0: compressed; 0x80: gRPC-Web trailers), 4 bytes of length.
   for (let at = 0; at + 5 <= bytes.length; ) {
     const flags = bytes[at];
@@ -304,9 +313,11 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
   const grpcRequest = (h: UniversalHandler, req: NodeServerRequest, res: NodeServerResponse) => {
     const uReq = universalRequestFromNodeRequest(req, res, undefined, undefined);
     const type = /^application\/grpc(?:-web)?(\+proto|\+json)?(?:;|$)/.exec(String(req.headers['content-type'] ?? ''));
-    if (h.method.methodKind !== 'unary' || !type) return uReq;
+    // An encoding the server does not accept is refused by connect-node.
+    const encoding = encodingOf(req.headers['grpc-encoding']);
+    if (h.method.methodKind !== 'unary' || !type || encoding === undefined) return uReq;
     const onTooLarge = () => rejected.inc({ reason: 'body_too_large' });
-    return { ...uReq, body: checkedEnvelopes(h, uReq.body as AsyncIterable<Uint8Array>, maxBodyBytes, type[1] === '+json' ? 'json' : 'proto', onTooLarge) };
+    return { ...uReq, body: checkedEnvelopes(h, uReq.body as AsyncIterable<Uint8Array>, maxBodyBytes, type[1] === '+json' ? 'json' : 'proto', encoding, onTooLarge) };
   };
 
   /**
@@ -316,16 +327,30 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
    * nesting and storable JSON values, each naming the field) before the decoder recurses into
    * it. Answers the error itself and resolves undefined when the body is refused.
    */
-  const readUnary = async (h: UniversalHandler, req: NodeServerRequest, res: NodeServerResponse, kind: 'json' | 'proto') => {
+  const readUnary = async (h: UniversalHandler, req: NodeServerRequest, res: NodeServerResponse, { codec, encoding }: { codec: 'json' | 'proto'; encoding: Encoding | 'identity' }) => {
     try {
-      if (kind === 'json') {
+      let uReq: UniversalServerRequest;
+      if (encoding === 'identity' && codec === 'json') {
         const body = (await readJsonBody(req, maxBodyBytes)) ?? {};
         checkMessage(h.method.input, body);
-        return universalRequestFromNodeRequest(req, res, body, undefined);
+        uReq = universalRequestFromNodeRequest(req, res, body, undefined);
+      } else {
+        let bytes = await readBody(req, maxBodyBytes);
+        // A compressed body is inflated here and passed on plain (connect-node is told it is).
+        if (encoding !== 'identity') bytes = await inflate(encoding, bytes, maxBodyBytes);
+        if (codec === 'json') {
+          const body = jsonOfBody(bytes) ?? {};
+          checkMessage(h.method.input, body);
+          uReq = universalRequestFromNodeRequest(req, res, body, undefined);
+        } else {
+          checkBinary(h, bytes);
+          uReq = { ...universalRequestFromNodeRequest(req, res, undefined, undefined), body: oneChunk(bytes) };
+        }
+        // connect-node reads it as the plain body it now is.
+        uReq.header.delete('content-encoding');
+        uReq.header.delete('content-length');
       }
-      const bytes = await readBody(req, maxBodyBytes);
-      checkBinary(h, bytes);
-      return { ...universalRequestFromNodeRequest(req, res, undefined, undefined), body: oneChunk(bytes) };
+      return uReq;
     } catch (err) {
       if (!(err instanceof BodyTooLarge) && !(err instanceof ConnectError)) throw err;
       rejected.inc({ reason: err instanceof BodyTooLarge ? 'body_too_large' : 'bad_request' });

@@ -39,7 +39,8 @@ export function unknownMethodError(path: string, servedServices: ReadonlySet<str
 
 /** A Connect unary error: its JSON body, with the code's HTTP status unless `status` is given. */
 export function sendConnectError(res: NodeServerResponse, ce: ConnectError, status?: number, headers: Record<string, string> = {}): void {
-  const body = Buffer.from(errorToJsonBytes(ce, {}));
+  // Details written as connect-node writes a handler's error (JSON_OPTIONS: implicit fields too).
+  const body = Buffer.from(errorToJsonBytes(ce, { alwaysEmitImplicit: true }));
   res.writeHead(status ?? codeToHttpStatus(ce.code), { ...headers, 'content-type': 'application/json', 'content-length': String(body.length) });
   res.end(body);
 }

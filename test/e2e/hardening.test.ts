@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as http2 from 'node:http2';
+import { brotliCompressSync, gzipSync } from 'node:zlib';
 import pg from 'pg';
 import { create } from '@bufbuild/protobuf';
 import { timestampFromMs } from '@bufbuild/protobuf/wkt';
@@ -160,6 +161,39 @@ describe.each(BACKENDS)('bad input on %s', (backend) => {
     expect(await storeDigest(cp.db)).toEqual(before);
   });
 
+  it('checks a compressed body (gzip, br) as a plain one, over Connect and gRPC, and bounds it once inflated', async () => {
+    const varint = (n: number) => { const out: number[] = []; for (; n > 127; n >>>= 7) out.push((n & 127) | 128); out.push(n); return Buffer.from(out); };
+    const len = (field: number, body: Buffer) => Buffer.concat([varint((field << 3) | 2), varint(body.length), body]);
+    let struct = Buffer.alloc(0);
+    for (let i = 0; i < 5000; i++) struct = len(1, Buffer.concat([len(1, Buffer.from('a')), len(2, len(5, struct))]));
+    const tooDeep = Buffer.concat([len(2, Buffer.from('user')), len(3, Buffer.from('deep')), len(4, struct), len(5, Buffer.from(tenantId))]);
+    let deepJson = '1';
+    for (let i = 0; i < 10_000; i++) deepJson = `{"a":${deepJson}}`;
+    const connect = async (type: string, encoding: 'gzip' | 'br', body: Buffer | string) => {
+      const res = await fetch(cp.url + '/authz.v1.SubjectService/CreateSubject', {
+        method: 'POST', headers: { 'content-type': type, 'content-encoding': encoding, 'x-api-key': KEY }, body: (encoding === 'gzip' ? gzipSync : brotliCompressSync)(body),
+      });
+      return { status: res.status, body: (await res.json()) as Answer['body'] };
+    };
+    for (const encoding of ['gzip', 'br'] as const) {
+      await refused(400, 'metadata', () => connect('application/proto', encoding, tooDeep));
+      await refused(400, 'metadata', () => connect('application/json', encoding, `{"tenantId":"${tenantId}","type":"user","externalId":"deep","metadata":${deepJson}}`));
+      await refused(400, 'bogus', () => connect('application/json', encoding, JSON.stringify({ tenantId, type: 'user', externalId: 'b', bogus: 1 })));
+      // A bomb: 5 MiB of spaces in a few KiB.
+      const bomb = await connect('application/json', encoding, ' '.repeat(5 * 1024 * 1024));
+      expect([bomb.status, bomb.body.code]).toEqual([429, 'resource_exhausted']);
+    }
+    const before = await storeDigest(cp.db);
+    expect((await grpcCall(cp.url, '/authz.v1.SubjectService/CreateSubject', tooDeep, true)).status).toBe('3');
+    expect((await grpcCall(cp.url, '/authz.v1.SubjectService/CreateSubject', gzipSync(Buffer.alloc(5 * 1024 * 1024)), false)).status).toBe('3');
+    expect(await storeDigest(cp.db)).toEqual(before);
+    // And a good compressed request is served.
+    const ok = await connect('application/json', 'gzip', JSON.stringify({ tenantId, type: 'user', externalId: 'zipped' }));
+    expect([ok.status, (ok.body.subject as { externalId?: string } | undefined)?.externalId]).toEqual([200, 'zipped']);
+    const created = await grpcCall(cp.url, '/authz.v1.SubjectService/CreateSubject', Buffer.concat([len(2, Buffer.from('user')), len(3, Buffer.from('zipped-grpc')), len(5, Buffer.from(tenantId))]), true);
+    expect(created.status).toBe('0');
+  });
+
   it('bounds every list of a request: policy actions at 64, others at 1,000', async () => {
     const policy = (n: number) => ({ scopeId, target: { kind: 'resource', resourceId }, actions: Array.from({ length: n }, (_, i) => `a${i}`), effect: 'allow' });
     const a = await refused(400, 'actions', () => send('POST', '/resource-policies', policy(100_000)));
@@ -211,13 +245,17 @@ describe.each(BACKENDS)('bad input on %s', (backend) => {
 });
 
 /** A raw unary gRPC call (h2c): the message bytes in one envelope; answers grpc-status. */
-async function grpcCall(base: string, path: string, message: Buffer): Promise<{ status: string | undefined; message: string | undefined }> {
+async function grpcCall(base: string, path: string, message: Buffer, gzip = false): Promise<{ status: string | undefined; message: string | undefined }> {
   const session = http2.connect(base);
   try {
     return await new Promise((resolve, reject) => {
+      if (gzip) message = gzipSync(message);
       const head = Buffer.alloc(5);
+      head[0] = gzip ? 1 : 0;
       head.writeUInt32BE(message.length, 1);
-      const stream = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers', 'x-api-key': KEY });
+      const stream = session.request({
+        ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers', 'x-api-key': KEY, ...(gzip ? { 'grpc-encoding': 'gzip' } : {}),
+      });
       let headers: http2.IncomingHttpHeaders = {};
       stream.on('response', (h) => (headers = h));
       stream.on('trailers', (t) => resolve({ status: String(t['grpc-status']), message: t['grpc-message'] as string | undefined }));
