@@ -1,4 +1,5 @@
 /** Sending one fuzz request over REST or Connect JSON, and what came back. */
+import { gzipSync } from 'node:zlib';
 import type { HttpRequest } from './generator.js';
 
 export type Surface = 'rest' | 'connect';
@@ -24,12 +25,19 @@ export async function send(base: string, surface: Surface, req: HttpRequest, key
     headers['content-type'] = 'application/json';
     headers['connect-protocol-version'] = '1';
   } else if (req.body !== undefined) headers['content-type'] = 'application/json';
+  let body = req.body;
+  // Connect bodies of an odd byte length go gzip-compressed: a compressed body must keep every
+  // invariant that a plain one does (it is inflated and checked before anything is decoded).
+  if (surface === 'connect' && body !== undefined && Buffer.byteLength(body) % 2 === 1) {
+    headers['content-encoding'] = 'gzip';
+    body = gzipSync(body);
+  }
   const start = Date.now();
   try {
     const res = await fetch(base + req.path, {
       method: req.method,
       headers,
-      body: req.body === undefined ? undefined : req.body,
+      body,
       redirect: 'manual',
       signal: AbortSignal.timeout(timeoutMs),
     });
