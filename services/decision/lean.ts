@@ -29,7 +29,7 @@ import { create } from '@bufbuild/protobuf';
 import type { Decision } from '../engine/mod.js';
 import { DomainError } from '../common/errors.js';
 import { BodyTooLarge, readBodyThen } from '../transport/body.js';
-import { encodingOf, inflate, inflateEnvelopes, type Encoding } from '../transport/compression.js';
+import { encodingOf, inflate, inflateEnvelopes, unaryMessage, type Encoding } from '../transport/compression.js';
 import { headerOf } from '../transport/headers.js';
 import { toConnectError, type ErrorClassifier } from '../transport/errors.js';
 import { sendError, tooLargeError, type NodeServerRequest, type NodeServerResponse } from '../transport/gateway/gateway.js';
@@ -274,12 +274,7 @@ function deadlineOf(surface: Surface, req: NodeServerRequest): number {
  */
 function decode(surface: Surface, desc: DescMessage, bytes: Buffer): unknown {
   let payload = bytes;
-  if (isGrpc(surface)) {
-    if (bytes.length < 5 || bytes[0] !== 0 || bytes.readUInt32BE(1) !== bytes.length - 5) {
-      throw invalidField('', 'a unary gRPC request holds exactly one uncompressed message');
-    }
-    payload = bytes.subarray(5);
-  }
+  if (isGrpc(surface)) payload = unaryMessage(bytes);
   if (surface === 'rest' || surface === 'connect-json' || surface === 'grpc-web-json') {
     const text = payload.toString('utf8');
     let json: JsonValue;

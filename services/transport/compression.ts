@@ -38,34 +38,33 @@ export function inflate(encoding: Encoding, data: Uint8Array, max: number): Prom
   });
 }
 
-/** The gRPC message of a unary call's body that is flagged compressed without a `grpc-encoding`. */
+/**
+ * The one message of a unary gRPC / gRPC-Web body (after inflateEnvelopes): exactly one plain
+ * envelope, else `invalid_argument`, on connect-node's path and the lean path alike.
+ */
+export function unaryMessage(body: Buffer): Buffer {
+  if (body.length < 5 || body[0] !== 0 || body.readUInt32BE(1) !== body.length - 5) {
+    throw invalidField('', 'a unary gRPC call holds exactly one message');
+  }
+  return body.subarray(5);
+}
+
+/** The error of a unary call's body whose message is flagged compressed without a `grpc-encoding`. */
 export const UNDECLARED_COMPRESSION = 'the message is flagged compressed, but grpc-encoding names no compression';
 
 /**
- * A unary gRPC / gRPC-Web body with its compressed envelopes inflated and flagged plain (other
- * envelopes as they are), or the body itself when nothing is compressed.
+ * A unary gRPC / gRPC-Web body with its first message inflated and flagged plain when it is
+ * compressed (anything after it as it is), or the body itself when it is not. A unary call holds
+ * one message: inflating only the first bounds the work and memory of a body of many small
+ * compressed envelopes to one message of at most `max` bytes (the decoders refuse the rest).
  */
 export async function inflateEnvelopes(body: Buffer, encoding: Encoding | 'identity', max: number): Promise<Buffer> {
-  let compressed = false;
-  for (let at = 0; at + 5 <= body.length; at += 5 + body.readUInt32BE(at + 1)) if (body[at] & 1) compressed = true;
-  if (!compressed) return body;
+  if (body.length < 5 || (body[0] & 0x81) !== 1) return body;
   if (encoding === 'identity') throw invalidField('', UNDECLARED_COMPRESSION);
-  const parts: Buffer[] = [];
-  let at = 0;
-  while (at + 5 <= body.length) {
-    const flags = body[at];
-    const end = Math.min(body.length, at + 5 + body.readUInt32BE(at + 1));
-    if (flags & 1) {
-      const message = await inflate(encoding, body.subarray(at + 5, end), max);
-      const head = Buffer.alloc(5);
-      head[0] = flags & ~1;
-      head.writeUInt32BE(message.length, 1);
-      parts.push(head, message);
-    } else {
-      parts.push(body.subarray(at, end));
-    }
-    at = end;
-  }
-  // Bytes after the last whole envelope header stay, for the decoder to refuse as it would.
-  return Buffer.concat(at < body.length ? [...parts, body.subarray(at)] : parts);
+  const end = Math.min(body.length, 5 + body.readUInt32BE(1));
+  const message = await inflate(encoding, body.subarray(5, end), max);
+  const head = Buffer.alloc(5);
+  head[0] = body[0] & ~1;
+  head.writeUInt32BE(message.length, 1);
+  return Buffer.concat([head, message, body.subarray(end)]);
 }

@@ -30,7 +30,7 @@ import { binaryRequestProblem, requestGuard } from './guard.js';
 import { connectErrorWithInfo, errorInterceptor, type ErrorClassifier } from './errors.js';
 import { createGateway, MAX_BODY_BYTES, tooLargeError, type NodeServerRequest, type NodeServerResponse } from './gateway/gateway.js';
 import { BodyTooLarge, jsonOfBody, readBody, readJsonBody } from './body.js';
-import { encodingOf, inflate, inflateEnvelopes, type Encoding } from './compression.js';
+import { encodingOf, inflate, inflateEnvelopes, unaryMessage, type Encoding } from './compression.js';
 import { checkMessage, invalidField } from './gateway/json.js';
 import { createLogger, createRegistry, metricsInterceptor, rejectCounter } from './observability.js';
 import { ErrorInfoSchema, ErrorReason } from '../../gen/authz/v1/error_reason_pb.js';
@@ -170,14 +170,8 @@ async function* checkedEnvelopes(
     onTooLarge();
     throw tooLargeError(err);
   }
-  // Envelope: 1 flag byte (bit 0: compressed; 0x80: gRPC-Web trailers), 4 bytes of length.
-  for (let at = 0; at + 5 <= bytes.length; ) {
-    const flags = bytes[at];
-    const length = bytes.readUInt32BE(at + 1);
-    const message = bytes.subarray(at + 5, Math.min(bytes.length, at + 5 + length));
-    if ((flags & 0x81) === 0) (codec === 'json' ? checkJson : checkBinary)(h, message);
-    at += 5 + length;
-  }
+  // Exactly one plain envelope (1 flag byte, 4 bytes of length), as the lean path requires.
+  (codec === 'json' ? checkJson : checkBinary)(h, unaryMessage(bytes));
   yield bytes;
 }
 

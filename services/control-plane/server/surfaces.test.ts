@@ -326,6 +326,8 @@ describe.each(BACKENDS)('the control plane\'s decision surfaces on %s', (backend
       ['gRPC-Web compressed message without grpc-encoding', () => ['/authz.v1.DecisionService/Evaluate', { ...grpcWeb, ...auth(keys.service) }, webEnvelope(gzipSync(toBinary(EvaluateRequestSchema, create(EvaluateRequestSchema, evaluateBody() as never))), 1)]],
       ['gzip gRPC-Web not gzip', () => ['/authz.v1.DecisionService/Evaluate', { ...grpcWeb, ...auth(keys.service), 'grpc-encoding': 'gzip' }, webEnvelope(Buffer.from('not gzip'), 1)]],
       ['gzip gRPC-Web over the limit once inflated', () => ['/authz.v1.DecisionService/Evaluate', { ...grpcWeb, ...auth(keys.service), 'grpc-encoding': 'gzip' }, webEnvelope(gzipSync(Buffer.alloc(MAX_BODY_BYTES + 1, 0)), 1)]],
+      ['gRPC-Web two messages', () => ['/authz.v1.DecisionService/Evaluate', { ...grpcWeb, ...auth(keys.service) }, Buffer.concat([0, 0].map(() => webEnvelope(toBinary(EvaluateRequestSchema, create(EvaluateRequestSchema, evaluateBody() as never)))))]],
+      ['gzip gRPC-Web two compressed messages', () => ['/authz.v1.DecisionService/Evaluate', { ...grpcWeb, ...auth(keys.service), 'grpc-encoding': 'gzip' }, Buffer.concat([0, 0].map(() => webEnvelope(gzipSync(toBinary(EvaluateRequestSchema, create(EvaluateRequestSchema, evaluateBody() as never))), 1)))]],
       ['br gRPC-Web JSON bad field', () => ['/authz.v1.DecisionService/Evaluate', { 'content-type': 'application/grpc-web+json', 'x-grpc-web': '1', ...auth(keys.service), 'grpc-encoding': 'br' }, webEnvelope(brotliCompressSync(JSON.stringify({ ...read(), bogus: 1 })), 1)]],
     ];
     for (const [name, call] of calls) {
