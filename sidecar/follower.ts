@@ -41,12 +41,11 @@ export interface FollowerOptions {
 const ENGINE_KINDS = new Set<string>(ENTITY_KINDS);
 const GATES = new Set<string>(['off', 'links-fallback', 'strict']);
 /**
- * The HTTP/2 flow-control window of the Watch stream: HTTP/2 starts at 64 KiB, so a 4 MiB snapshot
- * chunk would cross in 64 round trips, each waiting for this process to send a WINDOW_UPDATE
- * between index builds. This is the stream's window; the connection's stays at HTTP/2's 64 KiB
- * (Node has no option for it). Widening that one too (`setLocalWindowSize` on the session) let the
- * control plane send ahead into Node's stream buffers, and a snapshot load took 1.6–2.5× the CPU
- * (bench/snapshot-scale.ts, three alternating runs each), so it stays as it is.
+ * The HTTP/2 flow-control window of the Watch stream, and of its connection (watch-thread.ts,
+ * WideWindowSessions): HTTP/2 starts both at 64 KiB, so a 4 MiB snapshot chunk would cross in 64
+ * round trips, each waiting for this process to send a WINDOW_UPDATE between index builds.
+ * (An earlier build measured 1.6–2.5× the CPU with the connection's window widened; remeasured
+ * with this build, it is less CPU and a quarter less time.)
  */
 const STREAM_WINDOW_BYTES = 8 * 1024 * 1024;
 /**

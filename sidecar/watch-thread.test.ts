@@ -12,7 +12,7 @@ import { compressionGzip, createGrpcTransport } from '@connectrpc/connect-node';
 import { Change_Op, WatchResponseSchema } from '../gen/authz/v1/snapshot_service_pb.js';
 import { RAW_SNAPSHOT_SERVICE, decodeWatchResponse } from './snapshot-wire.js';
 import { ROWS, TENANT, changes, heartbeat, scriptedControlPlane, snapshot } from './testing.js';
-import { WatchThread, cgroupCpuQuota, useWatchThread, watchSource, type UnknownFields } from './watch-thread.js';
+import { WatchThread, WideWindowSessions, cgroupCpuQuota, useWatchThread, watchSource, type UnknownFields } from './watch-thread.js';
 
 const MiB = 1024 * 1024;
 const open: { close(): Promise<void> }[] = [];
@@ -183,6 +183,29 @@ describe('WatchThread', () => {
       if (revisions.length === total) break;
     }
     expect(revisions).toEqual(Array.from({ length: total }, (_, i) => BigInt(i + 1)));
+  });
+});
+
+describe('flow control of the Watch stream', () => {
+  it('opens the connection\'s window as wide as the stream\'s (HTTP/2 starts it at 64 KiB)', async () => {
+    const server = await floodingServer(1024, 1);
+    const sessions = new WideWindowSessions(server.url, 4 * MiB);
+    try {
+      const stream = await sessions.request('POST', '/authz.v1.SnapshotService/Watch', { 'content-type': 'application/grpc' }, {});
+      const state = stream.session!.state;
+      expect(state.localWindowSize).toBeGreaterThanOrEqual(4 * MiB - 64 * 1024);
+      // Once per session: a second stream leaves it as it is.
+      const again = await sessions.request('POST', '/authz.v1.SnapshotService/Watch', { 'content-type': 'application/grpc' }, {});
+      expect(again.session).toBe(stream.session);
+      expect(again.session!.state.localWindowSize).toBeLessThanOrEqual(4 * MiB);
+      for (const s of [stream, again]) {
+        s.on('error', () => undefined);
+        s.close();
+      }
+      stream.session!.close();
+    } finally {
+      await server.close();
+    }
   });
 });
 
