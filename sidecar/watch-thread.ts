@@ -53,7 +53,7 @@ export interface WatchSource {
  * snapshot chunk crossed in 64 round trips, each waiting for this process to send a
  * WINDOW_UPDATE between index builds: 26% of a load's main thread was idle. Widened (once per
  * session, on its first stream), the control plane sends a chunk ahead while the previous one is
- * indexed: the 1M + 1M snapshot took 14.6–16.2 s instead of 19.1–21.6 s, and less CPU
+ * indexed: the 1M + 1M snapshot took 14.6–19.3 s (median 15.5) instead of 19.1–21.6 s, and less CPU
  * (16.0–17.8 s against 18.9–21.2 s; bench/snapshot-scale.ts, alternating). What may be in flight
  * stays bounded by the stream's window.
  */
