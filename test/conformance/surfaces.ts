@@ -129,9 +129,10 @@ export interface RawCall {
   headers?: Record<string, string>;
 }
 
-/** A gRPC / gRPC-Web envelope holding `message` uncompressed. */
-export function envelope(message: Uint8Array): Uint8Array {
+/** A gRPC / gRPC-Web envelope holding `message`, with `flags` (1: the message is compressed). */
+export function envelope(message: Uint8Array, flags = 0): Buffer {
   const framed = Buffer.alloc(5 + message.length);
+  framed[0] = flags;
   framed.writeUInt32BE(message.length, 1);
   framed.set(message, 5);
   return framed;

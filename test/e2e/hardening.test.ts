@@ -17,6 +17,7 @@ import { CreateSubjectRequestSchema } from '../../gen/authz/v1/subject_service_p
 import type { ControlPlane } from '../../services/control-plane/app.js';
 import { MAX_JSON_DEPTH } from '../../services/transport/guard.js';
 import { BACKENDS, TEST_BOOTSTRAP_KEY as KEY, startTestControlPlane, storeDigest } from '../harness.js';
+import { envelope } from '../conformance/surfaces.js';
 
 interface Answer {
   status: number;
@@ -140,13 +141,8 @@ describe.each(BACKENDS)('bad input on %s', (backend) => {
   });
 
   it('refuses malformed and too deeply nested binary messages as invalid_argument, over Connect and gRPC', async () => {
-    const varint = (n: number) => { const out: number[] = []; for (; n > 127; n >>>= 7) out.push((n & 127) | 128); out.push(n); return Buffer.from(out); };
-    const len = (field: number, body: Buffer) => Buffer.concat([varint((field << 3) | 2), varint(body.length), body]);
-    // metadata (field 4) as a Struct nested 5,000 levels: Struct { fields: { "a": Value { struct_value: … } } }.
-    let struct = Buffer.alloc(0);
-    for (let i = 0; i < 5000; i++) struct = len(1, Buffer.concat([len(1, Buffer.from('a')), len(2, len(5, struct))]));
     const bodies: [string, Buffer][] = [
-      ['metadata', Buffer.concat([len(2, Buffer.from('user')), len(3, Buffer.from('deep')), len(4, struct), len(5, Buffer.from(tenantId))])],
+      ['metadata', tooDeepSubject(tenantId)],
       ['', Buffer.from([0xff, 0xff, 0xff])], // a tag cut short
       ['metadata', Buffer.from([0x22, 0x05, 0x61])], // metadata (field 4) claims 5 bytes and has 1
     ];
@@ -162,11 +158,7 @@ describe.each(BACKENDS)('bad input on %s', (backend) => {
   });
 
   it('checks a compressed body (gzip, br) as a plain one, over Connect and gRPC, and bounds it once inflated', async () => {
-    const varint = (n: number) => { const out: number[] = []; for (; n > 127; n >>>= 7) out.push((n & 127) | 128); out.push(n); return Buffer.from(out); };
-    const len = (field: number, body: Buffer) => Buffer.concat([varint((field << 3) | 2), varint(body.length), body]);
-    let struct = Buffer.alloc(0);
-    for (let i = 0; i < 5000; i++) struct = len(1, Buffer.concat([len(1, Buffer.from('a')), len(2, len(5, struct))]));
-    const tooDeep = Buffer.concat([len(2, Buffer.from('user')), len(3, Buffer.from('deep')), len(4, struct), len(5, Buffer.from(tenantId))]);
+    const tooDeep = tooDeepSubject(tenantId);
     let deepJson = '1';
     for (let i = 0; i < 10_000; i++) deepJson = `{"a":${deepJson}}`;
     const connect = async (type: string, encoding: 'gzip' | 'br', body: Buffer | string) => {
@@ -245,14 +237,26 @@ describe.each(BACKENDS)('bad input on %s', (backend) => {
 });
 
 /** A raw unary gRPC call (h2c): the message bytes in one envelope; answers grpc-status. */
+/** A length-delimited protobuf field. */
+function len(field: number, body: Buffer): Buffer {
+  const varint = (n: number) => { const out: number[] = []; for (; n > 127; n >>>= 7) out.push((n & 127) | 128); out.push(n); return Buffer.from(out); };
+  return Buffer.concat([varint((field << 3) | 2), varint(body.length), body]);
+}
+
+/**
+ * A CreateSubjectRequest whose metadata (field 4) is a Struct nested 5,000 levels:
+ * Struct { fields: { "a": Value { struct_value: … } } }.
+ */
+function tooDeepSubject(tenantId: string): Buffer {
+  let struct: Buffer = Buffer.alloc(0);
+  for (let i = 0; i < 5000; i++) struct = len(1, Buffer.concat([len(1, Buffer.from('a')), len(2, len(5, struct))]));
+  return Buffer.concat([len(2, Buffer.from('user')), len(3, Buffer.from('deep')), len(4, struct), len(5, Buffer.from(tenantId))]);
+}
+
 async function grpcCall(base: string, path: string, message: Buffer, gzip = false): Promise<{ status: string | undefined; message: string | undefined }> {
   const session = http2.connect(base);
   try {
     return await new Promise((resolve, reject) => {
-      if (gzip) message = gzipSync(message);
-      const head = Buffer.alloc(5);
-      head[0] = gzip ? 1 : 0;
-      head.writeUInt32BE(message.length, 1);
       const stream = session.request({
         ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers', 'x-api-key': KEY, ...(gzip ? { 'grpc-encoding': 'gzip' } : {}),
       });
@@ -262,7 +266,7 @@ async function grpcCall(base: string, path: string, message: Buffer, gzip = fals
       stream.on('end', () => resolve({ status: headers['grpc-status'] as string | undefined, message: headers['grpc-message'] as string | undefined }));
       stream.on('error', reject);
       stream.resume();
-      stream.end(Buffer.concat([head, message]));
+      stream.end(envelope(gzip ? gzipSync(message) : message, gzip ? 1 : 0));
     });
   } finally {
     session.close();

@@ -20,7 +20,7 @@ import { loadConfig } from '../config.js';
 import { createLogger } from '../../transport/observability.js';
 import { BACKENDS, TEST_BOOTSTRAP_KEY, startTestControlPlane } from '../../../test/harness.js';
 import {
-  SURFACES, effectiveOn, errorClassOn, evaluateBatchOn, evaluateOn, expectedOutcomes, transportErrorClasses, type ErrorClass, type Outcome, type RawCall,
+  SURFACES, effectiveOn, envelope, errorClassOn, evaluateBatchOn, evaluateOn, expectedOutcomes, transportErrorClasses, type ErrorClass, type Outcome, type RawCall,
 } from '../../../test/conformance/surfaces.js';
 
 interface Answer { status: number; body: Record<string, unknown> & { message?: string } }
@@ -251,10 +251,7 @@ describe.each(BACKENDS)('the control plane\'s decision surfaces on %s', (backend
       return new Promise<{ headers: Record<string, unknown>; body: string; trailers: Record<string, unknown> }>((resolve, reject) => {
         const session = http2.connect(base);
         session.on('error', reject);
-        const framed = Buffer.alloc(5 + message.length);
-        framed[0] = flags;
-        framed.writeUInt32BE(message.length, 1);
-        framed.set(message, 5);
+        const framed = envelope(message, flags);
         const req = session.request({ ':method': 'POST', ':path': `/authz.v1.DecisionService/${method}`, 'content-type': 'application/grpc', te: 'trailers', ...headers });
         let got: Record<string, unknown> = {};
         let trailers: Record<string, unknown> = {};
@@ -273,13 +270,6 @@ describe.each(BACKENDS)('the control plane\'s decision surfaces on %s', (backend
     }
     const json = { 'content-type': 'application/json' };
     const grpcWeb = { 'content-type': 'application/grpc-web', 'x-grpc-web': '1' };
-    const webEnvelope = (message: Uint8Array, flags = 0) => {
-      const framed = Buffer.alloc(5 + message.length);
-      framed[0] = flags;
-      framed.writeUInt32BE(message.length, 1);
-      framed.set(message, 5);
-      return framed;
-    };
     /** Explained decisions of every kind here: a role allow, a policy deny (with its policy), a no match. */
     const explainedBatch = () => ({
       requests: [
@@ -304,13 +294,13 @@ describe.each(BACKENDS)('the control plane\'s decision surfaces on %s', (backend
       ['Connect binary revoked', () => ['/authz.v1.DecisionService/Evaluate', { 'content-type': 'application/proto', ...auth(keys.revoked) }, toBinary(EvaluateRequestSchema, create(EvaluateRequestSchema, read() as never))]],
       ['Connect JSON explained batch', () => ['/authz.v1.DecisionService/EvaluateBatch', { ...json, ...auth(keys.service) }, JSON.stringify(explainedBatch())]],
       ['Connect binary explained batch', () => ['/authz.v1.DecisionService/EvaluateBatch', { 'content-type': 'application/proto', ...auth(keys.service) }, toBinary(EvaluateBatchRequestSchema, create(EvaluateBatchRequestSchema, explainedBatch() as never))]],
-      ['gRPC-Web allow', () => ['/authz.v1.DecisionService/Evaluate', { ...grpcWeb, ...auth(keys.service) }, webEnvelope(toBinary(EvaluateRequestSchema, create(EvaluateRequestSchema, evaluateBody() as never)))]],
-      ['gRPC-Web explained batch', () => ['/authz.v1.DecisionService/EvaluateBatch', { ...grpcWeb, ...auth(keys.service) }, webEnvelope(toBinary(EvaluateBatchRequestSchema, create(EvaluateBatchRequestSchema, explainedBatch() as never)))]],
-      ['gRPC-Web JSON explained batch', () => ['/authz.v1.DecisionService/EvaluateBatch', { 'content-type': 'application/grpc-web+json', 'x-grpc-web': '1', ...auth(keys.service) }, webEnvelope(Buffer.from(JSON.stringify(explainedBatch())))]],
-      ['gRPC-Web effective', () => ['/authz.v1.DecisionService/GetEffectivePermissions', { 'content-type': 'application/grpc-web+proto', 'x-grpc-web': '1', ...auth(keys.service) }, webEnvelope(toBinary(GetEffectivePermissionsRequestSchema, create(GetEffectivePermissionsRequestSchema, { subjectId: ids.alice, scopeId: ids.root })))]],
-      ['gRPC-Web missing key', () => ['/authz.v1.DecisionService/Evaluate', grpcWeb, webEnvelope(toBinary(EvaluateRequestSchema, create(EvaluateRequestSchema, read() as never)))]],
-      ['gRPC-Web other tenant', () => ['/authz.v1.DecisionService/Evaluate', { ...grpcWeb, ...auth(keys.service) }, webEnvelope(toBinary(EvaluateRequestSchema, create(EvaluateRequestSchema, read({ scopeId: ids.otherRoot }) as never)))]],
-      ['gRPC-Web JSON bad field', () => ['/authz.v1.DecisionService/Evaluate', { 'content-type': 'application/grpc-web+json', 'x-grpc-web': '1', ...auth(keys.service) }, webEnvelope(Buffer.from(JSON.stringify({ ...read(), bogus: 1 })))]],
+      ['gRPC-Web allow', () => ['/authz.v1.DecisionService/Evaluate', { ...grpcWeb, ...auth(keys.service) }, envelope(toBinary(EvaluateRequestSchema, create(EvaluateRequestSchema, evaluateBody() as never)))]],
+      ['gRPC-Web explained batch', () => ['/authz.v1.DecisionService/EvaluateBatch', { ...grpcWeb, ...auth(keys.service) }, envelope(toBinary(EvaluateBatchRequestSchema, create(EvaluateBatchRequestSchema, explainedBatch() as never)))]],
+      ['gRPC-Web JSON explained batch', () => ['/authz.v1.DecisionService/EvaluateBatch', { 'content-type': 'application/grpc-web+json', 'x-grpc-web': '1', ...auth(keys.service) }, envelope(Buffer.from(JSON.stringify(explainedBatch())))]],
+      ['gRPC-Web effective', () => ['/authz.v1.DecisionService/GetEffectivePermissions', { 'content-type': 'application/grpc-web+proto', 'x-grpc-web': '1', ...auth(keys.service) }, envelope(toBinary(GetEffectivePermissionsRequestSchema, create(GetEffectivePermissionsRequestSchema, { subjectId: ids.alice, scopeId: ids.root })))]],
+      ['gRPC-Web missing key', () => ['/authz.v1.DecisionService/Evaluate', grpcWeb, envelope(toBinary(EvaluateRequestSchema, create(EvaluateRequestSchema, read() as never)))]],
+      ['gRPC-Web other tenant', () => ['/authz.v1.DecisionService/Evaluate', { ...grpcWeb, ...auth(keys.service) }, envelope(toBinary(EvaluateRequestSchema, create(EvaluateRequestSchema, read({ scopeId: ids.otherRoot }) as never)))]],
+      ['gRPC-Web JSON bad field', () => ['/authz.v1.DecisionService/Evaluate', { 'content-type': 'application/grpc-web+json', 'x-grpc-web': '1', ...auth(keys.service) }, envelope(Buffer.from(JSON.stringify({ ...read(), bogus: 1 })))]],
       // Compressed requests (connect-node accepts gzip and br).
       ['gzip Connect JSON explained batch', () => ['/authz.v1.DecisionService/EvaluateBatch', { ...json, ...auth(keys.service), 'content-encoding': 'gzip' }, gzipSync(JSON.stringify(explainedBatch()))]],
       ['gzip REST explained batch', () => ['/evaluate/batch', { ...json, ...auth(keys.service), 'content-encoding': 'gzip' }, gzipSync(JSON.stringify(explainedBatch()))]],
@@ -321,14 +311,14 @@ describe.each(BACKENDS)('the control plane\'s decision surfaces on %s', (backend
       ['gzip Connect JSON empty body', () => ['/authz.v1.DecisionService/Evaluate', { ...json, ...auth(keys.service), 'content-encoding': 'gzip' }, '']],
       ['gzip Connect JSON over the limit once inflated', () => ['/authz.v1.DecisionService/Evaluate', { ...json, ...auth(keys.service), 'content-encoding': 'gzip' }, gzipSync(Buffer.alloc(MAX_BODY_BYTES + 1, 0x20))]],
       ['deflate Connect JSON (not accepted)', () => ['/authz.v1.DecisionService/Evaluate', { ...json, ...auth(keys.service), 'content-encoding': 'deflate' }, deflateSync(JSON.stringify(read()))]],
-      ['gzip gRPC-Web explained batch', () => ['/authz.v1.DecisionService/EvaluateBatch', { ...grpcWeb, ...auth(keys.service), 'grpc-encoding': 'gzip' }, webEnvelope(gzipSync(toBinary(EvaluateBatchRequestSchema, create(EvaluateBatchRequestSchema, explainedBatch() as never))), 1)]],
-      ['gzip gRPC-Web uncompressed message', () => ['/authz.v1.DecisionService/Evaluate', { ...grpcWeb, ...auth(keys.service), 'grpc-encoding': 'gzip' }, webEnvelope(toBinary(EvaluateRequestSchema, create(EvaluateRequestSchema, evaluateBody() as never)))]],
-      ['gRPC-Web compressed message without grpc-encoding', () => ['/authz.v1.DecisionService/Evaluate', { ...grpcWeb, ...auth(keys.service) }, webEnvelope(gzipSync(toBinary(EvaluateRequestSchema, create(EvaluateRequestSchema, evaluateBody() as never))), 1)]],
-      ['gzip gRPC-Web not gzip', () => ['/authz.v1.DecisionService/Evaluate', { ...grpcWeb, ...auth(keys.service), 'grpc-encoding': 'gzip' }, webEnvelope(Buffer.from('not gzip'), 1)]],
-      ['gzip gRPC-Web over the limit once inflated', () => ['/authz.v1.DecisionService/Evaluate', { ...grpcWeb, ...auth(keys.service), 'grpc-encoding': 'gzip' }, webEnvelope(gzipSync(Buffer.alloc(MAX_BODY_BYTES + 1, 0)), 1)]],
-      ['gRPC-Web two messages', () => ['/authz.v1.DecisionService/Evaluate', { ...grpcWeb, ...auth(keys.service) }, Buffer.concat([0, 0].map(() => webEnvelope(toBinary(EvaluateRequestSchema, create(EvaluateRequestSchema, evaluateBody() as never)))))]],
-      ['gzip gRPC-Web two compressed messages', () => ['/authz.v1.DecisionService/Evaluate', { ...grpcWeb, ...auth(keys.service), 'grpc-encoding': 'gzip' }, Buffer.concat([0, 0].map(() => webEnvelope(gzipSync(toBinary(EvaluateRequestSchema, create(EvaluateRequestSchema, evaluateBody() as never))), 1)))]],
-      ['br gRPC-Web JSON bad field', () => ['/authz.v1.DecisionService/Evaluate', { 'content-type': 'application/grpc-web+json', 'x-grpc-web': '1', ...auth(keys.service), 'grpc-encoding': 'br' }, webEnvelope(brotliCompressSync(JSON.stringify({ ...read(), bogus: 1 })), 1)]],
+      ['gzip gRPC-Web explained batch', () => ['/authz.v1.DecisionService/EvaluateBatch', { ...grpcWeb, ...auth(keys.service), 'grpc-encoding': 'gzip' }, envelope(gzipSync(toBinary(EvaluateBatchRequestSchema, create(EvaluateBatchRequestSchema, explainedBatch() as never))), 1)]],
+      ['gzip gRPC-Web uncompressed message', () => ['/authz.v1.DecisionService/Evaluate', { ...grpcWeb, ...auth(keys.service), 'grpc-encoding': 'gzip' }, envelope(toBinary(EvaluateRequestSchema, create(EvaluateRequestSchema, evaluateBody() as never)))]],
+      ['gRPC-Web compressed message without grpc-encoding', () => ['/authz.v1.DecisionService/Evaluate', { ...grpcWeb, ...auth(keys.service) }, envelope(gzipSync(toBinary(EvaluateRequestSchema, create(EvaluateRequestSchema, evaluateBody() as never))), 1)]],
+      ['gzip gRPC-Web not gzip', () => ['/authz.v1.DecisionService/Evaluate', { ...grpcWeb, ...auth(keys.service), 'grpc-encoding': 'gzip' }, envelope(Buffer.from('not gzip'), 1)]],
+      ['gzip gRPC-Web over the limit once inflated', () => ['/authz.v1.DecisionService/Evaluate', { ...grpcWeb, ...auth(keys.service), 'grpc-encoding': 'gzip' }, envelope(gzipSync(Buffer.alloc(MAX_BODY_BYTES + 1, 0)), 1)]],
+      ['gRPC-Web two messages', () => ['/authz.v1.DecisionService/Evaluate', { ...grpcWeb, ...auth(keys.service) }, Buffer.concat([0, 0].map(() => envelope(toBinary(EvaluateRequestSchema, create(EvaluateRequestSchema, evaluateBody() as never)))))]],
+      ['gzip gRPC-Web two compressed messages', () => ['/authz.v1.DecisionService/Evaluate', { ...grpcWeb, ...auth(keys.service), 'grpc-encoding': 'gzip' }, Buffer.concat([0, 0].map(() => envelope(gzipSync(toBinary(EvaluateRequestSchema, create(EvaluateRequestSchema, evaluateBody() as never))), 1)))]],
+      ['br gRPC-Web JSON bad field', () => ['/authz.v1.DecisionService/Evaluate', { 'content-type': 'application/grpc-web+json', 'x-grpc-web': '1', ...auth(keys.service), 'grpc-encoding': 'br' }, envelope(brotliCompressSync(JSON.stringify({ ...read(), bogus: 1 })), 1)]],
     ];
     for (const [name, call] of calls) {
       it(name, async ({ skip }) => {
