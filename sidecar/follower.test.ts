@@ -12,7 +12,7 @@ import { create } from '@bufbuild/protobuf';
 import { Change_Op, SnapshotChunkSchema } from '../gen/authz/v1/snapshot_service_pb.js';
 import { startSidecar, type Sidecar } from './app.js';
 import { MAX_RESOURCE_HINT, resourceHint } from './follower.js';
-import { ROOT, ROWS, TENANT, base, changes, entity, heartbeat, scriptedControlPlane, snapshot } from './testing.js';
+import { ROOT, ROWS, TENANT, base, blockSnapshot, changes, entity, heartbeat, rowBlocks, scriptedControlPlane, snapshot } from './testing.js';
 
 const running: { close(): Promise<void> }[] = [];
 afterEach(async () => {
@@ -213,6 +213,51 @@ describe.each(['on', 'off'] as const)('sidecar following a scripted control plan
       expect(s.request.fromRevision).toBe(0n);
     }
     expect(await metric('authz_sidecar_messages_refused_total')).toContain(`reason="malformed"} ${bad.length}`);
+  });
+
+  it('asks for row blocks and decides from a snapshot sent in them as from entities; refuses a malformed block, naming it', async () => {
+    const logs: string[] = [];
+    const { cp, sidecar, ask, until, metric } = await setup({ logs });
+    let s = await cp.next();
+    expect(s.request.acceptRowBlocks).toBe(true);
+    // Entities and blocks in one snapshot, a kind split across both.
+    s.push(snapshot(50, 0, false, ROWS.slice(0, 2)));
+    s.push(blockSnapshot(50, 1, true, ROWS.slice(2)));
+    await until(() => sidecar.follower.revision === 50, 'the snapshot');
+    const yes = await ask('subject_alice');
+    expect([yes.allowed, yes.reason, yes.revision]).toEqual([true, 'role', 50n]);
+    expect((await ask('subject_bob')).allowed).toBe(false);
+    const good = rowBlocks(ROWS.slice(2));
+    const subjects = good.find((b) => b.kind === 'subject')!;
+    const bad: [string, (typeof good)[number]][] = [
+      ['a row block of unknown kind "widget"', { ...subjects, kind: 'widget' }],
+      ['a subject row block of revision 51 is not valid: a row block without fields', { ...subjects, fields: [], cells: [] }],
+      ['a subject row block of revision 51 is not valid: a row block with the field "id" twice', { ...subjects, fields: ['id', 'id'], cells: [1, 1] }],
+      ['a subject row block of revision 51 is not valid: a row block with a field named __proto__', { ...subjects, fields: ['id', '__proto__'], cells: [1, 2] }],
+      ['a subject row block of revision 51 is not valid: a row block without an id field', { ...subjects, fields: ['type'], cells: [1] }],
+      ['a subject row block of revision 51 is not valid: a row block of 2 fields with 3 cells', { kind: 'subject', fields: ['id', 'type'], strings: ['subject_x', 'user'], cells: [1, 3, 1] }],
+      ['a subject row block of revision 51 is not valid: row 0 names string 2 of 2', { kind: 'subject', fields: ['id', 'type'], strings: ['subject_x', 'user'], cells: [1, 5] }],
+      ['a subject row block of revision 51 is not valid: row 0 names JSON value 0 of 0', { kind: 'subject', fields: ['id', 'type'], strings: ['subject_x', 'user'], cells: [1, 2] }],
+      ['a subject row block of revision 51 is not valid: Unexpected end of JSON input', { kind: 'subject', fields: ['id', 'metadata'], strings: ['subject_x'], jsonValues: ['{"a":'], cells: [1, 2] }],
+      ['row 0 of a subject row block of revision 51 has no string id', { kind: 'subject', fields: ['id', 'type'], strings: ['user'], jsonValues: ['7'], cells: [2, 1] }],
+      ['row 0 of a subject row block of revision 51 has no string id', { kind: 'subject', fields: ['id', 'type'], strings: ['user'], cells: [0, 1] }],
+      ['snapshot entity role role_broken of revision 51 is not valid: role.scopeId must be a string', { kind: 'role', fields: ['id'], strings: ['role_broken'], cells: [1] }],
+    ];
+    let held = 50;
+    for (const [message, block] of bad) {
+      s.push(blockSnapshot(51, 0, false, ROWS.slice(0, 2)));
+      s.push({ event: { case: 'snapshot', value: { tenantId: TENANT, revision: 51n, index: 1, last: true, rowBlocks: [...good, block], resourceScopeGate: 'off' } } });
+      await s.closed;
+      expect(sidecar.follower.revision).toBe(held);
+      expect((await ask('subject_alice')).revision).toBe(BigInt(held));
+      expect(logs.at(-1)).toBe(`refused a message from the control plane: ${message}; resyncing`);
+      s = await cp.next();
+      expect(s.request.fromRevision).toBe(0n);
+      // A good snapshot between cases keeps the reconnect backoff short.
+      s.push(blockSnapshot(++held, 0, true, ROWS));
+      await until(() => sidecar.follower.revision === held, 'the snapshot of blocks');
+    }
+    expect((await ask('subject_alice')).allowed).toBe(true);
   });
 
   it('drops a stream whose snapshot chunk does not decode, as a failed transport, and resumes from the revision it holds', async () => {

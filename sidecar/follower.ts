@@ -199,7 +199,7 @@ export class Follower {
     const idleMs = this.opts.idleMs ?? Math.min(10_000, this.opts.maxStalenessMs / 2);
     let idle = setTimeout(() => ac.abort(new Error('the stream was silent too long')), idleMs);
     try {
-      const stream = this.source.watch({ tenantId: this.opts.tenantId, fromRevision }, { signal: ac.signal, headers: { 'x-api-key': this.opts.apiKey } });
+      const stream = this.source.watch({ tenantId: this.opts.tenantId, fromRevision, acceptRowBlocks: true }, { signal: ac.signal, headers: { 'x-api-key': this.opts.apiKey } });
       for await (const received of stream) {
         let msg: RawWatchResponse;
         try {
@@ -289,6 +289,31 @@ export class Follower {
         throw new Refusal('malformed', `snapshot entity ${kind} ${chunk.id(i)} of revision ${revision} is not valid: ${(err as Error).message}`, 'snapshot');
       }
       p.entities++;
+    }
+    for (const block of chunk.blocks) {
+      const kind = block.kind;
+      if (kind === undefined) throw new Refusal('malformed', `a row block of unknown kind ${JSON.stringify(block.kindText)}`, 'snapshot');
+      let rows: number;
+      try {
+        rows = block.rows();
+      } catch (err) {
+        throw new Refusal('malformed', `a ${kind} row block of revision ${revision} is not valid: ${(err as Error).message}`, 'snapshot');
+      }
+      for (let r = 0; r < rows; r++) {
+        let row: Record<string, unknown>;
+        try {
+          row = block.row(r);
+        } catch (err) {
+          throw new Refusal('malformed', `a ${kind} row block of revision ${revision} is not valid: ${(err as Error).message}`, 'snapshot');
+        }
+        if (typeof row.id !== 'string') throw new Refusal('malformed', `row ${r} of a ${kind} row block of revision ${revision} has no string id`, 'snapshot');
+        try {
+          p.builder.add(kind, row);
+        } catch (err) {
+          throw new Refusal('malformed', `snapshot entity ${kind} ${row.id} of revision ${revision} is not valid: ${(err as Error).message}`, 'snapshot');
+        }
+        p.entities++;
+      }
     }
     p.next++;
     if (!chunk.last) return;

@@ -8,7 +8,7 @@ import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { BinaryReader, BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { describe, expect, it } from 'vitest';
-import { HeartbeatSchema, RevisionChangesSchema, SnapshotChunkSchema, WatchResponseSchema, Change_Op } from '../gen/authz/v1/snapshot_service_pb.js';
+import { HeartbeatSchema, RevisionChangesSchema, RowBlockSchema, SnapshotChunkSchema, WatchResponseSchema, Change_Op } from '../gen/authz/v1/snapshot_service_pb.js';
 import { ENTITY_KINDS } from '../services/engine/mod.js';
 import { RAW_SNAPSHOT_SERVICE, decodeWatchResponse } from './snapshot-wire.js';
 
@@ -45,7 +45,7 @@ function viaProtobufEs(bytes: Uint8Array) {
   switch (m.event.case) {
     case 'snapshot': {
       const c = m.event.value;
-      return { case: 'snapshot', tenantId: c.tenantId, revision: c.revision, index: c.index, last: c.last, gate: c.resourceScopeGate, resourceCount: c.resourceCount, entities: c.entities.map((e) => [e.kind, e.id, e.json]) };
+      return { case: 'snapshot', tenantId: c.tenantId, revision: c.revision, index: c.index, last: c.last, gate: c.resourceScopeGate, resourceCount: c.resourceCount, entities: c.entities.map((e) => [e.kind, e.id, e.json]), blocks: c.rowBlocks.map((b) => [b.kind, b.fields, b.strings, b.jsonValues, b.cells]) };
     }
     case 'changes':
       return { case: 'changes', bytes: toBinary(RevisionChangesSchema, m.event.value) };
@@ -80,7 +80,11 @@ function viaSidecar(bytes: Uint8Array) {
         if (id.length > 0) expect(c.idIs(i, id.slice(0, -1) + (id.endsWith('a') ? 'b' : 'a'))).toBe(false);
         entities.push([kind, id, c.json(i)]);
       }
-      return { case: 'snapshot', tenantId: c.tenantId, revision: c.revision, index: c.index, last: c.last, gate: c.resourceScopeGate, resourceCount: c.resourceCount, entities };
+      const blocks = c.blocks.map((b) => {
+        expect(b.kind).toBe((ENTITY_KINDS as readonly string[]).includes(b.kindText) ? b.kindText : undefined);
+        return [b.kindText, b.fields, Array.from({ length: b.stringCount }, (_, i) => b.string(i)), b.jsonValues, [...b.cells.subarray(0, b.cellCount)]];
+      });
+      return { case: 'snapshot', tenantId: c.tenantId, revision: c.revision, index: c.index, last: c.last, gate: c.resourceScopeGate, resourceCount: c.resourceCount, entities, blocks };
     }
     case 'changes':
       return { case: 'changes', bytes: toBinary(RevisionChangesSchema, m.event.value) };
@@ -106,7 +110,14 @@ function randomMessage(r: Rng): Uint8Array {
     const revision = r.next() < 0.1 ? -BigInt(r.int(1000)) : r.next() < 0.1 ? 2n ** 62n + BigInt(r.int(1000)) : BigInt(r.int(1e6));
     const y = r.next();
     const resourceCount = y < 0.3 ? 0n : y < 0.8 ? BigInt(r.int(1e7)) : y < 0.9 ? 2n ** 64n - 1n - BigInt(r.int(1000)) : 2n ** 32n + BigInt(r.int(1000));
-    return toBinary(WatchResponseSchema, create(WatchResponseSchema, { event: { case: 'snapshot', value: { tenantId: randomText(r), revision, index: r.int(2 ** 32), last: r.next() < 0.5, entities, resourceScopeGate: randomText(r, 3), resourceCount } } }));
+    const rowBlocks = r.next() < 0.6 ? [] : Array.from({ length: 1 + r.int(3) }, () => ({
+      kind: randomKind(r),
+      fields: Array.from({ length: r.int(4) }, () => r.pick(['id', 'type', randomText(r, 3)])),
+      strings: Array.from({ length: r.int(5) }, () => randomText(r)),
+      jsonValues: Array.from({ length: r.int(3) }, () => randomText(r, 6)),
+      cells: Array.from({ length: r.int(12) }, () => (r.next() < 0.1 ? 2 ** 32 - 1 - r.int(3) : r.next() < 0.2 ? 128 + r.int(20000) : r.int(12))),
+    }));
+    return toBinary(WatchResponseSchema, create(WatchResponseSchema, { event: { case: 'snapshot', value: { tenantId: randomText(r), revision, index: r.int(2 ** 32), last: r.next() < 0.5, entities, resourceScopeGate: randomText(r, 3), resourceCount, rowBlocks } } }));
   }
   if (x < 0.85) {
     const changes = Array.from({ length: r.int(4) }, () => ({ op: r.pick([Change_Op.UPSERT, Change_Op.DELETE, Change_Op.UNSPECIFIED]), kind: randomKind(r), id: randomText(r), json: randomText(r, 20) }));
@@ -121,6 +132,7 @@ const len = (no: number, body: Uint8Array) => new BinaryWriter().tag(no, WireTyp
 const cat = (...parts: Uint8Array[]) => new Uint8Array(Buffer.concat(parts));
 const str = (no: number, s: string) => new BinaryWriter().tag(no, WireType.LengthDelimited).string(s).finish();
 const raw = (...bytes: number[]) => new Uint8Array(bytes);
+const blockBody = (b: { kind?: string; fields?: string[]; strings?: string[]; jsonValues?: string[]; cells?: number[] }) => toBinary(RowBlockSchema, create(RowBlockSchema, b));
 const entityBody = (kind: string, id: string, json: string) => toBinary(SnapshotChunkSchema, create(SnapshotChunkSchema, { entities: [{ kind, id, json }] })).subarray(2);
 /** Unknown fields of every wire type, a group with a nested field among them. */
 const UNKNOWN = cat(
@@ -154,6 +166,12 @@ describe('the sidecar decodes the Watch stream as protobuf-es does', () => {
       ['no event at all, only unknown fields', UNKNOWN],
       ['an empty chunk', len(1, new Uint8Array(0))],
       ['resource counts: repeated (the last wins), non-minimal, 2^64 - 1', len(1, cat(raw(0x38, 0x05), raw(0x38, 0x85, 0x80, 0x00), raw(0x38, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01)))],
+      ['row blocks: cells packed and not, split in several runs, fields out of order, a block repeated (two blocks)', len(1, cat(
+        len(8, cat(str(3, 's1'), raw(0x28, 0x03), str(2, 'id'), raw(0x2a, 0x03, 0x01, 0x80, 0x01), str(1, 'subject'), raw(0x2a, 0x00), raw(0x28, 0xff, 0xff, 0xff, 0xff, 0x0f), UNKNOWN, str(4, '{}'))),
+        len(8, blockBody({ kind: 'resource', fields: ['id'], strings: ['r'], cells: [1] })),
+        len(8, new Uint8Array(0)),
+      ))],
+      ['a row block whose kind has a BOM, is unknown, or repeats (the last wins)', len(1, cat(len(8, cat(len(1, raw(0xef, 0xbb, 0xbf, 0x72, 0x6f, 0x6c, 0x65)), str(2, 'id'))), len(8, cat(str(1, 'role'), str(1, 'widget'))), len(8, cat(str(1, 'widget'), str(1, 'tag')))))],
       ['a resource count past 2^32', len(1, cat(str(1, 't'), raw(0x38, 0x80, 0x80, 0x80, 0x80, 0x10)))],
     ];
     for (const [name, bytes] of cases) {
@@ -168,6 +186,7 @@ describe('the sidecar decodes the Watch stream as protobuf-es does', () => {
     const base = [
       ...Array.from({ length: 40 }, () => randomMessage(r)),
       len(1, cat(UNKNOWN, str(1, 't'), len(5, cat(UNKNOWN, entityBody('scope', 's', '{}'), UNKNOWN)), raw(0x10, 0x05))),
+      len(1, cat(str(1, 't'), len(8, blockBody({ kind: 'subject', fields: ['id', 'type'], strings: ['subject_1', 'user'], jsonValues: ['{}'], cells: [1, 3, 300, 2] })), raw(0x10, 0x05))),
     ];
     for (let n = 0; n < 6000; n++) {
       const bytes = Buffer.from(r.pick(base));

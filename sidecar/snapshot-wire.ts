@@ -10,7 +10,8 @@
  * ({@link RAW_SNAPSHOT_SERVICE}), so protobuf-es hands over the message's one field as bytes;
  * {@link decodeWatchResponse} reads a snapshot chunk in one pass, noting where each entity's
  * kind, id and JSON lie in the chunk's bytes (no object per entity), and the follower makes only
- * the strings it needs.
+ * the strings it needs. Row blocks (field 8, what the sidecar asks for) are read the same way:
+ * each row built straight from the block's values, with no JSON text to parse ({@link RawRowBlock}).
  *
  * It follows protobuf-es's own decoding (sidecar/snapshot-wire.test.ts compares the two on random
  * and malformed input): fields in any order; the last value of a repeated scalar wins; repeated
@@ -92,6 +93,8 @@ export class RawSnapshotChunk {
   /** The sender's hint of the snapshot's resources (field 7; see the proto): as sent, unchecked. */
   resourceCount = 0n;
   count = 0;
+  /** The chunk's row blocks (field 8), in order. */
+  readonly blocks: RawRowBlock[] = [];
   /** Per entity, {@link STRIDE} offsets into `bytes`; an absent field is an empty range. */
   ranges = new Int32Array(STRIDE * 1024);
 
@@ -99,18 +102,7 @@ export class RawSnapshotChunk {
 
   /** Entity `i`'s kind when it is an engine kind, else undefined (see `kindText`). */
   kind(i: number): EntityKind | undefined {
-    const b = this.bytes;
-    let start = this.ranges[i * STRIDE];
-    const end = this.ranges[i * STRIDE + 1];
-    if (end - start >= 3 && b[start] === 0xef && b[start + 1] === 0xbb && b[start + 2] === 0xbf) start += 3;
-    const candidates = KINDS_BY_LENGTH[end - start];
-    if (candidates === undefined) return undefined;
-    for (const { bytes, kind } of candidates) {
-      let k = 0;
-      while (k < bytes.length && b[start + k] === bytes[k]) k++;
-      if (k === bytes.length) return kind;
-    }
-    return undefined;
+    return kindAt(this.bytes, this.ranges[i * STRIDE], this.ranges[i * STRIDE + 1]);
   }
 
   /** Entity `i`'s kind as sent. */
@@ -156,6 +148,120 @@ export class RawSnapshotChunk {
     r[at + 4] = jsonStart;
     r[at + 5] = jsonEnd;
     this.count++;
+  }
+}
+
+/** The engine kind held in `b[start, end)` (as protobuf-es decodes strings: a leading BOM dropped), else undefined. */
+function kindAt(b: Uint8Array, start: number, end: number): EntityKind | undefined {
+  if (end - start >= 3 && b[start] === 0xef && b[start + 1] === 0xbb && b[start + 2] === 0xbf) start += 3;
+  const candidates = KINDS_BY_LENGTH[end - start];
+  if (candidates === undefined) return undefined;
+  for (const { bytes, kind } of candidates) {
+    let k = 0;
+    while (k < bytes.length && b[start + k] === bytes[k]) k++;
+    if (k === bytes.length) return kind;
+  }
+  return undefined;
+}
+
+/**
+ * A `RowBlock` (see the proto) as decoded: its field names and JSON values made, its strings
+ * noted and made when a row needs them, its rows built when asked for ({@link RawRowBlock.row}),
+ * each as the object `JSON.parse` of the row's Entity JSON gives.
+ *
+ * A string only one cell names (an id, usually) is made for that row alone, as a row's JSON
+ * would make it, so that one the index does not keep dies young; made for the whole block up
+ * front, every such string of a 4 MiB chunk outlived a scavenge and was promoted, and the old
+ * generation's collections grew. A string several cells name is made once.
+ */
+export class RawRowBlock {
+  /** The kind when it is an engine kind (see `kindText`). */
+  kind: EntityKind | undefined;
+  kindText = '';
+  readonly fields: string[] = [];
+  readonly jsonValues: string[] = [];
+  cells = new Uint32Array(64);
+  cellCount = 0;
+  /** Start and end in `bytes` of each string. */
+  private ranges = new Int32Array(64);
+  stringCount = 0;
+  /** Per string: how many cells name it (up to 2), then, once made, those named by several. */
+  private uses: Uint8Array | undefined;
+  private shared: (string | undefined)[] = [];
+
+  constructor(private readonly bytes: Uint8Array) {}
+
+  pushCell(cell: number): void {
+    if (this.cellCount === this.cells.length) {
+      const bigger = new Uint32Array(this.cells.length * 2);
+      bigger.set(this.cells);
+      this.cells = bigger;
+    }
+    this.cells[this.cellCount++] = cell;
+  }
+
+  pushString(start: number, end: number): void {
+    if (2 * this.stringCount + 2 > this.ranges.length) {
+      const bigger = new Int32Array(this.ranges.length * 2);
+      bigger.set(this.ranges);
+      this.ranges = bigger;
+    }
+    this.ranges[2 * this.stringCount] = start;
+    this.ranges[2 * this.stringCount + 1] = end;
+    this.stringCount++;
+  }
+
+  /** String `i` as sent. */
+  string(i: number): string {
+    return text(this.bytes, this.ranges[2 * i], this.ranges[2 * i + 1]);
+  }
+
+  /** Rows in the block; throws when its fields and cells do not make whole rows of distinct, usable fields with an id. */
+  rows(): number {
+    const width = this.fields.length;
+    if (width === 0) throw new Error('a row block without fields');
+    const seen = new Set<string>();
+    for (const f of this.fields) {
+      // A plain object's `__proto__` is its prototype, not a field: no entity has one.
+      if (f === '__proto__') throw new Error('a row block with a field named __proto__');
+      if (seen.has(f)) throw new Error(`a row block with the field ${JSON.stringify(f)} twice`);
+      seen.add(f);
+    }
+    if (!seen.has('id')) throw new Error('a row block without an id field');
+    if (this.cellCount % width !== 0) throw new Error(`a row block of ${width} fields with ${this.cellCount} cells`);
+    const uses = new Uint8Array(this.stringCount);
+    for (let k = 0; k < this.cellCount; k++) {
+      const cell = this.cells[k];
+      if ((cell & 1) === 1) {
+        const i = (cell - 1) >>> 1;
+        if (i < uses.length && uses[i] < 2) uses[i]++;
+      }
+    }
+    this.uses = uses;
+    this.shared = new Array(this.stringCount);
+    return this.cellCount / width;
+  }
+
+  /** Row `r` (after {@link rows} checked the block and counted its strings' uses); throws on a cell that names no value or a JSON value that does not parse. */
+  row(r: number): Record<string, unknown> {
+    const fields = this.fields;
+    const width = fields.length;
+    const row: Record<string, unknown> = {};
+    for (let f = 0, at = r * width; f < width; f++, at++) {
+      const cell = this.cells[at];
+      if (cell === 0) continue;
+      const i = (cell - 1) >>> 1;
+      if ((cell & 1) === 1) {
+        if (i >= this.stringCount) throw new Error(`row ${r} names string ${i} of ${this.stringCount}`);
+        row[fields[f]] = (this.uses as Uint8Array)[i] === 1 ? this.string(i) : (this.shared[i] ??= this.string(i));
+      } else {
+        if (i >= this.jsonValues.length) throw new Error(`row ${r} names JSON value ${i} of ${this.jsonValues.length}`);
+        // Parsed for each row, so that no two rows share an object (`{}`, the common one, made directly).
+        const json = this.jsonValues[i];
+        row[fields[f]] = json === '{}' ? {} : JSON.parse(json);
+      }
+    }
+    return row;
   }
 }
 
@@ -211,7 +317,7 @@ function decodeEvent(fields: readonly { no: number; wireType: number; data: Uint
   }
 }
 
-/** A `SnapshotChunk` (fields 1–7, see the proto) from its parts, its entities noted, not decoded. */
+/** A `SnapshotChunk` (fields 1–8, see the proto) from its parts, its entities noted, not decoded; its row blocks decoded but for their rows. */
 function decodeChunk(parts: Uint8Array[]): RawSnapshotChunk {
   const bytes = parts.length === 1 ? parts[0] : Buffer.concat(parts);
   const c = new RawSnapshotChunk(bytes);
@@ -243,6 +349,9 @@ function decodeChunk(parts: Uint8Array[]): RawSnapshotChunk {
           break;
         case 7:
           c.resourceCount = r.uint64();
+          break;
+        case 8:
+          c.blocks.push(readRowBlock(r, bytes));
           break;
         default:
           r.skip(tag & 7, fieldNo);
@@ -287,6 +396,43 @@ function readEntity(r: Reader, c: RawSnapshotChunk): void {
     }
   }
   c.add(kindStart, kindEnd, idStart, idEnd, jsonStart, jsonEnd);
+}
+
+/** One `RowBlock` (kind = 1, fields = 2, strings = 3, json_values = 4, strings; cells = 5, packed or not). */
+function readRowBlock(r: Reader, bytes: Uint8Array): RawRowBlock {
+  const len = r.uint32();
+  const end = r.pos + len;
+  const block = new RawRowBlock(bytes);
+  let kindStart = 0;
+  let kindEnd = 0;
+  while (r.pos < end) {
+    const tag = r.tag();
+    const fieldNo = tag >>> 3;
+    if (fieldNo === 5) {
+      if ((tag & 7) === WIRE_LEN) {
+        const packedEnd = r.uint32() + r.pos;
+        while (r.pos < packedEnd) block.pushCell(r.uint32());
+        r.assertBounds();
+      } else block.pushCell(r.uint32());
+      continue;
+    }
+    if (fieldNo > 5) {
+      r.skip(tag & 7, fieldNo);
+      continue;
+    }
+    const n = r.uint32();
+    const start = r.pos;
+    r.pos += n;
+    r.assertBounds();
+    if (fieldNo === 1) {
+      kindStart = start;
+      kindEnd = r.pos;
+    } else if (fieldNo === 3) block.pushString(start, r.pos);
+    else (fieldNo === 2 ? block.fields : block.jsonValues).push(text(bytes, start, r.pos));
+  }
+  block.kind = kindAt(bytes, kindStart, kindEnd);
+  block.kindText = text(bytes, kindStart, kindEnd);
+  return block;
 }
 
 /** protobuf-es's BinaryReader, reading what a snapshot chunk holds (its error messages too). */

@@ -7,7 +7,7 @@ import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import { timestampNow } from '@bufbuild/protobuf/wkt';
 import { ConnectError } from '@connectrpc/connect';
 import { pino } from 'pino';
-import { Change_Op, SnapshotService, WatchResponseSchema, type WatchRequest, type WatchResponse } from '../gen/authz/v1/snapshot_service_pb.js';
+import { Change_Op, SnapshotService, WatchResponseSchema, type RowBlockSchema, type WatchRequest, type WatchResponse } from '../gen/authz/v1/snapshot_service_pb.js';
 import { createRegistry } from '../services/transport/observability.js';
 import { startServer } from '../services/transport/server.js';
 
@@ -34,6 +34,29 @@ export const entity = ([kind, row]: [string, Record<string, unknown>]) => ({ kin
 
 export const snapshot = (revision: number, index: number, last: boolean, rows: typeof ROWS, gate = 'off'): MessageInitShape<typeof WatchResponseSchema> =>
   ({ event: { case: 'snapshot', value: { tenantId: TENANT, revision: BigInt(revision), index, last, entities: rows.map(entity), resourceScopeGate: gate } } });
+/**
+ * Rows as `RowBlock`s, encoded the plain way (fields from the rows' keys, a value for each cell
+ * without sharing), independent of the control plane's encoder.
+ */
+export function rowBlocks(rows: typeof ROWS): MessageInitShape<typeof RowBlockSchema>[] {
+  const byKind = new Map<string, Record<string, unknown>[]>();
+  for (const [kind, row] of rows) (byKind.get(kind) ?? byKind.set(kind, []).get(kind)!).push(row);
+  return [...byKind].map(([kind, list]) => {
+    const fields = [...new Set(list.flatMap((r) => Object.keys(r)))];
+    const strings: string[] = [];
+    const jsonValues: string[] = [];
+    const cells = list.flatMap((r) => fields.map((f) => {
+      const v = r[f];
+      if (v === undefined) return 0;
+      if (typeof v === 'string') return 2 * strings.push(v) - 1;
+      return 2 * jsonValues.push(JSON.stringify(v));
+    }));
+    return { kind, fields, strings, jsonValues, cells };
+  });
+}
+/** A snapshot chunk whose rows are all in row blocks. */
+export const blockSnapshot = (revision: number, index: number, last: boolean, rows: typeof ROWS): MessageInitShape<typeof WatchResponseSchema> =>
+  ({ event: { case: 'snapshot', value: { tenantId: TENANT, revision: BigInt(revision), index, last, rowBlocks: rowBlocks(rows), resourceScopeGate: 'off' } } });
 export const changes = (revision: number, list: { op: Change_Op; kind: string; row?: Record<string, unknown>; id?: string }[], tenantId = TENANT): MessageInitShape<typeof WatchResponseSchema> =>
   ({ event: { case: 'changes', value: { tenantId, revision: BigInt(revision), committedAt: timestampNow(), changes: list.map((c) => ({ op: c.op, kind: c.kind, id: c.id ?? (c.row!.id as string), json: c.row ? JSON.stringify(c.row) : '' })) } } });
 export const heartbeat = (revision: number, tenantId = TENANT): MessageInitShape<typeof WatchResponseSchema> =>

@@ -50,7 +50,7 @@ async function run(m: Extract<ToWorker, { type: 'open' }>): Promise<void> {
   calls.set(m.id, call);
   const aborted = new Promise<void>((resolve) => call.ac.signal.addEventListener('abort', () => resolve(), { once: true }));
   try {
-    const stream = client.watch({ tenantId: m.tenantId, fromRevision: BigInt(m.fromRevision) }, { signal: call.ac.signal, headers: m.headers });
+    const stream = client.watch({ tenantId: m.tenantId, fromRevision: BigInt(m.fromRevision), acceptRowBlocks: m.acceptRowBlocks }, { signal: call.ac.signal, headers: m.headers });
     for await (const msg of stream) {
       const { buffer, fields } = pack(msg.$unknown ?? []);
       call.unacked += buffer.byteLength;

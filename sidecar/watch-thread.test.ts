@@ -26,7 +26,7 @@ function thread(baseUrl: string, config: { gzip?: boolean; readAheadBytes?: numb
   return t;
 }
 
-const request = { tenantId: TENANT, fromRevision: 7n };
+const request = { tenantId: TENANT, fromRevision: 7n, acceptRowBlocks: true };
 const headers = { 'x-api-key': 'azk_thread_test' };
 
 /** What decodeWatchResponse makes of each message, comparable with toEqual. */

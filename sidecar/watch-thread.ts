@@ -43,7 +43,7 @@ export interface UnknownFields {
 export interface WatchSource {
   /** Resolves once calls can be made (a worker has loaded): its start-up is not a silent stream. */
   ready(): Promise<void>;
-  watch(request: { tenantId: string; fromRevision: bigint }, opts: { signal: AbortSignal; headers: Record<string, string> }): AsyncIterable<Partial<UnknownFields>>;
+  watch(request: { tenantId: string; fromRevision: bigint; acceptRowBlocks: boolean }, opts: { signal: AbortSignal; headers: Record<string, string> }): AsyncIterable<Partial<UnknownFields>>;
   close(): Promise<void>;
 }
 
@@ -93,7 +93,7 @@ export function watchSource(config: WatchThreadConfig, thread: boolean): WatchSo
 }
 
 export type ToWorker =
-  | { type: 'open'; id: number; tenantId: string; fromRevision: string; headers: Record<string, string> }
+  | { type: 'open'; id: number; tenantId: string; fromRevision: string; acceptRowBlocks: boolean; headers: Record<string, string> }
   | { type: 'cancel'; id: number }
   | { type: 'ack'; id: number; bytes: number };
 
@@ -139,7 +139,7 @@ export class WatchThread implements WatchSource {
   }
 
   /** `SnapshotService.Watch` through the worker, as `client.watch` of a raw client would run it. */
-  async *watch(request: { tenantId: string; fromRevision: bigint }, opts: { signal: AbortSignal; headers: Record<string, string> }): AsyncGenerator<UnknownFields> {
+  async *watch(request: { tenantId: string; fromRevision: bigint; acceptRowBlocks: boolean }, opts: { signal: AbortSignal; headers: Record<string, string> }): AsyncGenerator<UnknownFields> {
     const { signal } = opts;
     if (signal.aborted) throw ConnectError.from(signal.reason);
     const worker = this.started();
@@ -149,7 +149,7 @@ export class WatchThread implements WatchSource {
     let over = false;
     const onAbort = () => call.push({ type: 'done', error: ConnectError.from(signal.reason), over: false });
     signal.addEventListener('abort', onAbort, { once: true });
-    worker.postMessage({ type: 'open', id, tenantId: request.tenantId, fromRevision: String(request.fromRevision), headers: opts.headers } satisfies ToWorker);
+    worker.postMessage({ type: 'open', id, tenantId: request.tenantId, fromRevision: String(request.fromRevision), acceptRowBlocks: request.acceptRowBlocks, headers: opts.headers } satisfies ToWorker);
     try {
       for (;;) {
         const item = await call.next();

@@ -41,8 +41,11 @@ export class WatchHub {
     this.unsubscribe.push(db.notifications.onResync(() => this.wakeAll()));
   }
 
-  /** Opens a stream of the tenant's state (the caller checked the key's reach). */
-  open(tenantId: string, fromRevision: number): WatchStream {
+  /**
+   * Opens a stream of the tenant's state (the caller checked the key's reach); `rowBlocks`: its
+   * snapshots' rows as RowBlocks (the client accepts them).
+   */
+  open(tenantId: string, fromRevision: number, rowBlocks = false): WatchStream {
     if (this.closing) throw new ConnectError('the server is shutting down', Code.Unavailable);
     const stream = new WatchStream(
       {
@@ -55,6 +58,7 @@ export class WatchHub {
       },
       tenantId,
       fromRevision,
+      rowBlocks,
     );
     let set = this.byTenant.get(tenantId);
     if (!set) this.byTenant.set(tenantId, (set = new Set()));

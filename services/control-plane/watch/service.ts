@@ -23,7 +23,7 @@ export function snapshotService(hub: WatchHub, keys?: KeyGuard): ServiceImpl<typ
       assertWholeTenantReach(principal, `the Watch stream of tenant ${tenantId}`, 'tenantId');
       const from = req.fromRevision;
       if (from < 0n || from > BigInt(Number.MAX_SAFE_INTEGER)) throw invalid('fromRevision', 'must be a non-negative revision');
-      const stream = hub.open(tenantId, Number(from));
+      const stream = hub.open(tenantId, Number(from), req.acceptRowBlocks);
       const onAbort = () => hub.release(stream);
       ctx.signal.addEventListener('abort', onAbort, { once: true });
       const secret = credentialsOf(ctx.requestHeader);

@@ -9,7 +9,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { BinaryWriter } from '@bufbuild/protobuf/wire';
 import { EntitySchema, SnapshotChunkSchema, WatchResponseSchema, type SnapshotChunk } from '../../../gen/authz/v1/snapshot_service_pb.js';
-import { ENTITY_KINDS } from '../../engine/mod.js';
+import { ENTITY_KINDS, type EntityKind } from '../../engine/mod.js';
 import { KINDS, messageToChangeData, type KindDef, type Row } from '../../store/kinds.js';
 import { startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../../../test/harness.js';
 import { STORE_KIND, readPage } from '../tenant-rows.js';
@@ -17,6 +17,9 @@ import { ChunkEntities, chunkBytes, rowEntity, snapshotChunks } from './snapshot
 import { populate, restClient } from './testing.js';
 
 const backend = process.env.DATABASE_URL ? 'postgres' : 'embedded';
+/** A JSON value with its objects' keys sorted, to compare rows whatever their key order. */
+const sortKeys = (v: unknown): unknown =>
+  Array.isArray(v) ? v.map(sortKeys) : v !== null && typeof v === 'object' ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sortKeys((v as Record<string, unknown>)[k])])) : v;
 type CP = Awaited<ReturnType<typeof startTestControlPlane>>;
 
 describe(`Watch snapshot rows (${backend})`, () => {
@@ -129,6 +132,38 @@ describe(`Watch snapshot rows (${backend})`, () => {
       }
       expect(last).toBe(true);
       expect(got).toEqual(want);
+    }
+  });
+
+  it('with row blocks, the chunks carry the same rows, every kind in blocks, within the chunk size', async () => {
+    const want: string[] = [];
+    for (const kind of ENTITY_KINDS) for (const [id, json] of await ormRoute(kind)) want.push(`${kind} ${id} ${JSON.stringify(sortKeys(JSON.parse(json)))}`);
+    for (const [pageRows, chunk] of [[3, 400], [10_000, 2_000], [10_000, 4 * 1024 * 1024]]) {
+      const got: string[] = [];
+      let chunks = 0;
+      for await (const made of snapshotChunks(cp.db, tenantId, { pageRows, chunkBytes: chunk, gate: 'off', rowBlocks: true })) {
+        const bin = toBinary(WatchResponseSchema, create(WatchResponseSchema, { event: { case: 'snapshot', value: made } }));
+        const c = fromBinary(WatchResponseSchema, bin).event.value as SnapshotChunk;
+        chunks++;
+        expect(c.entities).toEqual([]);
+        const rows = c.rowBlocks.reduce((n, b) => n + b.cells.length / b.fields.length, 0);
+        if (rows > 1) expect(toBinary(SnapshotChunkSchema, c).length).toBeLessThanOrEqual(chunk);
+        expect(chunkBytes(made)).toBeGreaterThanOrEqual(toBinary(SnapshotChunkSchema, c).length);
+        for (const b of c.rowBlocks) {
+          // Every field of the kind's message, in its order.
+          expect(b.fields).toEqual((KINDS[STORE_KIND[b.kind as EntityKind]] as KindDef).message.fields.map((f) => f.jsonName));
+          for (let r = 0; r < b.cells.length / b.fields.length; r++) {
+            const row: Record<string, unknown> = {};
+            b.fields.forEach((f, i) => {
+              const cell = b.cells[r * b.fields.length + i];
+              if (cell !== 0) row[f] = cell % 2 === 1 ? b.strings[(cell - 1) / 2] : JSON.parse(b.jsonValues[cell / 2 - 1]);
+            });
+            got.push(`${b.kind} ${row.id} ${JSON.stringify(sortKeys(row))}`);
+          }
+        }
+      }
+      expect(chunks).toBeGreaterThan(chunk === 400 ? 10 : 0);
+      expect(got.sort()).toEqual([...want].sort());
     }
   });
 

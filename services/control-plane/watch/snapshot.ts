@@ -16,6 +16,8 @@ import type { Database } from '../../store/db.js';
 import { KINDS, messageToChangeData, type KindDef, type Row } from '../../store/kinds.js';
 import { SnapshotChunkSchema, type Entity, type SnapshotChunk } from '../../../gen/authz/v1/snapshot_service_pb.js';
 import { STORE_KIND, tenantRows } from '../tenant-rows.js';
+import { ChunkRowBlocks } from './row-blocks.js';
+import { varintBytes, writeVarint } from './wire.js';
 
 /** The wire limit of one message of the stream (proto comment): 4 MiB. */
 export const MAX_CHUNK_BYTES = 4 * 1024 * 1024;
@@ -29,6 +31,19 @@ export interface SnapshotOptions {
   chunkBytes: number;
   /** The control plane's gate, carried by every chunk. */
   gate: string;
+  /** Rows as RowBlocks (the client set `accept_row_blocks`), else one Entity each. */
+  rowBlocks?: boolean;
+}
+
+/** A kind's JSON field names in message order, and each one's position (a RowBlock's `fields`). */
+const blockFields = new Map<string, { fields: readonly string[]; index: ReadonlyMap<string, number> }>();
+export function fieldsOfKind(kind: string): { fields: readonly string[]; index: ReadonlyMap<string, number> } {
+  let f = blockFields.get(kind);
+  if (f === undefined) {
+    const fields = (KINDS[STORE_KIND[kind as EntityKind]] as KindDef).message.fields.map((d) => d.jsonName);
+    blockFields.set(kind, (f = { fields, index: new Map(fields.map((name, i) => [name, i])) }));
+  }
+  return f;
 }
 
 /** Bytes of a string in UTF-8 (an upper bound is enough: the estimate must not undercount). */
@@ -43,18 +58,6 @@ export function entityBytes(e: { kind: string; id: string; json: string }): numb
 export function rowEntity(kind: EntityKind, row: Row): Entity {
   const d = KINDS[STORE_KIND[kind]] as KindDef;
   return { $typeName: 'authz.v1.Entity', kind, id: row.id as string, json: JSON.stringify(messageToChangeData(d, row)) };
-}
-
-/** Bytes of a varint. */
-const varintBytes = (n: number) => (n < 0x80 ? 1 : n < 0x4000 ? 2 : n < 0x200000 ? 3 : n < 0x10000000 ? 4 : 5);
-
-function writeVarint(buf: Buffer, at: number, n: number): number {
-  while (n >= 0x80) {
-    buf[at++] = (n & 0x7f) | 0x80;
-    n >>>= 7;
-  }
-  buf[at++] = n;
-  return at;
 }
 
 /** Tags of Entity's fields (kind = 1, id = 2, json = 3; all strings, wire type LEN). */
@@ -145,21 +148,33 @@ export async function* snapshotChunks(db: Database, tenantId: string, opts: Snap
   const base = utf8(tenantId) + utf8(opts.gate) + 32;
   let index = 0;
   const entities = new ChunkEntities(limit);
+  const blocks = opts.rowBlocks ? new ChunkRowBlocks(fieldsOfKind) : undefined;
+  // Bytes of the chunk but for its blocks (which count their own, exactly).
   let bytes = base;
   const chunk = (last: boolean) => {
     // The count on chunk 0 only (see the proto): a client sizes its index once, from the start.
     const c = create(SnapshotChunkSchema, { tenantId, revision, index, last, resourceScopeGate: opts.gate, resourceCount: index === 0 ? resourceCount : 0n });
     index++;
-    c.$unknown = entities.take();
+    c.$unknown = blocks ? [...entities.take(), ...blocks.take()] : entities.take();
     return c;
   };
   for await (const { kind, def, rows } of tenantRows(db, tenantId, { rows: opts.pageRows, bytes: opts.pageBytes }, (r) => (revision = BigInt(r)), (n) => (resourceCount = BigInt(n)))) {
     for (const row of rows) {
       const id = row.id as string;
-      const json = JSON.stringify(messageToChangeData(def, row));
+      const data = messageToChangeData(def, row);
+      const bound = blocks?.bound(kind, data);
+      if (blocks && bound !== undefined) {
+        if (entities.count + blocks.count > 0 && bytes + blocks.bytes + bound > limit) {
+          yield chunk(false);
+          bytes = base;
+        }
+        blocks.add(kind);
+        continue;
+      }
+      const json = JSON.stringify(data);
       // The same estimate as ever (an upper bound), so chunks are cut where they were.
       const size = utf8(kind) + utf8(id) + utf8(json) + 24;
-      if (entities.count > 0 && bytes + size > limit) {
+      if (entities.count + (blocks?.count ?? 0) > 0 && bytes + (blocks?.bytes ?? 0) + size > limit) {
         yield chunk(false);
         bytes = base;
       }

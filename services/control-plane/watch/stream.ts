@@ -95,6 +95,7 @@ export class WatchStream {
     private readonly env: StreamEnv,
     readonly tenantId: string,
     private readonly fromRevision: number,
+    private readonly rowBlocks = false,
   ) {
     this.done = this.produce();
   }
@@ -181,7 +182,7 @@ export class WatchStream {
 
   private async snapshot(): Promise<void> {
     const { limits, gate } = this.env;
-    const chunks = snapshotChunks(this.env.db, this.tenantId, { pageRows: limits.pageRows, chunkBytes: limits.chunkBytes, gate });
+    const chunks = snapshotChunks(this.env.db, this.tenantId, { pageRows: limits.pageRows, chunkBytes: limits.chunkBytes, gate, rowBlocks: this.rowBlocks });
     // One chunk is made ahead: the next is read, converted and encoded while this one is being
     // sent (and read by the client), and no further (backpressure): at most the chunk in the
     // transport, the one made ahead, and the snapshot's two pages.
