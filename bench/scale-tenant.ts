@@ -5,8 +5,10 @@
  * i % subjects owns resource i % resources), with ids as long as the control plane's, encoded
  * as snapshot `WatchResponse`s of at most ~4 MiB, the first with the tenant's resource count.
  */
-import { create, toBinary } from '@bufbuild/protobuf';
-import { EntitySchema, WatchResponseSchema, type Entity } from '../gen/authz/v1/snapshot_service_pb.js';
+import { create, toBinary, type JsonObject } from '@bufbuild/protobuf';
+import { EntitySchema, SnapshotChunkSchema, WatchResponseSchema, type Entity } from '../gen/authz/v1/snapshot_service_pb.js';
+import { ChunkRowBlocks } from '../services/control-plane/watch/row-blocks.js';
+import { fieldsOfKind } from '../services/control-plane/watch/snapshot.js';
 
 export const TENANT = 'tenant_scale';
 export const ROOT_SCOPE = 'scope_0192f3a4-0000-7000-8000-000000000000';
@@ -39,21 +41,34 @@ function* rows({ subjects, resources, grants }: ScaleCounts): Generator<[string,
   }
 }
 
-/** The tenant's snapshot as encoded `WatchResponse` messages, in order, the last one marked. */
-export function snapshotMessages(counts: ScaleCounts): Uint8Array[] {
+/**
+ * The tenant's snapshot as encoded `WatchResponse` messages, in order, the last one marked: its
+ * rows in row blocks, as the control plane sends them to a sidecar (`blocks`), or one JSON Entity
+ * each, as to a client that does not ask for blocks (`entities`).
+ */
+export function snapshotMessages(counts: ScaleCounts, format: 'blocks' | 'entities' = 'blocks'): Uint8Array[] {
   const out: Uint8Array[] = [];
   let entities: Entity[] = [];
   let bytes = 0;
+  const blocks = new ChunkRowBlocks(fieldsOfKind);
   const flush = (last: boolean) => {
     // Chunk 0 carries the resource count, as the control plane's does.
     const resourceCount = out.length === 0 ? BigInt(counts.resources) : 0n;
-    out.push(toBinary(WatchResponseSchema, create(WatchResponseSchema, { event: { case: 'snapshot', value: { tenantId: TENANT, revision: 1n, index: out.length, last, entities, resourceScopeGate: 'off', resourceCount } } })));
+    const value = create(SnapshotChunkSchema, { tenantId: TENANT, revision: 1n, index: out.length, last, entities, resourceScopeGate: 'off', resourceCount });
+    value.$unknown = blocks.take();
+    out.push(toBinary(WatchResponseSchema, create(WatchResponseSchema, { event: { case: 'snapshot', value } })));
     entities = [];
     bytes = 0;
   };
   for (const [kind, row] of rows(counts)) {
+    const bound = format === 'blocks' ? blocks.bound(kind, row as JsonObject) : undefined;
+    if (bound !== undefined) {
+      if (bytes + blocks.bytes + bound > CHUNK_BYTES) flush(false);
+      blocks.add(kind);
+      continue;
+    }
     const json = JSON.stringify(row);
-    if (bytes + json.length + 128 > CHUNK_BYTES) flush(false);
+    if (bytes + blocks.bytes + json.length + 128 > CHUNK_BYTES) flush(false);
     entities.push(create(EntitySchema, { kind, id: row.id as string, json }));
     bytes += json.length + 128;
   }

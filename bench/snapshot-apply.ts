@@ -4,7 +4,10 @@
  * transport would (decoded with protobuf-es, then `receive`). Prints CPU and wall time, heap and
  * RSS once built; for profiling one part of the load (`node --cpu-prof --import tsx`).
  *
- * Usage: node --expose-gc --import tsx bench/snapshot-apply.ts [--resources 1000000 --grants 1000000 --subjects 100000] [--profile out.cpuprofile]
+ * `--format entities` encodes each row as a JSON Entity instead of in row blocks (what the control plane
+ * sends a client that does not ask for them).
+ *
+ * Usage: node --expose-gc --import tsx bench/snapshot-apply.ts [--resources 1000000 --grants 1000000 --subjects 100000] [--format blocks|entities] [--profile out.cpuprofile]
  */
 import { fromBinary } from '@bufbuild/protobuf';
 import { pino } from 'pino';
@@ -23,7 +26,7 @@ const RESOURCES = Number(args.get('resources') ?? 1_000_000);
 const GRANTS = Number(args.get('grants') ?? 1_000_000);
 const SUBJECTS = Number(args.get('subjects') ?? 100_000);
 async function main() {
-  const chunks = snapshotMessages({ subjects: SUBJECTS, resources: RESOURCES, grants: GRANTS });
+  const chunks = snapshotMessages({ subjects: SUBJECTS, resources: RESOURCES, grants: GRANTS }, (args.get('format') ?? 'blocks') as 'blocks' | 'entities');
   const metrics = sidecarMetrics(new Registry(), () => undefined);
   const follower = new Follower({ controlPlaneUrl: 'http://127.0.0.1:1', apiKey: 'k', tenantId: TENANT, maxStalenessMs: 30_000, logger: pino({ level: 'silent' }), metrics });
   const receive = (follower as unknown as { receive(m: unknown): void }).receive.bind(follower);

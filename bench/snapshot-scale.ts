@@ -15,6 +15,9 @@
  * on one CPU); the ratio of the two is printed and saved. `--watch-thread on|off|auto` runs that
  * mode alone.
  *
+ * `--format entities` sends each row as a JSON Entity (as before row blocks, and to a client that
+ * does not ask for them) instead of in row blocks.
+ *
  * `--entry` loads another build's `dist/sidecar/main.js` instead (e.g. the code before a change, for
  * alternating runs); its result is printed, not saved.
  *
@@ -36,6 +39,8 @@ const RESOURCES = Number(args.get('resources') ?? 1_000_000);
 const GRANTS = Number(args.get('grants') ?? 1_000_000);
 const SUBJECTS = Number(args.get('subjects') ?? 100_000);
 const ENTRY = args.get('entry') ? resolve(args.get('entry') as string) : undefined;
+/** How the scripted endpoint sends rows: row blocks (what the control plane sends a sidecar) or one JSON Entity each (before). */
+const FORMAT = (args.get('format') ?? 'blocks') as 'blocks' | 'entities';
 const MODES = args.get('watch-thread') ? [args.get('watch-thread') as string] : ['on', 'off'];
 
 // BENCH_SIDECAR_NODE_ARGS (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`) profiles the loaded sidecar.
@@ -46,7 +51,7 @@ const NODE_ARGS = (process.env.BENCH_SIDECAR_NODE_ARGS ?? '').split(' ').filter(
  */
 function encodedSnapshot(small: boolean): Buffer[] {
   const counts = small ? { subjects: 2, resources: 2, grants: 2 } : { subjects: SUBJECTS, resources: RESOURCES, grants: GRANTS };
-  return snapshotMessages(counts).map(grpcFrame);
+  return snapshotMessages(counts, FORMAT).map(grpcFrame);
 }
 
 function grpcFrame(msg: Uint8Array): Buffer {

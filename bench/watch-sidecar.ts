@@ -8,9 +8,13 @@
  * `--runs N` starts N sidecars one after the other on the same data; `--compression none,gzip`
  * alternates SIDECAR_WATCH_COMPRESSION over the runs (side by side on one loaded machine).
  *
+ * `--entries current,/path/dist/sidecar/main.js` alternates the sidecar build over the runs (e.g.
+ * this one and one from before a change, side by side).
+ *
  * Usage: npm run build && DATABASE_URL=postgres://… tsx bench/watch-sidecar.ts [--resources 1000000 --grants 1000000 --subjects 100000 --runs 2]
  * Extra `SIDECAR_*` variables in the environment reach the sidecar (e.g. SIDECAR_WATCH_COMPRESSION).
  */
+import { resolve } from 'node:path';
 import { startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../test/harness.js';
 import { rssOf, startProcess, waitFor200 } from '../test/processes.js';
 import { restClient } from '../services/control-plane/watch/testing.js';
@@ -22,6 +26,7 @@ const GRANTS = Number(args.get('grants') ?? 1_000_000);
 const SUBJECTS = Number(args.get('subjects') ?? 100_000);
 const RUNS = Number(args.get('runs') ?? 1);
 const COMPRESSIONS = args.get('compression')?.split(',');
+const ENTRIES = args.get('entries')?.split(',').map((e) => (e === 'current' ? undefined : resolve(e)));
 if (!process.env.DATABASE_URL) throw new Error('set DATABASE_URL');
 
 const cp = await startTestControlPlane('postgres');
@@ -56,10 +61,11 @@ try {
   const sidecarEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('SIDECAR_'))) as Record<string, string>;
   for (let run = 1; run <= RUNS; run++) {
     const compression = COMPRESSIONS?.[(run - 1) % COMPRESSIONS.length];
+    const entry = ENTRIES?.[(run - 1) % ENTRIES.length];
     const started = Date.now();
     const sidecar = await startProcess('sidecar', {
       ...sidecarEnv, ...(compression ? { SIDECAR_WATCH_COMPRESSION: compression } : {}), SIDECAR_CONTROL_PLANE_URL: cp.url, SIDECAR_API_KEY: TEST_BOOTSTRAP_KEY, SIDECAR_TENANT_ID: tenant.id, SIDECAR_PORT: '0', SIDECAR_LOG_LEVEL: 'info',
-    }, { built: true });
+    }, { built: true, entry });
     try {
       await waitFor200(`${sidecar.url}/readyz`, Number(args.get('timeout-ms') ?? 900_000)).catch((err) => {
         throw new Error(`${(err as Error).message}; sidecar said:\n${sidecar.output.join('\n')}`);
@@ -72,7 +78,7 @@ try {
       const ask = async (s: number) => (await (await fetch(`${sidecar.url}/evaluate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(s) })).json()) as { allowed: boolean; reason: string };
       const owner = await ask(k);
       if (!owner.allowed || owner.reason !== 'ownership') throw new Error(`decision wrong: ${JSON.stringify(owner)}`);
-      console.log(`run ${run}: ${RESOURCES} resources + ${GRANTS} grants + ${SUBJECTS} subjects (compression ${compression ?? sidecarEnv.SIDECAR_WATCH_COMPRESSION ?? 'default'}): ` +
+      console.log(`run ${run}: ${RESOURCES} resources + ${GRANTS} grants + ${SUBJECTS} subjects (compression ${compression ?? sidecarEnv.SIDECAR_WATCH_COMPRESSION ?? 'default'}${entry ? `, ${entry}` : ''}): ` +
         `sidecar ready in ${readyMs} ms, RSS ${(rss / 1048576).toFixed(0)} MiB`);
     } finally {
       await sidecar.stop('SIGTERM');
