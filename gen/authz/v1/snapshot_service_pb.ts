@@ -255,8 +255,9 @@ export const SnapshotChunkSchema: GenMessage<SnapshotChunk, {jsonType: SnapshotC
   messageDesc(file_authz_v1_snapshot_service, 2);
 
 /**
- * Rows of one kind, each distinct value written once per block: the same rows as `Entity`s
- * would carry, about a fifth of the bytes and decoded without a JSON text per row. Row r's
+ * Rows of one kind, a value the rows share written once per block: the same rows as `Entity`s
+ * would carry, about a quarter of the bytes and decoded without a JSON text per row. A value may
+ * also appear more than once in `strings` or `json_values` (an encoder need not look every value up). Row r's
  * value of `fields[f]` is `cells[r * len(fields) + f]`: 0 when the row does not have the field,
  * 2i + 1 for `strings[i]` (a JSON string), 2i + 2 for `json_values[i]` (any other JSON value,
  * as text). `len(cells)` is a multiple of `len(fields)`.
@@ -295,8 +296,9 @@ export type RowBlock = Message<"authz.v1.RowBlock"> & {
 };
 
 /**
- * Rows of one kind, each distinct value written once per block: the same rows as `Entity`s
- * would carry, about a fifth of the bytes and decoded without a JSON text per row. Row r's
+ * Rows of one kind, a value the rows share written once per block: the same rows as `Entity`s
+ * would carry, about a quarter of the bytes and decoded without a JSON text per row. A value may
+ * also appear more than once in `strings` or `json_values` (an encoder need not look every value up). Row r's
  * value of `fields[f]` is `cells[r * len(fields) + f]`: 0 when the row does not have the field,
  * 2i + 1 for `strings[i]` (a JSON string), 2i + 2 for `json_values[i]` (any other JSON value,
  * as text). `len(cells)` is a multiple of `len(fields)`.

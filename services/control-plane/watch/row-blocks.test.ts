@@ -83,7 +83,7 @@ describe('row blocks (control plane encoder)', () => {
         expect(Buffer.from(toBinary(RowBlockSchema, block)).equals(Buffer.from(body)), `${block.kind}: protobuf-es's bytes`).toBe(true);
         expect(block.fields).toEqual(KIND_FIELDS[block.kind]);
         expect(rowsOf(block)).toEqual(given.filter(([k]) => k === block.kind).map(([, row]) => JSON.parse(JSON.stringify(row))));
-        // Shared values are written once (ids are never shared here).
+        // Shared values are written once (the generator's repeat often enough to stay shared).
         expect(block.strings.length).toBe(new Set(block.strings).size);
         expect(block.jsonValues.length).toBe(new Set(block.jsonValues).size);
       }
@@ -111,6 +111,22 @@ describe('row blocks (control plane encoder)', () => {
     expect([grant.strings, grant.cells]).toEqual([['g', 't'], [1, 3, 0, 0, 0, 0, 0]]);
     add('resource', { id: 'r3', tenantId: 't' });
     expect(fromBinary(RowBlockSchema, new BinaryReader(enc.take()[0].data).bytes()).strings).toEqual(['r3', 't']);
+  });
+
+  it('stops looking up a field whose values do not repeat, and still decodes every row', () => {
+    const enc = new ChunkRowBlocks(fieldsOf);
+    const given: JsonObject[] = [];
+    for (let n = 0; n < 200; n++) {
+      // externalResourceId: unique for 100 rows (sharing is dropped for it), then one value.
+      const row = { id: `r${n}`, tenantId: 't', externalResourceId: n < 100 ? `ext-${n}` : 'same' };
+      enc.bound('resource', row);
+      enc.add('resource');
+      given.push(row);
+    }
+    const block = fromBinary(RowBlockSchema, new BinaryReader(enc.take()[0].data).bytes());
+    expect(rowsOf(block)).toEqual(given);
+    expect(block.strings.filter((v) => v === 't')).toHaveLength(1);
+    expect(block.strings.filter((v) => v === 'same')).toHaveLength(100);
   });
 
   it('leaves a row with a key its kind does not have to the caller (an Entity), and reads an undefined value as absent', () => {
