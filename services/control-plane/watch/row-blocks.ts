@@ -1,7 +1,7 @@
 /**
  * A snapshot chunk's rows as `RowBlock`s (see the proto), for a client that asked for them: per
- * kind, each row's proto JSON values as numbers into the block's distinct values, so a value the
- * rows share (tenant, type, scope, creator, timestamp, `{}`) is written once per chunk and the
+ * kind, each row's proto JSON values as numbers into the block's values, so a value the rows
+ * share (tenant, type, scope, creator, timestamp, `{}`) is written once per chunk and the
  * client decodes no JSON text per row. A 1M-resource + 1M-grant tenant: about a quarter of the
  * bytes of one JSON `Entity` per row (see the README, Snapshot scale).
  *
@@ -65,7 +65,6 @@ class Block {
   constructor(
     readonly kind: string,
     readonly fields: readonly string[],
-    readonly fieldIndex: ReadonlyMap<string, number>,
   ) {
     let head = fieldBytes(Buffer.byteLength(kind, 'utf8'));
     for (const f of fields) head += fieldBytes(Buffer.byteLength(f, 'utf8'));
@@ -185,6 +184,8 @@ export class ChunkRowBlocks {
       if (f === undefined) return undefined;
       // As JSON.stringify does: a key whose value is undefined is not there.
       if (v === undefined) continue;
+      // A string goes as UTF-8. Rows come from PostgreSQL, whose text is valid Unicode, so this
+      // is exact (a lone surrogate would become U+FFFD, where an Entity's JSON escapes it).
       const s = typeof v === 'string';
       const text = s ? v : JSON.stringify(v);
       values[f] = text;
@@ -200,8 +201,7 @@ export class ChunkRowBlocks {
   add(kind: string): void {
     let block = this.blocks.get(kind);
     if (block === undefined) {
-      const { fields, index } = this.fieldsOf(kind);
-      this.blocks.set(kind, (block = new Block(kind, fields, index)));
+      this.blocks.set(kind, (block = new Block(kind, this.fieldsOf(kind).fields)));
     } else this.bytes -= block.bytes;
     block.add(this.values, this.isString);
     this.bytes += block.bytes;
