@@ -380,10 +380,7 @@ function readEntity(r: Reader, c: RawSnapshotChunk): void {
       r.skip(tag & 7, fieldNo);
       continue;
     }
-    const n = r.uint32();
-    const start = r.pos;
-    r.pos += n;
-    r.assertBounds();
+    const start = r.lengthDelimited();
     if (fieldNo === 1) {
       kindStart = start;
       kindEnd = r.pos;
@@ -420,10 +417,7 @@ function readRowBlock(r: Reader, bytes: Uint8Array): RawRowBlock {
       r.skip(tag & 7, fieldNo);
       continue;
     }
-    const n = r.uint32();
-    const start = r.pos;
-    r.pos += n;
-    r.assertBounds();
+    const start = r.lengthDelimited();
     if (fieldNo === 1) {
       kindStart = start;
       kindEnd = r.pos;
@@ -456,11 +450,17 @@ class Reader {
     return tag;
   }
 
-  string(): string {
+  /** Passes a length-delimited value; returns where it starts (it ends at `pos`). */
+  lengthDelimited(): number {
     const n = this.uint32();
     const start = this.pos;
     this.pos += n;
     this.assertBounds();
+    return start;
+  }
+
+  string(): string {
+    const start = this.lengthDelimited();
     return text(this.buf, start, this.pos);
   }
 
