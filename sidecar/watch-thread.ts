@@ -16,13 +16,12 @@
  * (`SIDECAR_WATCH_THREAD`, sidecar/config.ts).
  */
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
-import { pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { Code, ConnectError, createClient } from '@connectrpc/connect';
 import type * as http2 from 'node:http2';
 import { compressionGzip, createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
+import { startWorker } from '../services/common/worker.js';
 import { RAW_SNAPSHOT_SERVICE } from './snapshot-wire.js';
 
 export interface WatchThreadConfig {
@@ -215,20 +214,12 @@ function unpack(buffer: ArrayBuffer, fields: number[]): UnknownFields['$unknown'
   return out;
 }
 
-/**
- * The worker, from the built `.js` beside this file; from the TypeScript sources (tests,
- * `npm run sidecar`) through tsx, which a worker does not inherit from its parent's loader.
- */
+/** The worker thread that reads the Watch stream. */
 function spawnWorker(config: WatchThreadConfig): Worker {
   // The worker allocates little on its heap (its bytes are buffers outside it): with a 1 MiB
   // young generation its heap is 16 MiB instead of 29 (v8.getHeapStatistics in the worker during
   // a 2.1M-entity snapshot load). Its buffers waiting for a collection still come to 30–60 MiB.
-  const options = { workerData: config, resourceLimits: { maxYoungGenerationSizeMb: 1 } };
-  const entry = new URL(`./watch-thread-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
-  if (!entry.pathname.endsWith('.ts')) return new Worker(entry, options);
-  const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api')).href;
-  const boot = `import(${JSON.stringify(tsx)}).then((m) => { (m.register ?? m.default.register)(); return import(${JSON.stringify(entry.href)}); })`;
-  return new Worker(boot, { ...options, eval: true });
+  return startWorker(import.meta.url, 'watch-thread-worker', { workerData: config, resourceLimits: { maxYoungGenerationSizeMb: 1 } });
 }
 
 /**

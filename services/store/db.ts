@@ -4,8 +4,6 @@ import pg from 'pg';
 import pino, { type Logger } from 'pino';
 import { MikroORM } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
-import { PGlite } from '@electric-sql/pglite';
-import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { ALL_ENTITIES } from './schema.js';
 import { Migration0001Initial } from './migrations/0001-initial.js';
 import { Migration0002ServiceSettings } from './migrations/0002-service-settings.js';
@@ -13,6 +11,7 @@ import { Migration0003ChangeLogRetention } from './migrations/0003-change-log-re
 import { Migration0004KeyNotify } from './migrations/0004-key-notify.js';
 import { CursorCodec } from './cursors.js';
 import { CHANGE_CHANNEL, KEY_CHANNEL, Notifications } from './notifications.js';
+import { startEmbedded, type EmbeddedDatabase } from './embedded.js';
 
 export interface DatabaseOptions {
   /** Where the notifications connection logs (silent when absent). */
@@ -110,21 +109,19 @@ const MIGRATION_LOCK = 727_431_001;
  * Opens the database and applies pending migrations (safe to run twice, and safe when
  * several replicas start at once: they queue on an advisory lock).
  *
- * Without `databaseUrl` the service runs on PGlite, served over a loopback socket by
- * pglite-socket, so MikroORM's one PostgreSQL driver (and one SQL dialect) serves both.
- * PGlite is single-connection, hence a pool of one.
+ * Without `databaseUrl` the service runs on PGlite, on a thread of its own, served over a
+ * loopback socket by pglite-socket, so MikroORM's one PostgreSQL driver (and one SQL dialect)
+ * serves both. PGlite is single-connection, hence a pool of one.
  */
 export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
-  let embedded: { pglite: PGlite; server: PGLiteSocketServer } | undefined;
+  const logger = opts.logger ?? pino({ level: 'silent' });
+  let embedded: EmbeddedDatabase | undefined;
   let clientUrl = opts.databaseUrl;
   if (!clientUrl) {
     const dir = opts.dataDir === 'memory://' ? undefined : resolve(opts.dataDir, 'pglite');
     if (dir) mkdirSync(dir, { recursive: true });
-    const pglite = await PGlite.create(dir);
-    const server = new PGLiteSocketServer({ db: pglite, host: '127.0.0.1', port: 0 });
-    await server.start();
-    embedded = { pglite, server };
-    clientUrl = `postgres://postgres@${server.getServerConn()}/postgres`;
+    embedded = await startEmbedded(dir, (why) => logger.error({ why }, 'the embedded database is gone: every request now fails'));
+    clientUrl = embedded.url;
   }
   const orm = await MikroORM.init({
     clientUrl,
@@ -156,13 +153,13 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     cursors = new CursorCodec(Buffer.from(await setting(orm, 'cursor_key', CursorCodec.newKey()), 'hex'));
   } catch (err) {
     await orm.close(true);
-    if (embedded) await stopEmbedded(embedded);
+    if (embedded) await embedded.stop();
     throw err;
   }
   const notifications = new Notifications({
     url: embedded ? undefined : clientUrl,
     channels: NOTIFY_CHANNELS,
-    logger: opts.logger ?? pino({ level: 'silent' }),
+    logger,
   });
   return {
     orm,
@@ -207,7 +204,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     async close() {
       await notifications.close();
       await orm.close(true);
-      if (embedded) await stopEmbedded(embedded);
+      if (embedded) await embedded.stop();
     },
   };
 }
@@ -240,9 +237,4 @@ async function setting(orm: MikroORM, name: string, initial: string): Promise<st
   await em.execute('insert into service_settings (name, value) values (?, ?) on conflict (name) do nothing', [name, initial]);
   const rows = (await em.execute('select value from service_settings where name = ?', [name])) as { value: string }[];
   return rows[0].value;
-}
-
-async function stopEmbedded(e: { pglite: PGlite; server: PGLiteSocketServer }) {
-  await e.server.stop();
-  await e.pglite.close();
 }

@@ -1,0 +1,93 @@
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import type { Worker } from 'node:worker_threads';
+import type { PGliteOptions } from '@electric-sql/pglite';
+import { startWorker } from '../common/worker.js';
+
+/** What the embedded database's thread is started with. */
+export interface EmbeddedStart {
+  /** PGlite's data directory; undefined keeps the database in memory. */
+  dir: string | undefined;
+  /** PGlite's WebAssembly and file-system bundle, compiled and read once per process. */
+  pgliteWasmModule: WasmModule;
+  initdbWasmModule: WasmModule;
+  fsBundle: Blob;
+}
+export type EmbeddedRequest = { type: 'stop' };
+export type EmbeddedReply = { type: 'ready'; conn: string };
+
+export interface EmbeddedDatabase {
+  /** `postgres://…` of the loopback port the thread serves. */
+  url: string;
+  /** The thread PGlite runs on. */
+  readonly thread: Worker;
+  /** Closes the server and the database, and ends the thread. */
+  stop(): Promise<void>;
+}
+
+type WasmModule = NonNullable<PGliteOptions['pgliteWasmModule']>;
+
+/** Node's WebAssembly global (this project's libs do not declare it). */
+const wasm = (globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<WasmModule> } }).WebAssembly;
+
+let assets: Promise<Omit<EmbeddedStart, 'dir'>> | undefined;
+
+/**
+ * PGlite's assets, compiled once: a thread does not share its parent's module cache, and
+ * compiling them in every thread made each database open take 1.1 s longer.
+ */
+function pgliteAssets(): Promise<Omit<EmbeddedStart, 'dir'>> {
+  assets ??= (async () => {
+    const dist = dirname(createRequire(import.meta.url).resolve('@electric-sql/pglite'));
+    const [pgliteWasmModule, initdbWasmModule, fsBundle] = await Promise.all([
+      readFile(join(dist, 'pglite.wasm')).then((b) => wasm.compile(b)),
+      readFile(join(dist, 'initdb.wasm')).then((b) => wasm.compile(b)),
+      readFile(join(dist, 'pglite.data')).then((b) => new Blob([b])),
+    ]);
+    return { pgliteWasmModule, initdbWasmModule, fsBundle };
+  })();
+  return assets;
+}
+
+/** How long a stop may take before the thread is terminated (a close that hangs must not hang shutdown). */
+const STOP_TIMEOUT_MS = 10_000;
+
+/**
+ * Starts PGlite on a thread of its own (embedded-worker.ts) and answers once it serves.
+ * `onLost` hears of a thread that ends without being stopped: every query then fails, so
+ * the service answers `unavailable` and is not ready, and the log says why.
+ */
+export async function startEmbedded(dir: string | undefined, onLost: (why: string) => void): Promise<EmbeddedDatabase> {
+  const worker: Worker = startWorker(import.meta.url, 'embedded-worker', { workerData: { dir, ...(await pgliteAssets()) } satisfies EmbeddedStart });
+  let stopping: Promise<void> | undefined;
+  return new Promise((resolve, reject) => {
+    let ready = false;
+    let lost = false;
+    const lose = (why: string) => {
+      if (!lost && !stopping) onLost(why);
+      lost = true;
+    };
+    worker.once('message', (m: EmbeddedReply) => {
+      ready = true;
+      resolve({ url: `postgres://postgres@${m.conn}/postgres`, thread: worker, stop });
+    });
+    worker.on('error', (err) => (ready ? lose(`embedded database thread failed: ${err.message}`) : reject(err)));
+    worker.on('exit', (code) => {
+      if (!ready) reject(new Error(`embedded database thread exited (code ${code}) before it served`));
+      else lose(`embedded database thread exited (code ${code})`);
+    });
+  });
+
+  function stop(): Promise<void> {
+    stopping ??= new Promise<void>((resolve) => {
+      const timer = setTimeout(() => void worker.terminate(), STOP_TIMEOUT_MS);
+      worker.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      worker.postMessage({ type: 'stop' } satisfies EmbeddedRequest);
+    });
+    return stopping;
+  }
+}
