@@ -55,8 +55,8 @@ const STOP_TIMEOUT_MS = 10_000;
 
 /**
  * Starts PGlite on a thread of its own (embedded-worker.ts) and answers once it serves.
- * `onLost` hears of a thread that ends without being stopped: every query then fails, so
- * the service answers `unavailable` and is not ready, and the log says why.
+ * `onLost` hears of a thread that ends without being stopped (every query fails from then
+ * on), so that the log says why.
  */
 export async function startEmbedded(dir: string | undefined, onLost: (why: string) => void): Promise<EmbeddedDatabase> {
   const worker: Worker = startWorker(import.meta.url, 'embedded-worker', { workerData: { dir, ...(await pgliteAssets()) } satisfies EmbeddedStart });
