@@ -5,14 +5,17 @@ import type { Worker } from 'node:worker_threads';
 import type { PGliteOptions } from '@electric-sql/pglite';
 import { startWorker } from '../common/worker.js';
 
-/** What the embedded database's thread is started with. */
-export interface EmbeddedStart {
-  /** PGlite's data directory; undefined keeps the database in memory. */
-  dir: string | undefined;
-  /** PGlite's WebAssembly and file-system bundle, compiled and read once per process. */
+/** PGlite's WebAssembly and file-system bundle, compiled and read once per process. */
+interface PgliteAssets {
   pgliteWasmModule: WasmModule;
   initdbWasmModule: WasmModule;
   fsBundle: Blob;
+}
+
+/** What the embedded database's thread is started with. */
+export interface EmbeddedStart extends PgliteAssets {
+  /** PGlite's data directory; undefined keeps the database in memory. */
+  dir: string | undefined;
 }
 export type EmbeddedRequest = { type: 'stop' };
 export type EmbeddedReply = { type: 'ready'; conn: string };
@@ -31,13 +34,13 @@ type WasmModule = NonNullable<PGliteOptions['pgliteWasmModule']>;
 /** Node's WebAssembly global (this project's libs do not declare it). */
 const wasm = (globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<WasmModule> } }).WebAssembly;
 
-let assets: Promise<Omit<EmbeddedStart, 'dir'>> | undefined;
+let assets: Promise<PgliteAssets> | undefined;
 
 /**
  * PGlite's assets, compiled once: a thread does not share its parent's module cache, and
  * compiling them in every thread made each database open take 1.1 s longer.
  */
-function pgliteAssets(): Promise<Omit<EmbeddedStart, 'dir'>> {
+function pgliteAssets(): Promise<PgliteAssets> {
   assets ??= (async () => {
     const dist = dirname(createRequire(import.meta.url).resolve('@electric-sql/pglite'));
     const [pgliteWasmModule, initdbWasmModule, fsBundle] = await Promise.all([
