@@ -136,6 +136,71 @@ describe('churn', () => {
   });
 });
 
+describe('external ids', () => {
+  it('resources sharing an external id are all found, whichever goes first, and a permission naming it reaches each', () => {
+    const idx = TenantIndex.fromSnapshot(tenant());
+    let revision = 1;
+    const types = ['doc', 'sheet', 'deck', 'note'];
+    const setup: Change[] = types.map((k) => ({ op: 'upsert', kind: 'resource_type', id: `resource_type_${k}`, row: { id: `resource_type_${k}`, key: k, scopeId: 'scope_0', name: k } }) as Change);
+    // One resource per type with external id 'shared', and one of each with its own.
+    for (const k of types) {
+      for (const ext of ['shared', `own_${k}`]) {
+        setup.push({ op: 'upsert', kind: 'resource', id: `resource_${k}_${ext}`, row: { id: `resource_${k}_${ext}`, resourceTypeId: `resource_type_${k}`, ownerScopeId: 'scope_0', externalResourceId: ext } } as Change);
+      }
+    }
+    setup.push({ op: 'upsert', kind: 'permission', id: 'permission_shared', row: { id: 'permission_shared', scopeId: 'scope_0', action: 'read', resourceType: 'doc', resourcePattern: 'shared', key: 'doc:read:shared' } });
+    idx.apply(++revision, setup);
+    const found = (k: string, ext: string) => idx.resourcesByExternalId(k, ext).map((r) => r.id);
+    for (const k of types) expect(found(k, 'shared')).toEqual([`resource_${k}_shared`]);
+    for (const k of types) expect(idx.resourceNode(`resource_${k}_shared`)?.patterns).toBe(1);
+    expect(idx.resourceNode('resource_doc_own_doc')?.patterns).toBe(0);
+    // Deleting them one by one, the first filed first: the others stay found.
+    for (const [i, k] of types.entries()) {
+      idx.apply(++revision, [{ op: 'delete', kind: 'resource', id: `resource_${k}_shared` }]);
+      expect(found(k, 'shared')).toEqual([]);
+      for (const other of types.slice(i + 1)) expect(found(other, 'shared')).toEqual([`resource_${other}_shared`]);
+      const live = setup.filter((c) => c.kind !== 'resource' || types.slice(i + 1).some((o) => c.id === `resource_${o}_shared`) || !c.id.endsWith('_shared'));
+      expect(idx.derivedState()).toEqual(TenantIndex.fromSnapshot(snapshotWith(revision, live)).derivedState());
+    }
+    // Back again, then the permission goes: every one of them drops its count.
+    idx.apply(++revision, setup.filter((c) => c.kind === 'resource'));
+    for (const k of types) expect(idx.resourceNode(`resource_${k}_shared`)?.patterns).toBe(1);
+    idx.apply(++revision, [{ op: 'delete', kind: 'permission', id: 'permission_shared' }]);
+    for (const k of types) expect(idx.resourceNode(`resource_${k}_shared`)?.patterns).toBe(0);
+    for (const k of types) expect(found(k, 'shared')).toEqual([`resource_${k}_shared`]);
+  });
+});
+
+/** The test tenant at `revision` with the rows of `changes` (upserts) added. */
+function snapshotWith(revision: number, changes: Change[]): TenantSnapshot {
+  const base = tenant();
+  const rows: Record<string, unknown[]> = Object.fromEntries(Object.entries(base.rows).map(([k, v]) => [k, [...(v ?? [])]]));
+  for (const c of changes) if (c.op === 'upsert') (rows[c.kind] ??= []).push(c.row);
+  return { revision, rows: rows as TenantSnapshot['rows'] };
+}
+
+describe('grant sets', () => {
+  it('an emptied set frees its number for the next subject, and grants stay found by id', () => {
+    const idx = TenantIndex.fromSnapshot(tenant());
+    let revision = 1;
+    const grant = (s: number, i: number): Change => ({ op: 'upsert', kind: 'ownership_grant', id: `g${s}_${i}`, row: { id: `g${s}_${i}`, subjectId: `subject_${s}`, resourceId: `resource_${i}`, roleId: 'role_r' } });
+    for (let round = 0; round < 10; round++) {
+      // 30 subjects with 0..40 grants each (list and map forms), then every grant deleted.
+      const up: Change[] = [];
+      for (let s = 0; s < 30; s++) for (let i = 0; i < (s + round) % 41; i++) up.push(grant(s + 30 * round, i));
+      idx.apply(++revision, up);
+      for (const c of up) expect(idx.ownershipGrant(c.id)?.subjectId).toBe((c as { row: { subjectId: string } }).row.subjectId);
+      expect(idx.count('ownership_grant')).toBe(up.length);
+      idx.apply(++revision, up.map((c) => ({ op: 'delete', kind: c.kind, id: c.id }) as Change).reverse());
+      for (const c of up) expect(idx.ownershipGrant(c.id)).toBeUndefined();
+      expect(idx.count('ownership_grant')).toBe(0);
+    }
+    // 300 subjects held grants over the rounds, at most 30 at once.
+    expect(idx.resourceSpace().grantSetNumbers).toBeLessThanOrEqual(30);
+    expect(idx.derivedState()).toEqual(TenantIndex.fromSnapshot({ ...tenant(), revision }).derivedState());
+  });
+});
+
 describe('TenantIndex.builder', () => {
   it('rows in any order give the state fromSnapshot gives', async () => {
     const { genTenant, rng } = await import('./testdata/generate.js');

@@ -40,6 +40,7 @@
  */
 import { InvalidChangeError } from './errors.js';
 import { IdTable } from './id-table.js';
+import { NumTable } from './num-table.js';
 import {
   ENTITY_KINDS,
   type Change,
@@ -326,7 +327,11 @@ export class SubjectGrants implements GrantSet {
   private byId: Map<string, string> | undefined;
   private count = 0;
 
-  constructor(readonly subjectId: string) {}
+  /** `num`: the set's number in its index (the grant-id table maps each grant to it). */
+  constructor(
+    readonly subjectId: string,
+    readonly num = -1,
+  ) {}
 
   get size(): number {
     return this.count;
@@ -351,6 +356,14 @@ export class SubjectGrants implements GrantSet {
     let found: MutableRowBag<OwnershipGrant> | undefined;
     for (let i = 0; i < pairs.length; i += 2) found = rbWith(found, this.row(pairs[i], resourceId, pairs[i + 1]));
     return found;
+  }
+
+  /** Whether the set holds the grant with this id. */
+  has(id: string): boolean {
+    const list = this.list;
+    if (list === undefined) return (this.byId as Map<string, string>).has(id);
+    for (let i = 0; i < list.length; i += 3) if (list[i] === id) return true;
+    return false;
   }
 
   /** The grant with this id, or undefined. */
@@ -882,8 +895,20 @@ export class TenantIndex {
   // memberships (assignments are joined into subject nodes through their membership)
   private readonly assignmentsByMembership: Multi = new Map();
   // resources
-  /** externalResourceId → ids of the resources carrying it (any type). */
-  private readonly resourcesByExternal: Multi = new Map();
+  /**
+   * externalResourceId → the number of a resource carrying it (any type), confirmed by the node
+   * (`nodesByNum`): 8 bytes an id, where a Map cost ~30 and three DRAM trips per resource built.
+   */
+  private readonly externalFirst = new NumTable({
+    holds: (num, ext) => this.nodesByNum[num]?.ext === ext,
+    eachKey: (visit) => {
+      for (const n of this.nodesByNum) if (n !== undefined && n.ext !== undefined && !this.isExternalMore(n)) visit(n.ext, n.num);
+    },
+  });
+  /** externalResourceId → ids of the other resources carrying it, for an id several resources carry. */
+  private readonly externalMore: Multi = new Map();
+  /** Resource nodes by number. */
+  private nodesByNum: (MutableResourceNode | undefined)[];
   /** resourcePattern → number of permission rows with that pattern (feeds ResourceNode.patterns). */
   private readonly patternCounts = new Map<string, number>();
   /**
@@ -896,8 +921,19 @@ export class TenantIndex {
   private nextNum = 0;
   /** Numbers of dropped nodes, reused so the bitmap does not grow with churn. */
   private readonly freeNums: number[] = [];
-  /** Grant id → the grants of its subject, which hold it (grants have no row table). */
-  private readonly grantsById = new Map<string, SubjectGrants>();
+  /**
+   * The grants of each subject that has some, by the set's number (reused once a set empties).
+   * Grants have no row table: a grant is found through its id's number in `grantsById`.
+   */
+  private readonly grantSets: (SubjectGrants | undefined)[] = [];
+  private readonly freeGrantNums: number[] = [];
+  /** Grant id → the number of its subject's grant set (a Map cost three DRAM trips per grant to build). */
+  private readonly grantsById = new NumTable({
+    holds: (num, id) => this.grantSets[num]?.has(id) ?? false,
+    eachKey: (visit) => {
+      for (const set of this.grantSets) if (set !== undefined) for (const g of set.rows()) visit(g.id, set.num);
+    },
+  });
   /** Number of resource rows (they have no row table). */
   private resourceCount = 0;
   /**
@@ -922,6 +958,7 @@ export class TenantIndex {
     // Arrays by node number, sized alike (they grow by doubling past it).
     const nums = Math.max(1024, resources);
     this.plain = new Uint8Array(nums);
+    this.nodesByNum = new Array<MutableResourceNode | undefined>(nums);
     this.createdAt = new Float64Array(nums).fill(NaN);
     const t = {} as Record<EntityKind, Map<string, unknown>>;
     for (const k of ENTITY_KINDS) t[k] = new Map();
@@ -1178,6 +1215,7 @@ export class TenantIndex {
         createdBy: undefined,
       };
       this.resources.set(id, n);
+      this.nodesByNum[n.num] = n;
       this.refreshCopies(n);
     }
     return n;
@@ -1188,6 +1226,7 @@ export class TenantIndex {
     if (n && !n.exists && !n.parents && !n.policies && !n.links && !n.tags && n.refs === 0) {
       this.resources.delete(id);
       this.plain[n.num] = 0;
+      this.nodesByNum[n.num] = undefined;
       this.freeNums.push(n.num);
     }
   }
@@ -1244,14 +1283,9 @@ export class TenantIndex {
       byId.patterns += delta;
       this.refreshCopies(byId);
     }
-    const ext = this.resourcesByExternal.get(pattern);
-    if (ext === undefined) return;
-    for (const id of bagIds(ext)) {
-      const n = this.resources.get(id);
-      if (n) {
-        n.patterns += delta;
-        this.refreshCopies(n);
-      }
+    for (const n of this.nodesByExternal(pattern)) {
+      n.patterns += delta;
+      this.refreshCopies(n);
     }
   }
 
@@ -1348,8 +1382,14 @@ export class TenantIndex {
       case 'ownership_grant': {
         const g = row as OwnershipGrant;
         const n = this.subjectNodeFor(g.subjectId);
-        (n.grantsByResource ??= new SubjectGrants(n.id)).add(g.id, this.resourceStr(g.resourceId), this.roleStr(g.roleId));
-        this.grantsById.set(g.id, n.grantsByResource);
+        let set = n.grantsByResource;
+        if (set === undefined) {
+          const num = this.freeGrantNums.pop() ?? this.grantSets.length;
+          this.grantSets[num] = n.grantsByResource = set = new SubjectGrants(n.id, num);
+        }
+        // The set holds the grant before the table maps its id (a reseed lists the sets).
+        set.add(g.id, this.resourceStr(g.resourceId), this.roleStr(g.roleId));
+        this.grantsById.add(g.id, set.num);
         break;
       }
       case 'resource_type': {
@@ -1371,7 +1411,7 @@ export class TenantIndex {
         this.setCreatedAt(n.num, (r as { createdAt?: unknown }).createdAt);
         n.patterns += this.patternCounts.get(r.externalResourceId) ?? 0;
         this.refreshCopies(n);
-        bagAdd(this.resourcesByExternal, r.externalResourceId, r.id);
+        this.addExternal(n);
         break;
       }
       case 'resource_scope_link': {
@@ -1491,10 +1531,16 @@ export class TenantIndex {
       case 'ownership_grant': {
         const g = row as OwnershipGrant;
         const n = this.subjects.get(g.subjectId);
+        // While the set still holds it (the table confirms a key through the set).
         this.grantsById.delete(g.id);
-        if (n?.grantsByResource) {
-          n.grantsByResource.delete(g.id);
-          if (n.grantsByResource.size === 0) n.grantsByResource = undefined;
+        const set = n?.grantsByResource;
+        if (set) {
+          set.delete(g.id);
+          if (set.size === 0) {
+            n!.grantsByResource = undefined;
+            this.grantSets[set.num] = undefined;
+            this.freeGrantNums.push(set.num);
+          }
           this.pruneSubject(g.subjectId);
         }
         break;
@@ -1508,6 +1554,8 @@ export class TenantIndex {
         const r = row as Resource;
         const n = this.resources.get(r.id);
         if (n) {
+          // While the node still carries its external id (the table confirms keys through it).
+          this.removeExternal(n);
           n.exists = false;
           this.resourceCount--;
           n.type = undefined;
@@ -1521,7 +1569,6 @@ export class TenantIndex {
           this.refreshCopies(n);
         }
         this.pruneResource(r.id);
-        bagDelete(this.resourcesByExternal, r.externalResourceId, r.id);
         break;
       }
       case 'resource_scope_link': {
@@ -1705,7 +1752,8 @@ export class TenantIndex {
   }
   /** A grant row, rebuilt from its subject's grants (a new object on every call). */
   ownershipGrant(id: string): OwnershipGrant | undefined {
-    return this.grantsById.get(id)?.find(id);
+    const num = this.grantsById.get(id);
+    return num < 0 ? undefined : this.grantSets[num]?.find(id);
   }
   resourceType(id: string): ResourceType | undefined {
     return this.t.resource_type.get(id);
@@ -1795,8 +1843,11 @@ export class TenantIndex {
    * (reused after deletes), free numbers, rows of `createdAt` kept as given, and the slots of
    * the resource table.
    */
-  resourceSpace(): { nodes: number; numbers: number; freeNumbers: number; rawCreatedAt: number; slots: number } {
-    return { nodes: this.resources.size, numbers: this.nextNum, freeNumbers: this.freeNums.length, rawCreatedAt: this.createdAtRaw.size, slots: this.resources.capacity };
+  resourceSpace(): { nodes: number; numbers: number; freeNumbers: number; rawCreatedAt: number; slots: number; grantSetNumbers: number } {
+    return {
+      nodes: this.resources.size, numbers: this.nextNum, freeNumbers: this.freeNums.length, rawCreatedAt: this.createdAtRaw.size, slots: this.resources.capacity,
+      grantSetNumbers: this.grantSets.length,
+    };
   }
 
   /** Number of rows of a kind (for metrics and tests). */
@@ -1932,11 +1983,51 @@ export class TenantIndex {
   /** Resources with this external id among the resource types with this key. */
   resourcesByExternalId(typeKey: string, externalResourceId: string): Resource[] {
     const out: Resource[] = [];
-    for (const id of bagIds(this.resourcesByExternal.get(externalResourceId))) {
-      const r = this.resource(id);
-      if (r && this.t.resource_type.get(r.resourceTypeId)?.key === typeKey) out.push(r);
+    for (const n of this.nodesByExternal(externalResourceId)) {
+      const r = this.resourceRow(n);
+      if (this.t.resource_type.get(r.resourceTypeId)?.key === typeKey) out.push(r);
     }
     return out;
+  }
+
+  /** The nodes of the resources (rows present) whose external id is `ext`. */
+  private nodesByExternal(ext: string): MutableResourceNode[] {
+    const first = this.externalFirst.get(ext);
+    if (first < 0) return [];
+    const out = [this.nodesByNum[first] as MutableResourceNode];
+    if (this.externalMore.size > 0) for (const id of bagIds(this.externalMore.get(ext))) out.push(this.resources.get(id) as MutableResourceNode);
+    return out;
+  }
+
+  /** Files a node whose row just arrived under its external id (`n.ext`, set). */
+  private addExternal(n: MutableResourceNode): void {
+    const ext = n.ext as string;
+    if (this.externalFirst.get(ext) < 0) this.externalFirst.add(ext, n.num);
+    else bagAdd(this.externalMore, ext, n.id);
+  }
+
+  /** Unfiles a node whose row goes, while `n.ext` still holds its external id. */
+  private removeExternal(n: MutableResourceNode): void {
+    const ext = n.ext as string;
+    if (this.externalFirst.get(ext) !== n.num) {
+      bagDelete(this.externalMore, ext, n.id);
+      return;
+    }
+    const more = this.externalMore.size > 0 ? this.externalMore.get(ext) : undefined;
+    if (more === undefined) {
+      this.externalFirst.delete(ext);
+      return;
+    }
+    // Another resource carries the id: it takes the table's entry.
+    const next = this.resources.get(typeof more === 'string' ? more : bagIds(more)[0]) as MutableResourceNode;
+    bagDelete(this.externalMore, ext, next.id);
+    this.externalFirst.renumber(ext, n.num, next.num);
+  }
+
+  /** Whether a node is filed in `externalMore` rather than in the table. */
+  private isExternalMore(n: MutableResourceNode): boolean {
+    const more = this.externalMore.size > 0 ? this.externalMore.get(n.ext as string) : undefined;
+    return more !== undefined && (typeof more === 'string' ? more === n.id : bagIds(more).includes(n.id));
   }
 
   /**
@@ -2083,7 +2174,7 @@ export class TenantIndex {
           .filter(([, slot]) => slot.key !== undefined || slot.collections !== 0)
           .map(([k, slot]) => [k, { id: slot.id, key: slot.key ?? null, collections: slot.collections }]),
       ),
-      resourcesByExternal: canon(this.resourcesByExternal as Deep, 1),
+      resourcesByExternal: this.externalCanonical(),
       patternCounts: sortKeys([...this.patternCounts.entries()]),
       collectionsByTypeScope: canon(this.collectionsByTypeScope as Deep, 2),
       policiesByCollection: canon(this.policiesByCollection as Deep, 1),
@@ -2095,12 +2186,46 @@ export class TenantIndex {
           k === 'resource'
             ? [...this.resources.entries()].filter(([, n]) => n.exists).map(([id]) => id).sort()
             : k === 'ownership_grant'
-              ? [...this.grantsById.entries()].map(([id, set]) => (set.find(id) ? id : `${id} (stale)`)).sort()
+              ? this.grantIdsCanonical()
               : [...this.t[k].keys()].sort(),
         ]),
       ),
       resourceCount: this.resourceCount,
       createdAtRaw: this.createdAtRaw.size,
     };
+  }
+
+  /**
+   * External id → sorted resource ids, from the nodes; each marked when the table and the
+   * extra ids do not file it exactly once, then the table's size when it holds others.
+   */
+  private externalCanonical(): [string, string[]][] {
+    const byExt = new Map<string, string[]>();
+    let firsts = 0;
+    this.nodesByNum.forEach((n, num) => {
+      if (n === undefined || !n.exists) return;
+      if (n.num !== num || this.resources.get(n.id) !== n) (byExt.get('(stale nodes)') ?? byExt.set('(stale nodes)', []).get('(stale nodes)')!).push(n.id);
+      const ext = n.ext as string;
+      const first = this.externalFirst.get(ext) === n.num;
+      const more = this.isExternalMore(n);
+      if (first) firsts++;
+      (byExt.get(ext) ?? byExt.set(ext, []).get(ext)!).push(first !== more ? n.id : `${n.id} (filed ${first ? 'twice' : 'nowhere'})`);
+    });
+    const out = [...byExt].map(([k, ids]) => [k, ids.sort()] as [string, string[]]).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    if (this.externalFirst.size !== firsts) out.push([`(the external-id table holds ${this.externalFirst.size} for ${firsts})`, []]);
+    return out;
+  }
+
+  /** Every grant id, sorted, each marked when the id table does not map it to its set; then the table's size when it holds others. */
+  private grantIdsCanonical(): string[] {
+    const out: string[] = [];
+    this.grantSets.forEach((set, num) => {
+      if (set === undefined) return;
+      if (set.num !== num || set.size === 0) out.push(`set ${num} (stale)`);
+      for (const g of set.rows()) out.push(this.grantsById.get(g.id) === num ? g.id : `${g.id} (stale)`);
+    });
+    out.sort();
+    if (this.grantsById.size !== out.length) out.push(`(the id table holds ${this.grantsById.size})`);
+    return out;
   }
 }
