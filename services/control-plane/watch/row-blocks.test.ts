@@ -46,7 +46,7 @@ function randomRow(r: Rng, kind: string, n: number): JsonObject {
     else if (x < 0.1) continue;
     else if (x < 0.5) row[f] = pick(r, shared);
     else if (x < 0.7) row[f] = `${f}-${n}-${'é'.repeat(below(60))}`;
-    else if (x < 0.8) row[f] = pick<JsonValue>(r, [{}, { a: [1, 'two', null] }, true, 0, -1.5, null, [], { deep: { x: 'ü' } }]);
+    else if (x < 0.86) row[f] = pick<JsonValue>(r, [{}, { a: [1, 'two', null] }, true, 0, -1.5, null, [], { deep: { x: 'ü' } }]);
     else if (x < 0.9) row[f] = { n, s: 'v'.repeat(below(300)) };
     else row[f] = n;
   }
@@ -117,8 +117,9 @@ describe('row blocks (control plane encoder)', () => {
     const enc = new ChunkRowBlocks(fieldsOf);
     const given: JsonObject[] = [];
     for (let n = 0; n < 200; n++) {
-      // externalResourceId: unique for 100 rows (sharing is dropped for it), then one value.
-      const row = { id: `r${n}`, tenantId: 't', externalResourceId: n < 100 ? `ext-${n}` : 'same' };
+      // externalResourceId and attributes: unique for 100 rows (sharing is dropped for them),
+      // then two values by turns (no longer looked up, so written each time).
+      const row = { id: `r${n}`, tenantId: 't', externalResourceId: n < 100 ? `ext-${n}` : `same-${n % 2}`, attributes: n < 100 ? { n } : { same: n % 2 } };
       enc.bound('resource', row);
       enc.add('resource');
       given.push(row);
@@ -126,7 +127,25 @@ describe('row blocks (control plane encoder)', () => {
     const block = fromBinary(RowBlockSchema, new BinaryReader(enc.take()[0].data).bytes());
     expect(rowsOf(block)).toEqual(given);
     expect(block.strings.filter((v) => v === 't')).toHaveLength(1);
-    expect(block.strings.filter((v) => v === 'same')).toHaveLength(100);
+    expect(block.strings.filter((v) => v.startsWith('same-'))).toHaveLength(100);
+    expect(block.jsonValues.filter((v) => v.startsWith('{"same"'))).toHaveLength(100);
+  });
+
+  it('writes a value repeated by consecutive rows once, even in a field no longer looked up, and keeps strings and JSON apart', () => {
+    const enc = new ChunkRowBlocks(fieldsOf);
+    const given: JsonObject[] = [];
+    for (let n = 0; n < 300; n++) {
+      // Unique for 100 rows (look-ups dropped), then runs of 50 equal values; then a string and
+      // a JSON value with the same text, one after the other, in one field.
+      const ext: JsonValue = n < 100 ? `ext-${n}` : n < 200 ? `run-${Math.floor(n / 50)}` : n % 2 === 0 ? '{}' : {};
+      const row = { id: `r${n}`, externalResourceId: ext };
+      enc.bound('resource', row);
+      enc.add('resource');
+      given.push(row);
+    }
+    const block = fromBinary(RowBlockSchema, new BinaryReader(enc.take()[0].data).bytes());
+    expect(rowsOf(block)).toEqual(given);
+    expect(block.strings.filter((v) => v.startsWith('run-'))).toEqual(['run-2', 'run-3']);
   });
 
   it('leaves a row with a key its kind does not have to the caller (an Entity), and reads an undefined value as absent', () => {

@@ -50,6 +50,9 @@ class Block {
   readonly jsonValues = new FieldBuffer();
   private readonly stringRefs = new Map<string, number>();
   private readonly jsonRefs = new Map<string, number>();
+  /** Per field, the last value written and its cell: consecutive rows often repeat one (tenant, type, creator). */
+  private readonly lastValue: (string | undefined)[];
+  private readonly lastRef: number[];
   private stringCount = 0;
   private jsonCount = 0;
   cells = new Uint32Array(1024);
@@ -73,6 +76,8 @@ class Block {
     this.sharing = fields.map((f) => f !== 'id');
     this.hits = fields.map(() => 0);
     this.misses = fields.map(() => 0);
+    this.lastValue = fields.map(() => undefined);
+    this.lastRef = fields.map(() => 0);
   }
 
   /** Encoded bytes of the block's content (what follows its tag and length). */
@@ -95,7 +100,18 @@ class Block {
     for (let f = 0; f < width; f++) {
       const v = values[f];
       let cell = 0;
-      if (v !== undefined) cell = isString[f] ? 2 * this.stringRef(v, f) + 1 : 2 * this.jsonRef(v) + 2;
+      if (v !== undefined) {
+        // The previous row's value again (and of the same type: odd cells are strings): its
+        // number, without hashing the value. Any value of the block may be reused.
+        if (v === this.lastValue[f] && (this.lastRef[f] & 1) === (isString[f] ? 1 : 0)) {
+          cell = this.lastRef[f];
+          this.hits[f]++;
+        } else {
+          cell = isString[f] ? 2 * this.stringRef(v, f) + 1 : 2 * this.jsonRef(v, f) + 2;
+          this.lastValue[f] = v;
+          this.lastRef[f] = cell;
+        }
+      }
       this.cells[this.cellCount++] = cell;
       this.cellBytes += varintBytes(cell);
     }
@@ -117,10 +133,18 @@ class Block {
     return this.stringCount++;
   }
 
-  private jsonRef(text: string): number {
-    const known = this.jsonRefs.get(text);
-    if (known !== undefined) return known;
-    this.jsonRefs.set(text, this.jsonCount);
+  private jsonRef(text: string, f: number): number {
+    // As for strings: JSON values that seldom repeat (a resource's own attributes) stop being
+    // looked up; those that do (`{}`, a common metadata object) keep being shared.
+    if (this.sharing[f]) {
+      const known = this.jsonRefs.get(text);
+      if (known !== undefined) {
+        this.hits[f]++;
+        return known;
+      }
+      this.jsonRefs.set(text, this.jsonCount);
+      if (++this.misses[f] >= SHARING_TRIAL && this.hits[f] < this.misses[f]) this.sharing[f] = false;
+    }
     this.jsonValues.put(JSON_VALUES_TAG, text);
     return this.jsonCount++;
   }
