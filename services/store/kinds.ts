@@ -253,6 +253,59 @@ function fastChangeData(kind: KindDef, plan: FieldPlan[], row: Row): JsonObject 
   return out;
 }
 
+/** Per field index of a row block (JSON name → place), each plan field's place there, or null when one is missing. */
+const placesByIndex = new WeakMap<ReadonlyMap<string, number>, Map<FieldPlan[], number[] | null>>();
+function placesOf(plan: FieldPlan[], index: ReadonlyMap<string, number>): number[] | null {
+  let byPlan = placesByIndex.get(index);
+  if (byPlan === undefined) placesByIndex.set(index, (byPlan = new Map()));
+  let places = byPlan.get(plan);
+  if (places === undefined) {
+    const found = plan.map((f) => index.get(f.json) ?? -1);
+    byPlan.set(plan, (places = found.includes(-1) ? null : found));
+  }
+  return places;
+}
+
+/**
+ * The values of `messageToChangeData(kind, row)` as a snapshot's row block holds them, written at
+ * each field's place in `index` (JSON name → place): a string as it is (`isString`), any other
+ * value as its JSON text, undefined where the JSON has no key. The same values without the JSON
+ * object in between, which cost a snapshot of millions of rows an object per row and a pass over
+ * its keys (`snapshot.test.ts` compares the two). False when the kind or a value needs the
+ * generic route: the caller then goes through messageToChangeData. `values` and `isString` come
+ * cleared (undefined) and as long as the block's fields.
+ */
+export function changeDataValues(kind: KindDef, row: Row, index: ReadonlyMap<string, number>, values: (string | undefined)[], isString: boolean[]): boolean {
+  const plan = planOf(kind);
+  const places = plan && placesOf(plan, index);
+  if (!plan || !places) return false;
+  for (let i = 0; i < plan.length; i++) {
+    const f = plan[i];
+    const at = places[i];
+    const v = valueOf(kind, row, f);
+    if (v === null || v === undefined) {
+      if (f.explicit || f.shape === 'timestamp' || f.shape === 'struct') continue;
+      const zero = ZERO[f.shape]();
+      values[at] = typeof zero === 'string' ? zero : JSON.stringify(zero);
+      isString[at] = typeof zero === 'string';
+      continue;
+    }
+    if (!fits(f, v)) return false;
+    if (f.shape === 'string') {
+      values[at] = v as string;
+      isString[at] = true;
+    } else if (f.shape === 'timestamp') {
+      // As fastChangeData: whole seconds without a fraction, else milliseconds.
+      values[at] = (v as Date).toISOString().replace('.000Z', 'Z');
+      isString[at] = true;
+    } else {
+      values[at] = JSON.stringify(v);
+      isString[at] = false;
+    }
+  }
+  return true;
+}
+
 /** Kind definitions by their change-log name (`resource_scope_link`, …). */
 const BY_LOG_KIND = new Map<string, KindDef>(Object.values(KINDS).map((d) => [d.kind, d as KindDef]));
 

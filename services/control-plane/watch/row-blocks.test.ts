@@ -119,7 +119,7 @@ describe('row blocks (control plane encoder)', () => {
     for (let n = 0; n < 200; n++) {
       // externalResourceId and attributes: unique for 100 rows (sharing is dropped for them),
       // then two values by turns (no longer looked up, so written each time).
-      const row = { id: `r${n}`, tenantId: 't', externalResourceId: n < 100 ? `ext-${n}` : `same-${n % 2}`, attributes: n < 100 ? { n } : { same: n % 2 } };
+      const row = { id: `r${n}`, tenantId: 't', externalResourceId: n < 100 ? `ext-${n}` : `same-${n % 2}`, attributes: (n < 100 ? { n } : { same: n % 2 }) as JsonObject };
       enc.bound('resource', row);
       enc.add('resource');
       given.push(row);

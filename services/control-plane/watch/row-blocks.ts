@@ -196,12 +196,8 @@ export class ChunkRowBlocks {
    */
   bound(kind: string, row: JsonObject): number | undefined {
     const { fields, index } = this.fieldsOf(kind);
-    const values = this.values;
+    const values = this.cleared(fields.length);
     const isString = this.isString;
-    values.length = fields.length;
-    isString.length = fields.length;
-    values.fill(undefined);
-    let bound = 10;
     for (const key in row) {
       const f = index.get(key);
       const v = row[key];
@@ -211,17 +207,45 @@ export class ChunkRowBlocks {
       // A string goes as UTF-8. Rows come from PostgreSQL, whose text is valid Unicode, so this
       // is exact (a lone surrogate would become U+FFFD, where an Entity's JSON escapes it).
       const s = typeof v === 'string';
-      const text = s ? v : JSON.stringify(v);
-      values[f] = text;
+      values[f] = s ? v : JSON.stringify(v);
       isString[f] = s;
-      // UTF-16 units to UTF-8 bytes: at most three each.
-      bound += 3 * text.length + 6 + 5;
     }
+    return this.measure(kind, fields);
+  }
+
+  /**
+   * bound() for a row whose values `fill` writes itself (strings as they are, other values as
+   * JSON text, at their field's place in `index`), with no JSON object made; undefined when
+   * `fill` returns false (the caller then makes the object and calls bound()).
+   */
+  boundFilled<A, B>(
+    kind: string,
+    fill: (a: A, b: B, index: ReadonlyMap<string, number>, values: (string | undefined)[], isString: boolean[]) => boolean,
+    a: A,
+    b: B,
+  ): number | undefined {
+    const { fields, index } = this.fieldsOf(kind);
+    return fill(a, b, index, this.cleared(fields.length), this.isString) ? this.measure(kind, fields) : undefined;
+  }
+
+  private cleared(width: number): (string | undefined)[] {
+    const values = this.values;
+    values.length = width;
+    this.isString.length = width;
+    values.fill(undefined);
+    return values;
+  }
+
+  /** The bound of the values just filled. */
+  private measure(kind: string, fields: readonly string[]): number {
+    let bound = 10;
+    // UTF-16 units to UTF-8 bytes: at most three each.
+    for (const text of this.values) if (text !== undefined) bound += 3 * text.length + 6 + 5;
     if (!this.blocks.has(kind)) bound += 16 + 3 * kind.length + fields.reduce((n, f) => n + 6 + 3 * f.length, 0);
     return bound;
   }
 
-  /** Adds the row that the last bound() measured (and accepted). */
+  /** Adds the row that the last bound() or boundFilled() measured (and accepted). */
   add(kind: string): void {
     let block = this.blocks.get(kind);
     if (block === undefined) {

@@ -13,7 +13,7 @@ import { create, type UnknownField } from '@bufbuild/protobuf';
 import { WireType } from '@bufbuild/protobuf/wire';
 import type { EntityKind } from '../../engine/mod.js';
 import type { Database } from '../../store/db.js';
-import { KINDS, messageToChangeData, type KindDef, type Row } from '../../store/kinds.js';
+import { KINDS, changeDataValues, messageToChangeData, type KindDef, type Row } from '../../store/kinds.js';
 import { SnapshotChunkSchema, type Entity, type SnapshotChunk } from '../../../gen/authz/v1/snapshot_service_pb.js';
 import { STORE_KIND, tenantRows } from '../tenant-rows.js';
 import { ChunkRowBlocks } from './row-blocks.js';
@@ -161,8 +161,12 @@ export async function* snapshotChunks(db: Database, tenantId: string, opts: Snap
   for await (const { kind, def, rows } of tenantRows(db, tenantId, { rows: opts.pageRows, bytes: opts.pageBytes }, (r) => (revision = BigInt(r)), (n) => (resourceCount = BigInt(n)))) {
     for (const row of rows) {
       const id = row.id as string;
-      const data = messageToChangeData(def, row);
-      const bound = blocks?.bound(kind, data);
+      let data: ReturnType<typeof messageToChangeData> | undefined;
+      let bound: number | undefined;
+      if (blocks) {
+        bound = blocks.boundFilled(kind, changeDataValues, def, row);
+        if (bound === undefined) bound = blocks.bound(kind, (data = messageToChangeData(def, row)));
+      }
       if (blocks && bound !== undefined) {
         if (entities.count + blocks.count > 0 && bytes + blocks.bytes + bound > limit) {
           yield chunk(false);
@@ -171,7 +175,7 @@ export async function* snapshotChunks(db: Database, tenantId: string, opts: Snap
         blocks.add(kind);
         continue;
       }
-      const json = JSON.stringify(data);
+      const json = JSON.stringify(data ?? messageToChangeData(def, row));
       // The same estimate as ever (an upper bound), so chunks are cut where they were.
       const size = utf8(kind) + utf8(id) + utf8(json) + 24;
       if (entities.count + (blocks?.count ?? 0) > 0 && bytes + (blocks?.bytes ?? 0) + size > limit) {
