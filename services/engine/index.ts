@@ -899,12 +899,7 @@ export class TenantIndex {
    * externalResourceId → the number of a resource carrying it (any type), confirmed by the node
    * (`nodesByNum`): 8 bytes an id, where a Map cost ~30 and three DRAM trips per resource built.
    */
-  private readonly externalFirst = new NumTable({
-    holds: (num, ext) => this.nodesByNum[num]?.ext === ext,
-    eachKey: (visit) => {
-      for (const n of this.nodesByNum) if (n !== undefined && n.ext !== undefined && !this.isExternalMore(n)) visit(n.ext, n.num);
-    },
-  });
+  private readonly externalFirst: NumTable;
   /** externalResourceId → ids of the other resources carrying it, for an id several resources carry. */
   private readonly externalMore: Multi = new Map();
   /** Resource nodes by number. */
@@ -959,6 +954,15 @@ export class TenantIndex {
     const nums = Math.max(1024, resources);
     this.plain = new Uint8Array(nums);
     this.nodesByNum = new Array<MutableResourceNode | undefined>(nums);
+    this.externalFirst = new NumTable(
+      {
+        holds: (num, ext) => this.nodesByNum[num]?.ext === ext,
+        eachKey: (visit) => {
+          for (const n of this.nodesByNum) if (n !== undefined && n.ext !== undefined && !this.isExternalMore(n)) visit(n.ext, n.num);
+        },
+      },
+      resources,
+    );
     this.createdAt = new Float64Array(nums).fill(NaN);
     const t = {} as Record<EntityKind, Map<string, unknown>>;
     for (const k of ENTITY_KINDS) t[k] = new Map();
