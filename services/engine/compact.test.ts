@@ -171,6 +171,31 @@ describe('external ids', () => {
   });
 });
 
+describe('NumTable owners', () => {
+  it('a rehash with a new seed lists exactly the keys each table holds (grant ids; external ids, shared ones once)', () => {
+    const idx = TenantIndex.fromSnapshot(tenant());
+    const changes: Change[] = [];
+    for (let i = 0; i < 300; i++) {
+      changes.push({ op: 'upsert', kind: 'resource', id: `resource_${i}`, row: { id: `resource_${i}`, resourceTypeId: 'resource_type_doc', ownerScopeId: 'scope_0', externalResourceId: `e${i % 40}` } } as Change);
+      changes.push({ op: 'upsert', kind: 'ownership_grant', id: `g${i}`, row: { id: `g${i}`, subjectId: `subject_${i % 7}`, resourceId: `resource_${i}`, roleId: 'role_r' } });
+    }
+    idx.apply(2, changes);
+    idx.apply(3, changes.filter((_, i) => i % 3 === 0).map((c) => ({ op: 'delete', kind: c.kind, id: c.id }) as Change));
+    const before = idx.derivedState();
+    const tables = idx as unknown as { grantsById: { reseed(): void; reseeds: number }; externalFirst: { reseed(): void; reseeds: number } };
+    // What a long probe run would do (the seed is random, so keys cannot be made to collide here).
+    tables.grantsById.reseed();
+    tables.externalFirst.reseed();
+    expect([tables.grantsById.reseeds, tables.externalFirst.reseeds]).toEqual([1, 1]);
+    expect(idx.derivedState()).toEqual(before);
+    // Change 2i is resource i, 2i + 1 grant i; every third change was deleted.
+    for (let i = 0; i < 300; i++) {
+      expect(idx.ownershipGrant(`g${i}`)?.resourceId, `g${i}`).toBe(i % 3 === 1 ? undefined : `resource_${i}`);
+      expect(idx.resourcesByExternalId('doc', `e${i % 40}`).map((r) => r.id).includes(`resource_${i}`), `resource_${i}`).toBe(i % 3 !== 0);
+    }
+  });
+});
+
 /** The test tenant at `revision` with the rows of `changes` (upserts) added. */
 function snapshotWith(revision: number, changes: Change[]): TenantSnapshot {
   const base = tenant();
