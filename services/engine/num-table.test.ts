@@ -131,5 +131,11 @@ describe('NumTable', () => {
     owner.entries.set(0, new Set(['a', 'b']));
     // Forces a reseed through the private path, as a long run would.
     expect(() => (table as unknown as { reseed(): void }).reseed()).toThrow(/lists 2 keys, the table held 1/);
+    // Far more keys than slots: refused as they come, not placed until the table is full.
+    for (let i = 0; i < 100; i++) owner.entries.get(0)!.add(`k${i}`);
+    expect(() => (table as unknown as { reseed(): void }).reseed()).toThrow(/lists 2 keys, the table held 1/);
+    // Fewer keys than it held.
+    owner.entries.set(0, new Set());
+    expect(() => (table as unknown as { reseed(): void }).reseed()).toThrow(/lists 0 keys, the table held 1/);
   });
 });

@@ -147,11 +147,13 @@ export class NumTable {
     this.allocate(this.mask + 1, randomSeed());
     this.reseeds++;
     let n = 0;
+    const mismatch = () => new Error(`NumTable: the owner lists ${n} keys, the table held ${this._size}`);
     this.owner.eachKey((key, num) => {
+      // Checked as it goes: a table filled past its keys would have no free slot to stop a probe.
+      if (++n > this._size) throw mismatch();
       this.place(hashId(key, this.seed), num);
-      n++;
     });
-    if (n !== this._size) throw new Error(`NumTable: the owner lists ${n} keys, the table held ${this._size}`);
+    if (n !== this._size) throw mismatch();
   }
 
   /** Removes `key`; false when it was not there. */
