@@ -37,8 +37,18 @@ const MIN_CAPACITY = 16;
 /** {@link IdTable}'s remembered slot when the remembered key was not looked up yet. */
 const NO_SLOT = -2;
 
-function randomSeed(): number {
+/** A table's hash seed: random, so that a tenant choosing ids cannot aim at its slots. */
+export function randomSeed(): number {
   return (Math.random() * 0x100000000) | 0;
+}
+
+/**
+ * Backward-shift deletion (linear probing without tombstones): whether the entry in slot `j`,
+ * whose home slot is `home`, may move into the hole at slot `i` before it in its probe run; it
+ * may unless its home lies in (i, j], cyclically.
+ */
+export function mayShiftBack(i: number, j: number, home: number): boolean {
+  return i <= j ? home <= i || home > j : home <= i && home > j;
 }
 
 /** Seeded FNV-1a with a murmur3 finaliser (spreads the low bits a mask keeps); never 0. */
@@ -268,9 +278,7 @@ export class IdTable<V> {
     const words = this.words;
     for (let j = (i + 1) & mask; words[j * SLOT_WORDS] !== 0; j = (j + 1) & mask) {
       const home = words[j * SLOT_WORDS] & mask;
-      // Entry j may move to hole i when its home is not in (i, j] cyclically.
-      const movable = i <= j ? home <= i || home > j : home <= i && home > j;
-      if (!movable) continue;
+      if (!mayShiftBack(i, j, home)) continue;
       this.bytes.copyWithin(i * SLOT_BYTES, j * SLOT_BYTES, (j + 1) * SLOT_BYTES);
       if (this.keys !== undefined) this.keys[i] = this.keys[j];
       this.vals[i] = this.vals[j];

@@ -11,7 +11,7 @@
  * fresh seed after a long probe run are those of {@link IdTable}; the rebuild re-adds every key
  * the owner lists, since the table cannot recompute a hash it has no key for.
  */
-import { MAX_PROBE, hashId } from './id-table.js';
+import { MAX_PROBE, hashId, mayShiftBack, randomSeed } from './id-table.js';
 
 /** What a {@link NumTable} asks of the structure that keeps its keys. */
 export interface NumTableOwner {
@@ -22,10 +22,6 @@ export interface NumTableOwner {
 }
 
 const MIN_CAPACITY = 16;
-
-function randomSeed(): number {
-  return (Math.random() * 0x100000000) | 0;
-}
 
 export class NumTable {
   /** `[hash, num]` per slot; hash 0 marks a free slot (hashId never returns 0). */
@@ -166,8 +162,7 @@ export class NumTable {
     const mask = this.mask;
     for (let j = (i + 1) & mask; words[2 * j] !== 0; j = (j + 1) & mask) {
       const home = words[2 * j] & mask;
-      const movable = i <= j ? home <= i || home > j : home <= i && home > j;
-      if (!movable) continue;
+      if (!mayShiftBack(i, j, home)) continue;
       words[2 * i] = words[2 * j];
       words[2 * i + 1] = words[2 * j + 1];
       i = j;

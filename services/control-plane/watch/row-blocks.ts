@@ -25,12 +25,21 @@ const CELLS_TAG = (5 << 3) | WireType.LengthDelimited;
 const SHARING_TRIAL = 64;
 const fieldBytes = (n: number) => 1 + varintBytes(n) + n;
 
-/** A growing buffer of encoded length-delimited fields of one tag. */
-class FieldBuffer {
+/**
+ * One of a block's value lists (its strings, or its JSON values): a growing buffer of encoded
+ * length-delimited fields of one tag, each value numbered in order, and the numbers of the
+ * values written so far that may be shared.
+ */
+class ValueList {
   buf = Buffer.allocUnsafe(4096);
   used = 0;
+  count = 0;
+  readonly shared = new Map<string, number>();
 
-  put(tag: number, s: string): void {
+  constructor(private readonly tag: number) {}
+
+  /** Writes a value; returns its number. */
+  put(s: string): number {
     const n = Buffer.byteLength(s, 'utf8');
     const need = this.used + 1 + 5 + n;
     if (need > this.buf.length) {
@@ -38,23 +47,20 @@ class FieldBuffer {
       this.buf.copy(bigger, 0, 0, this.used);
       this.buf = bigger;
     }
-    this.buf[this.used] = tag;
+    this.buf[this.used] = this.tag;
     const at = writeVarint(this.buf, this.used + 1, n);
     this.used = at + (n === 0 ? 0 : this.buf.write(s, at, n, 'utf8'));
+    return this.count++;
   }
 }
 
 /** One kind's rows of the chunk being made. */
 class Block {
-  readonly strings = new FieldBuffer();
-  readonly jsonValues = new FieldBuffer();
-  private readonly stringRefs = new Map<string, number>();
-  private readonly jsonRefs = new Map<string, number>();
+  readonly strings = new ValueList(STRINGS_TAG);
+  readonly jsonValues = new ValueList(JSON_VALUES_TAG);
   /** Per field, the last value written and its cell: consecutive rows often repeat one (tenant, type, creator). */
   private readonly lastValue: (string | undefined)[];
   private readonly lastRef: number[];
-  private stringCount = 0;
-  private jsonCount = 0;
   cells = new Uint32Array(1024);
   cellCount = 0;
   cellBytes = 0;
@@ -107,7 +113,7 @@ class Block {
           cell = this.lastRef[f];
           this.hits[f]++;
         } else {
-          cell = isString[f] ? 2 * this.stringRef(v, f) + 1 : 2 * this.jsonRef(v, f) + 2;
+          cell = isString[f] ? 2 * this.ref(this.strings, v, f) + 1 : 2 * this.ref(this.jsonValues, v, f) + 2;
           this.lastValue[f] = v;
           this.lastRef[f] = cell;
         }
@@ -117,36 +123,23 @@ class Block {
     }
   }
 
-  private stringRef(s: string, f: number): number {
+  /**
+   * The number of a value in its list: the one it was written under when the field's values are
+   * shared and it was, else a new one. A field whose values seldom repeat (ids, external ids, a
+   * grant's resource, a resource's own attributes) stops being looked up: a map entry per unique
+   * value cost more than writing the value (~5 µs a row); those that do (the tenant, `{}`) stay shared.
+   */
+  private ref(list: ValueList, v: string, f: number): number {
     if (this.sharing[f]) {
-      const known = this.stringRefs.get(s);
+      const known = list.shared.get(v);
       if (known !== undefined) {
         this.hits[f]++;
         return known;
       }
-      this.stringRefs.set(s, this.stringCount);
-      // A field whose values seldom repeat (ids, external ids, a grant's resource) stops being
-      // looked up: a map entry per unique value cost more than writing the value (~5 µs a row).
+      list.shared.set(v, list.count);
       if (++this.misses[f] >= SHARING_TRIAL && this.hits[f] < this.misses[f]) this.sharing[f] = false;
     }
-    this.strings.put(STRINGS_TAG, s);
-    return this.stringCount++;
-  }
-
-  private jsonRef(text: string, f: number): number {
-    // As for strings: JSON values that seldom repeat (a resource's own attributes) stop being
-    // looked up; those that do (`{}`, a common metadata object) keep being shared.
-    if (this.sharing[f]) {
-      const known = this.jsonRefs.get(text);
-      if (known !== undefined) {
-        this.hits[f]++;
-        return known;
-      }
-      this.jsonRefs.set(text, this.jsonCount);
-      if (++this.misses[f] >= SHARING_TRIAL && this.hits[f] < this.misses[f]) this.sharing[f] = false;
-    }
-    this.jsonValues.put(JSON_VALUES_TAG, text);
-    return this.jsonCount++;
+    return list.put(v);
   }
 
   /** The block as a chunk field's data: its length, then kind, fields, strings, JSON values, cells. */
