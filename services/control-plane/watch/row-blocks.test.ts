@@ -97,6 +97,30 @@ describe('row blocks (control plane encoder)', () => {
     }
   });
 
+  it('a chunk taken is left as it was while later chunks reuse the buffers its blocks grew', () => {
+    const r = rng(11);
+    const enc = new ChunkRowBlocks(fieldsOf);
+    const taken: { entries: ReturnType<ChunkRowBlocks['take']>; copies: Buffer[]; rows: JsonObject[] }[] = [];
+    for (let chunk = 0; chunk < 4; chunk++) {
+      const rows: JsonObject[] = [];
+      for (let n = 0; n < 3_000; n++) {
+        const kind = chunk % 2 === 0 ? 'resource' : 'ownership_grant';
+        const row = randomRow(r, kind, chunk * 10_000 + n);
+        enc.bound(kind, row);
+        enc.add(kind);
+        rows.push(JSON.parse(JSON.stringify(row)) as JsonObject);
+      }
+      const entries = enc.take();
+      taken.push({ entries, copies: entries.map((e) => Buffer.from(e.data)), rows });
+    }
+    for (const { entries, copies, rows } of taken) {
+      // Compared as booleans: a diff of megabytes would take minutes to print.
+      expect(entries.every((e, i) => Buffer.from(e.data).equals(copies[i]))).toBe(true);
+      const decoded = entries.flatMap((e) => rowsOf(fromBinary(RowBlockSchema, new BinaryReader(e.data).bytes())));
+      expect(JSON.stringify(decoded) === JSON.stringify(rows)).toBe(true);
+    }
+  });
+
   it('shares a value across the rows of a block, not across blocks or chunks', () => {
     const enc = new ChunkRowBlocks(fieldsOf);
     const add = (kind: string, row: JsonObject) => {

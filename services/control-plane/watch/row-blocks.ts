@@ -26,17 +26,47 @@ const SHARING_TRIAL = 64;
 const fieldBytes = (n: number) => 1 + varintBytes(n) + n;
 
 /**
+ * Buffers a chunk's blocks are done with, for the next chunk's blocks: new ones per chunk (each
+ * grown by doubling) were most of a snapshot's Buffer allocations, and V8 runs a full GC for
+ * about every 64 MiB of those (it counts them as external memory). At most `KEPT` of each are
+ * kept, so what is held between chunks is about what one chunk used.
+ */
+class BufferPool {
+  private static readonly KEPT = 8;
+  private readonly bytes: Buffer[] = [];
+  private readonly cells: Uint32Array[] = [];
+
+  buffer(): Buffer {
+    return this.bytes.pop() ?? Buffer.allocUnsafe(4096);
+  }
+
+  cellArray(): Uint32Array {
+    return this.cells.pop() ?? new Uint32Array(1024);
+  }
+
+  give(buf: Buffer, cells?: Uint32Array): void {
+    if (this.bytes.length < BufferPool.KEPT) this.bytes.push(buf);
+    if (cells && this.cells.length < BufferPool.KEPT) this.cells.push(cells);
+  }
+}
+
+/**
  * One of a block's value lists (its strings, or its JSON values): a growing buffer of encoded
  * length-delimited fields of one tag, each value numbered in order, and the numbers of the
  * values written so far that may be shared.
  */
 class ValueList {
-  buf = Buffer.allocUnsafe(4096);
+  buf: Buffer;
   used = 0;
   count = 0;
   readonly shared = new Map<string, number>();
 
-  constructor(private readonly tag: number) {}
+  constructor(
+    private readonly tag: number,
+    pool: BufferPool,
+  ) {
+    this.buf = pool.buffer();
+  }
 
   /** Writes a value; returns its number. */
   put(s: string): number {
@@ -56,12 +86,12 @@ class ValueList {
 
 /** One kind's rows of the chunk being made. */
 class Block {
-  readonly strings = new ValueList(STRINGS_TAG);
-  readonly jsonValues = new ValueList(JSON_VALUES_TAG);
+  readonly strings: ValueList;
+  readonly jsonValues: ValueList;
   /** Per field, the last value written and its cell: consecutive rows often repeat one (tenant, type, creator). */
   private readonly lastValue: (string | undefined)[];
   private readonly lastRef: number[];
-  cells = new Uint32Array(1024);
+  cells: Uint32Array;
   cellCount = 0;
   cellBytes = 0;
   /** Encoded bytes of kind and fields. */
@@ -74,7 +104,11 @@ class Block {
   constructor(
     readonly kind: string,
     readonly fields: readonly string[],
+    private readonly pool: BufferPool,
   ) {
+    this.strings = new ValueList(STRINGS_TAG, pool);
+    this.jsonValues = new ValueList(JSON_VALUES_TAG, pool);
+    this.cells = pool.cellArray();
     let head = fieldBytes(Buffer.byteLength(kind, 'utf8'));
     for (const f of fields) head += fieldBytes(Buffer.byteLength(f, 'utf8'));
     this.head = head;
@@ -165,6 +199,12 @@ class Block {
     if (at !== out.length) throw new Error(`row-blocks: encoded ${at} bytes of ${out.length}`);
     return out;
   }
+
+  /** Hands its buffers to the pool: the block is encoded and not used again. */
+  release(): void {
+    this.pool.give(this.strings.buf, this.cells);
+    this.pool.give(this.jsonValues.buf);
+  }
 }
 
 /**
@@ -173,6 +213,7 @@ class Block {
  */
 export class ChunkRowBlocks {
   private blocks = new Map<string, Block>();
+  private readonly pool = new BufferPool();
   private readonly values: (string | undefined)[] = [];
   private readonly isString: boolean[] = [];
   /** Encoded bytes of the blocks as the chunk's fields (exact). */
@@ -242,7 +283,7 @@ export class ChunkRowBlocks {
   add(kind: string): void {
     let block = this.blocks.get(kind);
     if (block === undefined) {
-      this.blocks.set(kind, (block = new Block(kind, this.fieldsOf(kind).fields)));
+      this.blocks.set(kind, (block = new Block(kind, this.fieldsOf(kind).fields, this.pool)));
     } else this.bytes -= block.bytes;
     block.add(this.values, this.isString);
     this.bytes += block.bytes;
@@ -251,7 +292,11 @@ export class ChunkRowBlocks {
 
   /** The blocks as the chunk's `$unknown` entries; the next rows start new blocks. */
   take(): { no: number; wireType: WireType; data: Uint8Array }[] {
-    const out = [...this.blocks.values()].map((b) => ({ no: ROW_BLOCKS_FIELD, wireType: WireType.LengthDelimited, data: b.encode() }));
+    const out = [...this.blocks.values()].map((b) => {
+      const data = b.encode();
+      b.release();
+      return { no: ROW_BLOCKS_FIELD, wireType: WireType.LengthDelimited, data };
+    });
     this.blocks = new Map();
     this.bytes = 0;
     this.count = 0;
