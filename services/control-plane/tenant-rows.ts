@@ -1,16 +1,25 @@
 /**
  * A tenant's decision rows at one revision, read the fast way for both readers of a whole
  * tenant: the Watch snapshot and the control plane's own decision index. One repeatable-read,
- * read-only transaction (every page sees the same revision), keyset pages by (tenant_id, id),
- * plain SQL (hydrating an ORM entity per row cost more than everything else), and the next page
- * read while the caller handles the current one: at most two pages of rows are held.
+ * read-only transaction on a connection of the pool (every kind sees the same revision), one
+ * plain-SQL cursor per kind (hydrating an ORM entity per row cost more than everything else),
+ * read in batches of `rows` rows, the next batch fetched while the caller handles the current
+ * one. A batch is used and dropped before the next: its rows die young (pages of 10,000 rows
+ * lived through several scavenges, were promoted, and cost the snapshot a full GC every half
+ * second). At most two batches are held: `rows` × the largest row (a row's JSON fields are
+ * bounded by the API, 16 KiB each) × 2.
+ *
+ * Rows come as PostgreSQL's text, an array of strings per row: the snapshot writes most values
+ * as they are (kinds.ts changeDataText), and `columns.row()` hydrates a row as the ORM would
+ * (pg's own parser per column type) for everything else.
  */
-import { IsolationLevel, type EntityManager } from '@mikro-orm/postgresql';
+import Cursor from 'pg-cursor';
+import pg, { type Client, type FieldDef } from 'pg';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { ENTITY_KINDS, type EntityKind } from '../engine/mod.js';
+import { notFound } from '../common/errors.js';
 import type { Database } from '../store/db.js';
-import { KINDS, type KindDef, type Row } from '../store/kinds.js';
-import { rawQuery } from '../store/read.js';
-import { readCommittedRevision } from './known-revisions.js';
+import { KINDS, TEXT_ISO_TIME, type KindDef, type Row, type TextColumns } from '../store/kinds.js';
 
 /** Store kind name (KINDS key) of each engine kind. */
 export const STORE_KIND: Record<EntityKind, keyof typeof KINDS> = {
@@ -21,23 +30,25 @@ export const STORE_KIND: Record<EntityKind, keyof typeof KINDS> = {
   policy: 'policy', tag_group: 'tagGroup', tag: 'tag', tag_assignment: 'tagAssignment', tag_binding: 'tagBinding',
 };
 
-/** How one kind's page is read and turned into rows as the ORM would hydrate them. */
-interface PageQuery {
+/** How one kind's rows are read. */
+interface KindQuery {
   def: KindDef;
   sql: string;
-  /** Properties selected as epoch milliseconds, turned back into Date. */
-  dates: string[];
+  /** Properties selected as times in text (see kindQuery), hydrated as Date. */
+  dates: Set<string>;
 }
 
 const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
-const queries = new WeakMap<object, Map<EntityKind, PageQuery>>();
+const queries = new WeakMap<object, Map<EntityKind, KindQuery>>();
 
 /**
- * The page query of a kind, from the ORM's metadata: every column under its property name (the
- * proto field name), timestamps as epoch milliseconds (node-postgres would hand them over as
- * text; a number is exact for timestamptz(3) and cheap to turn into a Date).
+ * The query of a kind's rows, from the ORM's metadata: every column under its property name (the
+ * proto field name), in the order of the (tenant_id, id) index, so PostgreSQL streams them
+ * without sorting. A timestamp comes as the ISO text protobuf-es writes (kinds.ts TEXT_ISO_TIME)
+ * when it is in protobuf's range (years 1 to 9999), formatted by PostgreSQL; outside it, as epoch
+ * milliseconds (exact for timestamptz(3)), which only the generic route handles.
  */
-function pageQuery(em: EntityManager, kind: EntityKind): PageQuery {
+function kindQuery(em: EntityManager, kind: EntityKind): KindQuery {
   const meta = em.getMetadata();
   let byKind = queries.get(meta);
   if (!byKind) queries.set(meta, (byKind = new Map()));
@@ -45,108 +56,155 @@ function pageQuery(em: EntityManager, kind: EntityKind): PageQuery {
   if (q) return q;
   const def = KINDS[STORE_KIND[kind]] as KindDef;
   const m = meta.get(def.entity.meta.className);
-  const dates: string[] = [];
+  const dates = new Set<string>();
   const columns = m.props.filter((p) => p.fieldNames?.length === 1).map((p) => {
     const col = quote(p.fieldNames[0]);
     if (p.type === 'Date') {
-      dates.push(p.name);
-      return `round(extract(epoch from ${col}) * 1000)::float8 as ${quote(p.name)}`;
+      dates.add(p.name);
+      return `case when ${col} between '0001-01-01T00:00:00Z' and '9999-12-31T23:59:59Z'
+        then to_char(${col} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+        else round(extract(epoch from ${col}) * 1000)::text end as ${quote(p.name)}`;
     }
     return `${col} as ${quote(p.name)}`;
   });
-  // The page is cut by rows (the innermost limit, so the index bounds the scan) and by bytes: the
-  // rows kept are those whose running size before them is under the byte budget, so a page holds
-  // at most that budget plus one row, however large the rows (16 KiB attributes × 10,000 rows
-  // would otherwise make one page of 160 MiB of text).
-  const names = m.props.filter((p) => p.fieldNames?.length === 1).map((p) => quote(p.name));
-  const sql = `select ${names.join(', ')} from (
-      select sized.*, sum("__size") over (order by sized.id) - "__size" as "__before" from (
-        select page.*, pg_column_size(page.*) as "__size"
-        from (select ${columns.join(', ')} from ${quote(m.tableName)} where tenant_id = ? and id > ? order by tenant_id, id limit ?) page
-      ) sized
-    ) summed where "__before" < ? order by id`;
-  q = { def, sql, dates };
+  q = { def, sql: `select ${columns.join(', ')} from ${quote(m.tableName)} where tenant_id = $1 order by tenant_id, id`, dates };
   byKind.set(kind, q);
   return q;
 }
 
-/** One keyset page of a kind's rows after `after`, as rows the ORM would hydrate (Date timestamps). */
-export async function readPage(em: EntityManager, kind: EntityKind, tenantId: string, after: string, page: PageLimits): Promise<Row[]> {
-  const q = pageQuery(em, kind);
-  const rows = await rawQuery<Row>(em, q.sql, [tenantId, after, page.rows, page.bytes ?? PAGE_BYTES]);
-  if (q.dates.length > 0) {
-    for (const row of rows) {
-      for (const p of q.dates) {
-        const v = row[p];
-        if (v !== null && v !== undefined) row[p] = new Date(v as number);
-      }
-    }
-  }
-  return rows;
-}
-
-/** How much one page may hold: `rows` rows, and rows past `bytes` (default PAGE_BYTES) of them are left to the next. */
-export interface PageLimits {
+/** How many rows one batch holds. */
+export interface BatchLimits {
   rows: number;
-  bytes?: number;
 }
 
-/** Bytes of rows (as PostgreSQL stores them) one page holds at most, plus one row. */
-export const PAGE_BYTES = 8 * 1024 * 1024;
+/** The columns of a kind's rows as read here: what each one's text is, and the row they make. */
+export class RowColumns implements TextColumns {
+  readonly at: ReadonlyMap<string, number>;
+  readonly types: TextColumns['types'];
+  private readonly names: string[];
+  private readonly parsers: ((text: string) => unknown)[];
 
-/** One page of a tenant's rows of one kind (rows as the ORM would hydrate them). */
+  constructor(
+    readonly def: KindDef,
+    fields: FieldDef[],
+    dates: ReadonlySet<string>,
+  ) {
+    this.names = fields.map((f) => f.name);
+    this.at = new Map(this.names.map((n, i) => [n, i]));
+    this.types = fields.map((f) => (dates.has(f.name) ? 'date' : TEXT_TYPES.get(f.dataTypeID) ?? 'other'));
+    // What node-postgres would have made of each column's text; times as the ORM's Date.
+    this.parsers = fields.map((f) => (dates.has(f.name) ? dateOfText : pg.types.getTypeParser(f.dataTypeID, 'text')));
+  }
+
+  /** The row as the ORM would hydrate it. */
+  row(text: (string | null)[]): Row {
+    const row: Row = {};
+    for (let i = 0; i < text.length; i++) {
+      const v = text[i];
+      row[this.names[i]] = v === null ? null : this.parsers[i](v);
+    }
+    return row;
+  }
+
+  /** The row's id. */
+  id(text: (string | null)[]): string {
+    return text[this.at.get('id')!] as string;
+  }
+}
+
+/** PostgreSQL type oids whose text the snapshot writes as it is (kinds.ts TextColumns). */
+const TEXT_TYPES = new Map<number, TextColumns['types'][number]>([[25, 'text'], [3802, 'jsonb'], [16, 'bool'], [23, 'int4']]);
+const dateOfText = (v: string) => new Date(TEXT_ISO_TIME.test(v) ? Date.parse(v) : Number(v));
+/** Every column's text as it is (node-postgres parses nothing). */
+const AS_TEXT = { getTypeParser: () => (v: string) => v };
+
+/** One batch of a tenant's rows of one kind, as PostgreSQL's text (one array a row, null for SQL null). */
 export interface RowPage {
   kind: EntityKind;
   def: KindDef;
-  rows: Row[];
-}
-
-/** The number of the tenant's rows of a kind, in `em`'s transaction. */
-async function countRows(em: EntityManager, kind: EntityKind, tenantId: string): Promise<number> {
-  const m = em.getMetadata().get((KINDS[STORE_KIND[kind]] as KindDef).entity.meta.className);
-  const rows = await rawQuery<{ n: string }>(em, `select count(*) as n from ${quote(m.tableName)} where tenant_id = ?`, [tenantId]);
-  return Number(rows[0].n);
+  columns: RowColumns;
+  texts: (string | null)[][];
 }
 
 /**
  * Reads every engine row of the tenant at its committed revision: `onRevision` is told the
- * revision first, then `onResources` (when given) the number of resources the pages will
- * hold, then the pages come in kind order. The transaction ends (rolled back: it only read)
- * when the generator ends or is returned. `not_found` for an unknown tenant.
+ * revision first, then `onResources` (when given) the number of resources the batches will
+ * hold, then the batches come in kind order, rows by id within a kind. The transaction ends
+ * (rolled back: it only read) and the connection returns to the pool when the generator ends
+ * or is returned. `not_found` for an unknown tenant.
  */
 export async function* tenantRows(
   db: Database,
   tenantId: string,
-  page: PageLimits,
+  batch: BatchLimits,
   onRevision: (revision: number) => void,
   onResources?: (count: number) => void,
 ): AsyncGenerator<RowPage> {
   const em = db.orm.em.fork() as EntityManager;
-  await em.begin({ isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true });
-  let pending: Promise<Row[]> | undefined;
+  const knex = em.getKnex();
+  // Driver errors as MikroORM's typed exceptions, as every other read gives them.
+  const typed = (err: unknown) => em.getPlatform().getExceptionConverter().convertException(err as Error);
+  const client = (await knex.client.acquireConnection()) as Client;
+  const query = async <T>(sql: string, params: unknown[] = []): Promise<T[]> => {
+    try {
+      return (await client.query(sql, params)).rows as T[];
+    } catch (err) {
+      throw typed(err);
+    }
+  };
+  type Text = (string | null)[];
+  let cursor: Cursor<Text> | undefined;
+  let columns: RowColumns | undefined;
+  let pending: Promise<Text[]> | undefined;
+  let q: KindQuery;
+  // A cursor whose read failed is not closed: its portal is gone, and on a broken connection
+  // closing would wait for an answer that never comes.
+  let failed = false;
+  const read = () => {
+    const p = new Promise<Text[]>((done, fail) => {
+      cursor!.read(batch.rows, (err, rows, result) => {
+        if (err) {
+          failed = true;
+          fail(typed(err));
+          return;
+        }
+        columns ??= new RowColumns(q.def, result.fields, q.dates);
+        done(rows);
+      });
+    });
+    p.catch(() => undefined); // awaited below; not unhandled if the generator is returned first
+    return p;
+  };
   try {
-    // The first statement fixes the transaction's snapshot: every page below sees this revision.
-    onRevision(await readCommittedRevision(em, tenantId));
-    // In the same snapshot, so it is the number of resource rows the pages hold.
-    if (onResources) onResources(await countRows(em, 'resource', tenantId));
-    let k = 0;
-    const read = (after: string) => {
-      const p = readPage(em, ENTITY_KINDS[k], tenantId, after, page);
-      p.catch(() => undefined); // awaited below; not unhandled if the generator is returned first
-      return p;
-    };
-    pending = read('');
-    while (pending) {
-      const kind = ENTITY_KINDS[k];
-      const rows = await pending;
-      pending = undefined;
-      // A page cut by bytes holds fewer rows than asked, so only an empty page ends a kind.
-      if (rows.length > 0) pending = read(rows[rows.length - 1].id as string);
-      else if (++k < ENTITY_KINDS.length) pending = read('');
-      yield { kind, def: KINDS[STORE_KIND[kind]] as KindDef, rows };
+    await query('begin isolation level repeatable read read only');
+    // The first statement fixes the transaction's snapshot: every read below sees this revision.
+    const tenant = await query<{ revision: string }>('select revision from tenants where id = $1', [tenantId]);
+    if (tenant.length === 0) throw notFound('tenant', tenantId);
+    onRevision(Number(tenant[0].revision));
+    if (onResources) {
+      const table = quote(em.getMetadata().get((KINDS.resource as KindDef).entity.meta.className).tableName);
+      onResources(Number((await query<{ n: string }>(`select count(*) as n from ${table} where tenant_id = $1`, [tenantId]))[0].n));
+    }
+    for (const kind of ENTITY_KINDS) {
+      q = kindQuery(em, kind);
+      columns = undefined;
+      cursor = client.query(new Cursor<Text>(q.sql, [tenantId], { rowMode: 'array', types: AS_TEXT }));
+      pending = read();
+      while (pending) {
+        const texts = await pending;
+        pending = undefined;
+        if (texts.length === 0) break;
+        // A short batch is the last: the portal is done.
+        if (texts.length === batch.rows) pending = read();
+        yield { kind, def: q.def, columns: columns!, texts };
+      }
+      await cursor.close();
+      cursor = undefined;
     }
   } finally {
     await pending?.catch(() => undefined);
-    await em.rollback().catch(() => undefined);
+    if (cursor && !failed) await cursor.close().catch(() => undefined);
+    await client.query('rollback').catch(() => undefined);
+    await knex.client.releaseConnection(client);
   }
 }

@@ -267,41 +267,109 @@ function placesOf(plan: FieldPlan[], index: ReadonlyMap<string, number>): number
 }
 
 /**
- * The values of `messageToChangeData(kind, row)` as a snapshot's row block holds them, written at
- * each field's place in `index` (JSON name → place): a string as it is (`isString`), any other
- * value as its JSON text, undefined where the JSON has no key. The same values without the JSON
- * object in between, which cost a snapshot of millions of rows an object per row and a pass over
- * its keys (`snapshot.test.ts` compares the two). False when the kind or a value needs the
- * generic route: the caller then goes through messageToChangeData. `values` and `isString` come
- * cleared (undefined) and as long as the block's fields.
+ * A kind's row as PostgreSQL's text (tenant-rows.ts reads whole tenants that way): where each
+ * property's column is, and what each column's text is.
  */
-export function changeDataValues(kind: KindDef, row: Row, index: ReadonlyMap<string, number>, values: (string | undefined)[], isString: boolean[]): boolean {
+export interface TextColumns {
+  def: KindDef;
+  /** The column of each property (proto field name). */
+  at: ReadonlyMap<string, number>;
+  /**
+   * Per column: `text` as it is; `jsonb` PostgreSQL's JSON text; `bool` `t`/`f`; `int4` decimal
+   * digits; `date` an ISO time in milliseconds (`2026-01-02T03:04:05.678Z`) for years 1 to 9999,
+   * else something else (see TEXT_ISO_TIME); `other` anything the fast route leaves alone.
+   */
+  types: readonly ('text' | 'jsonb' | 'bool' | 'int4' | 'date' | 'other')[];
+}
+
+/** A timestamp's text when it is in the range protobuf-es writes as JSON (tenant-rows.ts). */
+export const TEXT_ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+/**
+ * A JSON number of 309 digits or more overflows a double: JSON.parse makes it Infinity, which
+ * the JSON route writes as null. Such a text takes that route (no API call writes one).
+ */
+const HUGE_NUMBER = /\d{309}/;
+
+/** Per field of a kind's plan, its column in a TextColumns, or null when the fast route cannot read it. */
+const textPlans = new WeakMap<TextColumns, number[] | null>();
+function textPlanOf(plan: FieldPlan[], cols: TextColumns): number[] | null {
+  let found = textPlans.get(cols);
+  if (found !== undefined) return found;
+  const want: Record<FieldPlan['shape'], string> = { string: 'text', bool: 'bool', int32: 'int4', timestamp: 'date', struct: 'jsonb', strings: 'jsonb' };
+  found = [];
+  for (const f of plan) {
+    // Resources carry their owner scope under `scopeId` too (as valueOf).
+    const c = cols.at.get(cols.def.kind === 'resource' && f.local === 'scopeId' ? 'ownerScopeId' : f.local);
+    if (c !== undefined && cols.types[c] !== want[f.shape]) {
+      found = null;
+      break;
+    }
+    found.push(c ?? -1);
+  }
+  textPlans.set(cols, found);
+  return found;
+}
+
+/**
+ * The values of `messageToChangeData(kind, row)` as a snapshot's row block holds them, read
+ * straight from the row's PostgreSQL text, at each field's place in `index` (JSON name → place):
+ * a string as it is (`isString`), any other value as its JSON text, undefined where the JSON has
+ * no key. No row object, no JSON parsed and written again, no Date: for a snapshot of millions of
+ * rows those were most of the control plane's work. A JSON value is PostgreSQL's text of it
+ * (`{"a": 1}`), which a client parses to the same value. False when the kind or a value needs the
+ * generic route: the caller then hydrates the row and goes through messageToChangeData
+ * (`snapshot.test.ts` compares the two over every kind). `values` and `isString` come cleared
+ * (undefined) and as long as the block's fields.
+ */
+export function changeDataText(cols: TextColumns, text: (string | null)[], index: ReadonlyMap<string, number>, values: (string | undefined)[], isString: boolean[]): boolean {
+  const kind = cols.def;
   const plan = planOf(kind);
   const places = plan && placesOf(plan, index);
-  if (!plan || !places) return false;
+  const columns = plan && textPlanOf(plan, cols);
+  if (!plan || !places || !columns) return false;
   for (let i = 0; i < plan.length; i++) {
     const f = plan[i];
     const at = places[i];
-    const v = valueOf(kind, row, f);
-    if (v === null || v === undefined) {
+    const c = columns[i];
+    let v = c < 0 ? null : text[c];
+    if (v === null && kind.kind === 'resource' && f.local === 'scopeId') v = '';
+    if (v === null) {
       if (f.explicit || f.shape === 'timestamp' || f.shape === 'struct') continue;
       const zero = ZERO[f.shape]();
       values[at] = typeof zero === 'string' ? zero : JSON.stringify(zero);
       isString[at] = typeof zero === 'string';
       continue;
     }
-    if (!fits(f, v)) return false;
-    if (f.shape === 'string') {
-      values[at] = v as string;
-      isString[at] = true;
-    } else if (f.shape === 'timestamp') {
-      // As fastChangeData: whole seconds without a fraction, else milliseconds.
-      values[at] = (v as Date).toISOString().replace('.000Z', 'Z');
-      isString[at] = true;
-    } else {
-      values[at] = JSON.stringify(v);
-      isString[at] = false;
+    switch (f.shape) {
+      case 'string':
+        values[at] = v;
+        isString[at] = true;
+        continue;
+      case 'timestamp':
+        if (!TEXT_ISO_TIME.test(v)) return false;
+        // As fastChangeData: whole seconds without a fraction, else milliseconds.
+        values[at] = v.endsWith('.000Z') ? `${v.slice(0, -5)}Z` : v;
+        isString[at] = true;
+        continue;
+      case 'bool':
+        if (v !== 't' && v !== 'f') return false;
+        values[at] = v === 't' ? 'true' : 'false';
+        break;
+      case 'int32': // int4's text is a JSON number
+        values[at] = v;
+        break;
+      case 'struct':
+        if (v.charCodeAt(0) !== 0x7b /* { */ || HUGE_NUMBER.test(v)) return false;
+        values[at] = v;
+        break;
+      case 'strings': {
+        const list = JSON.parse(v) as unknown;
+        if (!fits(f, list)) return false;
+        values[at] = v;
+        break;
+      }
     }
+    isString[at] = false;
   }
   return true;
 }

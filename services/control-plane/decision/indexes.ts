@@ -8,8 +8,8 @@ import { tenantRows } from '../tenant-rows.js';
 
 const ENGINE_KINDS = new Set<string>(ENTITY_KINDS);
 
-/** Rows a page when a tenant's index is loaded (two pages are held at most). */
-const LOAD_PAGE_ROWS = 10_000;
+/** Rows a batch when a tenant's index is loaded (two batches are held at most). */
+const LOAD_BATCH_ROWS = 500;
 
 export interface IndexOptions {
   /** How long a `minRevision` ahead of the committed state may wait. */
@@ -193,8 +193,8 @@ export class TenantIndexes {
   private async load(tenantId: string): Promise<Entry> {
     const builder = TenantIndex.builder();
     let revision = 0;
-    for await (const { kind, def, rows } of tenantRows(this.db, tenantId, { rows: LOAD_PAGE_ROWS }, (r) => (revision = r))) {
-      for (const row of rows) builder.add(kind, messageToChangeData(def, row));
+    for await (const { kind, def, columns, texts } of tenantRows(this.db, tenantId, { rows: LOAD_BATCH_ROWS }, (r) => (revision = r))) {
+      for (const text of texts) builder.add(kind, messageToChangeData(def, columns.row(text)));
     }
     const index = builder.build(revision);
     return { index, busy: Promise.resolve(), rows: rowCount(index) };

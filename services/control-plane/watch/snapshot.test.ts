@@ -1,18 +1,17 @@
 /**
- * The snapshot's plain-SQL pages give exactly the proto JSON the ORM route gave (em.find, then
+ * The snapshot's plain-SQL batches give exactly the proto JSON the ORM route gave (em.find, then
  * messageToChangeData), byte for byte, over every engine kind: rows made through the API and
  * rows written straight into the tables with nulls, empty and nested JSON, whole-second and
  * millisecond timestamps, dates far in the past and future.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { BinaryWriter } from '@bufbuild/protobuf/wire';
 import { EntitySchema, SnapshotChunkSchema, WatchResponseSchema, type SnapshotChunk } from '../../../gen/authz/v1/snapshot_service_pb.js';
 import { ENTITY_KINDS, type EntityKind } from '../../engine/mod.js';
-import { KINDS, changeDataValues, messageToChangeData, type KindDef, type Row } from '../../store/kinds.js';
+import { KINDS, changeDataText, messageToChangeData, type KindDef, type Row } from '../../store/kinds.js';
 import { startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../../../test/harness.js';
-import { STORE_KIND, readPage } from '../tenant-rows.js';
+import { STORE_KIND, tenantRows, type RowColumns } from '../tenant-rows.js';
 import { ChunkEntities, chunkBytes, fieldsOfKind, rowEntity, snapshotChunks } from './snapshot.js';
 import { populate, restClient } from './testing.js';
 
@@ -38,11 +37,13 @@ describe(`Watch snapshot rows (${backend})`, () => {
     const sql = async (text: string, ...params: unknown[]) => em.execute(text, params);
     // Rows the API would not write in these shapes: nulls, empty JSON, odd timestamps.
     await sql(`insert into resources values (?, ?, ?, ?, ?, ?, 'raw-null', null, null), (?, ?, ?, ?, ?, ?, 'raw-empty', '', '{}'),
-      (?, ?, ?, ?, ?, ?, 'raw-nested', 'Ünïcode "quoted" \\ name', ?::jsonb)`,
+      (?, ?, ?, ?, ?, ?, 'raw-nested', 'Ünïcode "quoted" \\ name', ?::jsonb), (?, ?, ?, ?, ?, ?, 'raw-huge', null, ?::jsonb)`,
     ...base('resource_raw_1', '2026-01-01T00:00:00Z'), w.typeId, w.scopeId,
     ...base('resource_raw_2', '1999-12-31T23:59:59.999Z'), w.typeId, w.scopeId,
     ...base('resource_raw_3', '0001-01-01T00:00:00.001Z'), w.typeId, w.scopeId,
-    JSON.stringify({ n: 1.5, big: 1e21, neg: -0.25, list: [1, 'two', null, { deep: [true, false] }], emoji: '😀', esc: 'a\u0001b', empty: {}, none: [] }));
+    JSON.stringify({ n: 1.5, big: 1e21, neg: -0.25, list: [1, 'two', null, { deep: [true, false] }], emoji: '😀', esc: 'a\u0001b', empty: {}, none: [] }),
+    // A number no double holds (JSON.parse: Infinity; the JSON route writes null).
+    ...base('resource_raw_4', '2026-01-01T00:00:00Z'), w.typeId, w.scopeId, `{"huge": 1${'0'.repeat(400)}, "n": 1}`);
     await sql(`insert into subjects values (?, ?, ?, ?, 'user', 'null-meta', null), (?, ?, ?, ?, 'service', 'empty-meta', '{}')`,
       ...base('subject_raw_1', '2026-06-30T12:34:56.7Z'), ...base('subject_raw_2', '9999-12-31T23:59:59.999Z'));
     await sql(`insert into ownership_grants values (?, ?, ?, ?, ?, ?, ?)`, ...base('ownership_grant_raw_1', '2026-02-03T04:05:06.078Z'), 'subject_raw_1', 'resource_raw_1', role);
@@ -71,20 +72,32 @@ describe(`Watch snapshot rows (${backend})`, () => {
     return rows.map((r) => [r.id as string, JSON.stringify(messageToChangeData(d, r))]);
   }
 
-  it('pages of two rows give the ORM route\'s JSON for every kind', async () => {
-    const em = cp.db.orm.em.fork() as EntityManager;
+  /** Every row of the tenant through tenantRows, by kind (hydrated, and as text), and the batches' sizes. */
+  async function batchRoute(rows: number) {
+    const byKind = new Map<EntityKind, Row[]>();
+    const texts: { columns: RowColumns; text: (string | null)[] }[] = [];
+    const sizes: number[] = [];
+    let revision = -1;
+    for await (const batch of tenantRows(cp.db, tenantId, { rows }, (r) => (revision = r))) {
+      sizes.push(batch.texts.length);
+      byKind.set(batch.kind, [...(byKind.get(batch.kind) ?? []), ...batch.texts.map((t) => batch.columns.row(t))]);
+      for (const text of batch.texts) texts.push({ columns: batch.columns, text });
+    }
+    return { byKind, texts, sizes, revision };
+  }
+
+  it('batches of two rows give the ORM route\'s JSON for every kind, at the tenant\'s revision', async () => {
+    const { byKind, sizes, revision } = await batchRoute(2);
+    expect(sizes.every((n) => n >= 1 && n <= 2)).toBe(true);
+    expect(sizes.filter((n) => n === 2).length).toBeGreaterThan(5);
+    const tenant = await cp.db.orm.em.fork().execute('select revision from tenants where id = ?', [tenantId]);
+    expect(revision).toBe(Number(tenant[0].revision));
     let total = 0;
     for (const kind of ENTITY_KINDS) {
-      const got: [string, string][] = [];
-      for (let after = ''; ;) {
-        const page = await readPage(em, kind, tenantId, after, { rows: 2 });
-        for (const row of page) {
-          const e = rowEntity(kind, row);
-          got.push([e.id, e.json]);
-        }
-        if (page.length === 0) break;
-        after = page[page.length - 1].id as string;
-      }
+      const got = (byKind.get(kind) ?? []).map((row) => {
+        const e = rowEntity(kind, row);
+        return [e.id, e.json];
+      });
       const want = await ormRoute(kind);
       expect(got, kind).toEqual(want);
       total += want.length;
@@ -96,26 +109,38 @@ describe(`Watch snapshot rows (${backend})`, () => {
     }
   });
 
-  it('a page holds its byte budget plus one row at most, however many rows it may hold', async () => {
-    const em = cp.db.orm.em.fork() as EntityManager;
-    const all = await readPage(em, 'subject', tenantId, '', { rows: 10_000 });
-    expect(all.length).toBeGreaterThan(3);
-    expect(await readPage(em, 'subject', tenantId, '', { rows: 10_000, bytes: 1 })).toEqual(all.slice(0, 1));
-    const some = await readPage(em, 'subject', tenantId, '', { rows: 10_000, bytes: 300 });
-    expect(some.length).toBeGreaterThan(1);
-    expect(some.length).toBeLessThan(all.length);
-    expect(some).toEqual(all.slice(0, some.length));
+  it('an unknown tenant is not_found, and its connection goes back to the pool', async () => {
+    // More attempts than the pool holds connections: a leaked one would make a later one wait.
+    for (let i = 0; i < 12; i++) {
+      await expect(tenantRows(cp.db, 'tenant_nope', { rows: 10 }, () => undefined).next()).rejects.toMatchObject({ kind: 'not_found' });
+    }
+    expect((await batchRoute(1000)).byKind.size).toBeGreaterThan(5);
+  });
+
+  it.runIf(backend === 'postgres')('every batch is of the revision the read began at, whatever is written meanwhile', async () => {
+    const rest = restClient(cp.url, TEST_BOOTSTRAP_KEY);
+    const gen = tenantRows(cp.db, tenantId, { rows: 1 }, () => undefined);
+    const first = await gen.next();
+    expect(first.done).toBe(false);
+    // Written between two batches of the scope kind, before the subject kind is read.
+    const made = await rest('POST', '/subjects', { tenantId, type: 'user', externalId: 'written-meanwhile' });
+    const seen: string[] = [];
+    for await (const batch of gen) for (const text of batch.texts) seen.push(batch.columns.id(text));
+    expect(seen.length).toBeGreaterThan(20);
+    expect(seen).not.toContain(made.id);
+    // A read that begins after the write sees it.
+    expect((await batchRoute(1000)).byKind.get('subject')!.map((r) => r.id)).toContain(made.id);
+    await rest('DELETE', `/subjects/${made.id as string}`);
   });
 
   it('the chunks carry every row once, in kind then id order, at every page size', async () => {
     const want: string[] = [];
     for (const kind of ENTITY_KINDS) for (const [id, json] of await ormRoute(kind)) want.push(`${kind} ${id} ${json}`);
-    // Pages cut by rows, and by bytes: 1 byte keeps one row a page, 600 a few.
-    for (const [pageRows, pageBytes] of [[1, undefined], [3, undefined], [10_000, undefined], [10_000, 1], [10_000, 600]]) {
+    for (const batchRows of [1, 3, 10_000]) {
       const got: string[] = [];
       let last = false;
       let index = 0;
-      for await (const made of snapshotChunks(cp.db, tenantId, { pageRows: pageRows!, pageBytes, chunkBytes: 2_000, gate: 'off' })) {
+      for await (const made of snapshotChunks(cp.db, tenantId, { batchRows, chunkBytes: 2_000, gate: 'off' })) {
         // As a client gets it: through the wire, inside a WatchResponse.
         const bin = toBinary(WatchResponseSchema, create(WatchResponseSchema, { event: { case: 'snapshot', value: made } }));
         const c = (fromBinary(WatchResponseSchema, bin).event.value as SnapshotChunk);
@@ -138,10 +163,10 @@ describe(`Watch snapshot rows (${backend})`, () => {
   it('with row blocks, the chunks carry the same rows, every kind in blocks, within the chunk size', async () => {
     const want: string[] = [];
     for (const kind of ENTITY_KINDS) for (const [id, json] of await ormRoute(kind)) want.push(`${kind} ${id} ${JSON.stringify(sortKeys(JSON.parse(json)))}`);
-    for (const [pageRows, chunk] of [[3, 400], [10_000, 2_000], [10_000, 4 * 1024 * 1024]]) {
+    for (const [batchRows, chunk] of [[3, 400], [10_000, 2_000], [10_000, 4 * 1024 * 1024]]) {
       const got: string[] = [];
       let chunks = 0;
-      for await (const made of snapshotChunks(cp.db, tenantId, { pageRows, chunkBytes: chunk, gate: 'off', rowBlocks: true })) {
+      for await (const made of snapshotChunks(cp.db, tenantId, { batchRows, chunkBytes: chunk, gate: 'off', rowBlocks: true })) {
         const bin = toBinary(WatchResponseSchema, create(WatchResponseSchema, { event: { case: 'snapshot', value: made } }));
         const c = fromBinary(WatchResponseSchema, bin).event.value as SnapshotChunk;
         chunks++;
@@ -167,29 +192,35 @@ describe(`Watch snapshot rows (${backend})`, () => {
     }
   });
 
-  it('row values written without the JSON object are exactly those of the JSON object, for every kind', async () => {
-    const em = cp.db.orm.em.fork() as EntityManager;
+  it('row values read from the text are exactly those of the JSON object, for every kind', async () => {
     const direct = new Set<string>();
-    for (const kind of ENTITY_KINDS) {
-      const d = KINDS[STORE_KIND[kind]] as KindDef;
-      const { fields, index } = fieldsOfKind(kind);
-      for (const row of await readPage(em, kind, tenantId, '', { rows: 10_000 })) {
-        const values = new Array<string | undefined>(fields.length).fill(undefined);
-        const isString = new Array<boolean>(fields.length).fill(false);
-        if (!changeDataValues(d, row, index, values, isString)) continue;
-        direct.add(kind);
-        const want = new Array<string | undefined>(fields.length).fill(undefined);
-        const wantString = new Array<boolean>(fields.length).fill(false);
-        for (const [key, v] of Object.entries(messageToChangeData(d, row))) {
-          want[index.get(key)!] = typeof v === 'string' ? v : JSON.stringify(v);
-          wantString[index.get(key)!] = typeof v === 'string';
-        }
-        expect(values, `${kind} ${row.id as string}`).toEqual(want);
-        expect(isString, `${kind} ${row.id as string}`).toEqual(wantString);
+    const generic: [string, string][] = [];
+    for (const { columns, text } of (await batchRoute(10_000)).texts) {
+      const d = columns.def;
+      const { fields, index } = fieldsOfKind(d.kind);
+      const id = columns.id(text);
+      const values = new Array<string | undefined>(fields.length).fill(undefined);
+      const isString = new Array<boolean>(fields.length).fill(false);
+      if (!changeDataText(columns, text, index, values, isString)) {
+        generic.push([d.kind, id]);
+        continue;
       }
+      direct.add(d.kind);
+      const want = new Array<unknown>(fields.length).fill(undefined);
+      const wantString = new Array<boolean>(fields.length).fill(false);
+      for (const [key, v] of Object.entries(messageToChangeData(d, columns.row(text)))) {
+        want[index.get(key)!] = v;
+        wantString[index.get(key)!] = typeof v === 'string';
+      }
+      // Strings exactly; other values as PostgreSQL's JSON text of the same value.
+      expect(values.map((v, i) => (v === undefined || isString[i] ? v : JSON.parse(v))), `${d.kind} ${id}`).toEqual(want);
+      expect(isString, `${d.kind} ${id}`).toEqual(wantString);
     }
     // The kinds a tenant holds by the hundred thousand take the direct route.
-    for (const kind of ['resource', 'ownership_grant', 'subject', 'membership', 'role_assignment', 'resource_edge'] as const) expect(direct, kind).toContain(kind);
+    for (const kind of ['resource', 'ownership_grant', 'subject', 'membership', 'role_assignment', 'resource_edge', 'tag_group', 'scope_override'] as const) expect(direct, kind).toContain(kind);
+    // Of the kinds read from the text, only a time past 9999-12-31T23:59:59Z and a number no
+    // double holds take the generic route (policies, with a oneof, always do).
+    expect(generic.filter(([kind]) => direct.has(kind)).map(([, id]) => id).sort()).toEqual(['resource_raw_4', 'subject_raw_2']);
   });
 
   it('pre-encoded entities are the bytes protobuf-es writes for the same Entity', () => {
@@ -215,7 +246,7 @@ describe(`Watch snapshot rows (${backend})`, () => {
   });
 
   it('a snapshot given up half-way ends its transaction', async () => {
-    const gen = snapshotChunks(cp.db, tenantId, { pageRows: 1, chunkBytes: 500, gate: 'off' });
+    const gen = snapshotChunks(cp.db, tenantId, { batchRows: 1, chunkBytes: 500, gate: 'off' });
     await gen.next();
     await gen.return(undefined);
     // The pool is not left with a connection inside a transaction.

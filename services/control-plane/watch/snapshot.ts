@@ -1,9 +1,9 @@
 /**
  * A tenant's decision data at one revision, as Watch snapshot chunks: every engine row of the
- * tenant at one revision R (tenant-rows.ts: one repeatable-read transaction, plain-SQL keyset
- * pages, the next page read while the current one is converted and sent), converted to the
+ * tenant at one revision R (tenant-rows.ts: one repeatable-read transaction, a plain-SQL cursor
+ * per kind read in batches, the next batch read while the current one is converted and sent), converted to the
  * same proto JSON as the ORM route (snapshot.test.ts compares both over every kind) and cut into
- * chunks of at most `chunkBytes`. Memory is at most two pages of rows plus the chunks in flight,
+ * chunks of at most `chunkBytes`. Memory is at most two batches of rows plus the chunks in flight,
  * whatever the tenant's size.
  *
  * A chunk's entities are encoded here, by hand, as they are added (see ChunkEntities): protobuf-es
@@ -13,7 +13,7 @@ import { create, type UnknownField } from '@bufbuild/protobuf';
 import { WireType } from '@bufbuild/protobuf/wire';
 import type { EntityKind } from '../../engine/mod.js';
 import type { Database } from '../../store/db.js';
-import { KINDS, changeDataValues, messageToChangeData, type KindDef, type Row } from '../../store/kinds.js';
+import { KINDS, changeDataText, messageToChangeData, type KindDef, type Row } from '../../store/kinds.js';
 import { SnapshotChunkSchema, type Entity, type SnapshotChunk } from '../../../gen/authz/v1/snapshot_service_pb.js';
 import { STORE_KIND, tenantRows } from '../tenant-rows.js';
 import { ChunkRowBlocks } from './row-blocks.js';
@@ -23,10 +23,8 @@ import { varintBytes, writeVarint } from './wire.js';
 export const MAX_CHUNK_BYTES = 4 * 1024 * 1024;
 
 export interface SnapshotOptions {
-  /** Rows read per query (keyset page). */
-  pageRows: number;
-  /** Bytes of rows one page holds at most, plus one row (default tenant-rows.ts PAGE_BYTES). */
-  pageBytes?: number;
+  /** Rows read per batch of a kind's cursor. */
+  batchRows: number;
   /** Most bytes of one chunk (encoded, estimated from above); at most MAX_CHUNK_BYTES. */
   chunkBytes: number;
   /** The control plane's gate, carried by every chunk. */
@@ -81,15 +79,14 @@ const ENTITIES_FIELD = 5;
  * with `fromBinary(SnapshotChunkSchema, toBinary(...))`, as a client does.
  */
 export class ChunkEntities {
-  private buf: Buffer;
+  /** Made on the first add: a snapshot of row blocks adds no entity, and an unused 4 MiB buffer per chunk cost a full GC every few chunks (V8 counts Buffers as external memory). */
+  private buf: Buffer | undefined;
   private used = 0;
   private entries: UnknownField[] = [];
   /** Encoded bytes of the entries (what they add to the chunk, tags included). */
   bytes = 0;
 
-  constructor(private readonly capacity: number) {
-    this.buf = Buffer.allocUnsafe(capacity);
-  }
+  constructor(private readonly capacity: number) {}
 
   get count(): number {
     return this.entries.length;
@@ -103,8 +100,8 @@ export class ChunkEntities {
     const field = (n: number) => (n === 0 ? 0 : 1 + varintBytes(n) + n);
     const len = field(k) + field(i) + field(j);
     const need = varintBytes(len) + len;
-    if (this.used + need > this.buf.length) {
-      // Only a single entity larger than the chunk gets here; earlier entries keep the old buffer.
+    if (this.buf === undefined || this.used + need > this.buf.length) {
+      // A new chunk's first entity, or a single entity larger than the chunk; earlier entries keep the old buffer.
       this.buf = Buffer.allocUnsafe(Math.max(this.capacity, need));
       this.used = 0;
     }
@@ -130,7 +127,7 @@ export class ChunkEntities {
     const out = this.entries;
     this.entries = [];
     this.bytes = 0;
-    this.buf = Buffer.allocUnsafe(this.capacity);
+    this.buf = undefined;
     this.used = 0;
     return out;
   }
@@ -158,14 +155,14 @@ export async function* snapshotChunks(db: Database, tenantId: string, opts: Snap
     c.$unknown = blocks ? [...entities.take(), ...blocks.take()] : entities.take();
     return c;
   };
-  for await (const { kind, def, rows } of tenantRows(db, tenantId, { rows: opts.pageRows, bytes: opts.pageBytes }, (r) => (revision = BigInt(r)), (n) => (resourceCount = BigInt(n)))) {
-    for (const row of rows) {
-      const id = row.id as string;
+  for await (const { kind, def, columns, texts } of tenantRows(db, tenantId, { rows: opts.batchRows }, (r) => (revision = BigInt(r)), (n) => (resourceCount = BigInt(n)))) {
+    for (const text of texts) {
+      const id = columns.id(text);
       let data: ReturnType<typeof messageToChangeData> | undefined;
       let bound: number | undefined;
       if (blocks) {
-        bound = blocks.boundFilled(kind, changeDataValues, def, row);
-        if (bound === undefined) bound = blocks.bound(kind, (data = messageToChangeData(def, row)));
+        bound = blocks.boundFilled(kind, changeDataText, columns, text);
+        if (bound === undefined) bound = blocks.bound(kind, (data = messageToChangeData(def, columns.row(text))));
       }
       if (blocks && bound !== undefined) {
         if (entities.count + blocks.count > 0 && bytes + blocks.bytes + bound > limit) {
@@ -175,7 +172,7 @@ export async function* snapshotChunks(db: Database, tenantId: string, opts: Snap
         blocks.add(kind);
         continue;
       }
-      const json = JSON.stringify(data ?? messageToChangeData(def, row));
+      const json = JSON.stringify(data ?? messageToChangeData(def, columns.row(text)));
       // The same estimate as ever (an upper bound), so chunks are cut where they were.
       const size = utf8(kind) + utf8(id) + utf8(json) + 24;
       if (entities.count + (blocks?.count ?? 0) > 0 && bytes + (blocks?.bytes ?? 0) + size > limit) {

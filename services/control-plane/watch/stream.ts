@@ -30,8 +30,8 @@ export interface WatchLimits {
   maxBufferedBytes: number;
   /** Most bytes of a snapshot chunk (4 MiB; tests make it small to get many chunks). */
   chunkBytes: number;
-  /** Rows per snapshot page. */
-  pageRows: number;
+  /** Rows per batch of a snapshot's cursor (tenant-rows.ts). */
+  batchRows: number;
   /** Change-log rows per read. */
   logRows: number;
   /** How often the log is polled while notifications are not live, ms. */
@@ -42,7 +42,7 @@ export interface WatchLimits {
 
 export const DEFAULT_LIMITS: Omit<WatchLimits, 'heartbeatMs' | 'maxBufferedBytes'> = {
   chunkBytes: 4 * 1024 * 1024,
-  pageRows: 10_000,
+  batchRows: 500,
   logRows: 2_000,
   pollMs: 250,
   stallMs: 60_000,
@@ -182,7 +182,7 @@ export class WatchStream {
 
   private async snapshot(): Promise<void> {
     const { limits, gate } = this.env;
-    const chunks = snapshotChunks(this.env.db, this.tenantId, { pageRows: limits.pageRows, chunkBytes: limits.chunkBytes, gate, rowBlocks: this.rowBlocks });
+    const chunks = snapshotChunks(this.env.db, this.tenantId, { batchRows: limits.batchRows, chunkBytes: limits.chunkBytes, gate, rowBlocks: this.rowBlocks });
     // One chunk is made ahead: the next is read, converted and encoded while this one is being
     // sent (and read by the client), and no further (backpressure): at most the chunk in the
     // transport, the one made ahead, and the snapshot's two pages.

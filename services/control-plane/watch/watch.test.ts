@@ -77,7 +77,7 @@ describe(`Watch on ${backend}`, () => {
 
   beforeAll(async () => {
     // Small chunks and pages: a small tenant gives many chunks and many pages.
-    cp = await startTestControlPlane(backend, { SERVICE_WATCH_HEARTBEAT_MS: '100' }, { watch: { chunkBytes: 1500, pageRows: 3 } });
+    cp = await startTestControlPlane(backend, { SERVICE_WATCH_HEARTBEAT_MS: '100' }, { watch: { chunkBytes: 1500, batchRows: 3 } });
     rest = restClient(cp.url, TEST_BOOTSTRAP_KEY);
     t = await populate(rest, 'acme');
   });
