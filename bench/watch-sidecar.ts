@@ -16,7 +16,8 @@
  */
 import { resolve } from 'node:path';
 import { startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../test/harness.js';
-import { rssOf, startProcess, waitFor200 } from '../test/processes.js';
+import { readdirSync, readFileSync } from 'node:fs';
+import { cpuMs, rssOf, startProcess, waitFor200 } from '../test/processes.js';
 import { restClient } from '../services/control-plane/watch/testing.js';
 
 const args = new Map<string, string>();
@@ -28,6 +29,20 @@ const RUNS = Number(args.get('runs') ?? 1);
 const COMPRESSIONS = args.get('compression')?.split(',');
 const ENTRIES = args.get('entries')?.split(',').map((e) => (e === 'current' ? undefined : resolve(e)));
 if (!process.env.DATABASE_URL) throw new Error('set DATABASE_URL');
+
+/** CPU ms used so far by every `postgres` process of this machine (Linux; 0 elsewhere). */
+function postgresCpuMs(): number {
+  let ms = 0;
+  try {
+    for (const pid of readdirSync('/proc')) {
+      if (!/^\d+$/.test(pid)) continue;
+      try {
+        if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') ms += cpuMs(Number(pid)) ?? 0;
+      } catch { /* gone meanwhile */ }
+    }
+  } catch { /* no /proc */ }
+  return ms;
+}
 
 const cp = await startTestControlPlane('postgres');
 try {
@@ -58,19 +73,25 @@ try {
   await em.execute('analyze subjects; analyze resources; analyze ownership_grants');
   console.log(`inserted ${SUBJECTS} subjects, ${RESOURCES} resources, ${GRANTS} grants in ${Date.now() - t0} ms`);
 
+  // BENCH_SIDECAR_NODE_ARGS (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`) reaches the sidecar's `node`.
+  const nodeArgs = (process.env.BENCH_SIDECAR_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const sidecarEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('SIDECAR_'))) as Record<string, string>;
   for (let run = 1; run <= RUNS; run++) {
     const compression = COMPRESSIONS?.[(run - 1) % COMPRESSIONS.length];
     const entry = ENTRIES?.[(run - 1) % ENTRIES.length];
     const started = Date.now();
+    const cpu0 = { own: process.cpuUsage(), pg: postgresCpuMs() };
     const sidecar = await startProcess('sidecar', {
       ...sidecarEnv, ...(compression ? { SIDECAR_WATCH_COMPRESSION: compression } : {}), SIDECAR_CONTROL_PLANE_URL: cp.url, SIDECAR_API_KEY: TEST_BOOTSTRAP_KEY, SIDECAR_TENANT_ID: tenant.id, SIDECAR_PORT: '0', SIDECAR_LOG_LEVEL: 'info',
-    }, { built: true, entry });
+    }, { built: true, entry, nodeArgs });
     try {
       await waitFor200(`${sidecar.url}/readyz`, Number(args.get('timeout-ms') ?? 900_000)).catch((err) => {
         throw new Error(`${(err as Error).message}; sidecar said:\n${sidecar.output.join('\n')}`);
       });
       const readyMs = Date.now() - started;
+      // CPU to ready of each process (the reads race a little with the sidecar's idle ticks).
+      const own = process.cpuUsage(cpu0.own);
+      const cpu = { controlPlane: (own.user + own.system) / 1000, sidecar: cpuMs(sidecar.child.pid) ?? NaN, postgres: postgresCpuMs() - cpu0.pg };
       const rss = await rssOf(sidecar.url);
       // Subject k owns resource k (grant k: subject k % S + 1, resource k % R + 1).
       const k = Math.min(SUBJECTS, RESOURCES) - 1;
@@ -79,7 +100,8 @@ try {
       const owner = await ask(k);
       if (!owner.allowed || owner.reason !== 'ownership') throw new Error(`decision wrong: ${JSON.stringify(owner)}`);
       console.log(`run ${run}: ${RESOURCES} resources + ${GRANTS} grants + ${SUBJECTS} subjects (compression ${compression ?? sidecarEnv.SIDECAR_WATCH_COMPRESSION ?? 'default'}${entry ? `, ${entry}` : ''}): ` +
-        `sidecar ready in ${readyMs} ms, RSS ${(rss / 1048576).toFixed(0)} MiB`);
+        `sidecar ready in ${readyMs} ms, RSS ${(rss / 1048576).toFixed(0)} MiB; CPU to ready: control plane ${(cpu.controlPlane / 1000).toFixed(1)} s, ` +
+        `sidecar ${(cpu.sidecar / 1000).toFixed(1)} s, PostgreSQL ${(cpu.postgres / 1000).toFixed(1)} s`);
     } finally {
       await sidecar.stop('SIGTERM');
     }
