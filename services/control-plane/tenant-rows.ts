@@ -34,6 +34,8 @@ export const STORE_KIND: Record<EntityKind, keyof typeof KINDS> = {
 interface KindQuery {
   def: KindDef;
   sql: string;
+  /** The tenant's id, not selected: every row has it (PostgreSQL need not send it 2M times). */
+  tenantProp: string;
   /** Properties selected as times in text (see kindQuery), hydrated as Date. */
   dates: Set<string>;
 }
@@ -57,7 +59,8 @@ function kindQuery(em: EntityManager, kind: EntityKind): KindQuery {
   const def = KINDS[STORE_KIND[kind]] as KindDef;
   const m = meta.get(def.entity.meta.className);
   const dates = new Set<string>();
-  const columns = m.props.filter((p) => p.fieldNames?.length === 1).map((p) => {
+  const tenantProp = m.props.find((p) => p.fieldNames?.length === 1 && p.fieldNames[0] === 'tenant_id')!.name;
+  const columns = m.props.filter((p) => p.fieldNames?.length === 1 && p.name !== tenantProp).map((p) => {
     const col = quote(p.fieldNames[0]);
     if (p.type === 'Date') {
       dates.add(p.name);
@@ -67,7 +70,7 @@ function kindQuery(em: EntityManager, kind: EntityKind): KindQuery {
     }
     return `${col} as ${quote(p.name)}`;
   });
-  q = { def, sql: `select ${columns.join(', ')} from ${quote(m.tableName)} where tenant_id = $1 order by tenant_id, id`, dates };
+  q = { def, tenantProp, sql: `select ${columns.join(', ')} from ${quote(m.tableName)} where tenant_id = $1 order by tenant_id, id`, dates };
   byKind.set(kind, q);
   return q;
 }
@@ -80,6 +83,7 @@ export interface BatchLimits {
 /** The columns of a kind's rows as read here: what each one's text is, and the row they make. */
 export class RowColumns implements TextColumns {
   readonly at: ReadonlyMap<string, number>;
+  readonly fixed: ReadonlyMap<string, string>;
   readonly types: TextColumns['types'];
   private readonly names: string[];
   private readonly parsers: ((text: string) => unknown)[];
@@ -88,7 +92,9 @@ export class RowColumns implements TextColumns {
     readonly def: KindDef,
     fields: FieldDef[],
     dates: ReadonlySet<string>,
+    fixed: ReadonlyMap<string, string>,
   ) {
+    this.fixed = fixed;
     this.names = fields.map((f) => f.name);
     this.at = new Map(this.names.map((n, i) => [n, i]));
     this.types = fields.map((f) => (dates.has(f.name) ? 'date' : TEXT_TYPES.get(f.dataTypeID) ?? 'other'));
@@ -99,6 +105,7 @@ export class RowColumns implements TextColumns {
   /** The row as the ORM would hydrate it. */
   row(text: (string | null)[]): Row {
     const row: Row = {};
+    for (const [name, v] of this.fixed) row[name] = v;
     for (let i = 0; i < text.length; i++) {
       const v = text[i];
       row[this.names[i]] = v === null ? null : this.parsers[i](v);
@@ -168,7 +175,7 @@ export async function* tenantRows(
           fail(typed(err));
           return;
         }
-        columns ??= new RowColumns(q.def, result.fields, q.dates);
+        columns ??= new RowColumns(q.def, result.fields, q.dates, new Map([[q.tenantProp, tenantId]]));
         done(rows);
       });
     });

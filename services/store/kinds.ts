@@ -274,6 +274,8 @@ export interface TextColumns {
   def: KindDef;
   /** The column of each property (proto field name). */
   at: ReadonlyMap<string, number>;
+  /** Properties not read per row, with the one text every row has (the tenant's id). */
+  fixed: ReadonlyMap<string, string>;
   /**
    * Per column: `text` as it is; `jsonb` PostgreSQL's JSON text; `bool` `t`/`f`; `int4` decimal
    * digits; `date` an ISO time in milliseconds (`2026-01-02T03:04:05.678Z`) for years 1 to 9999,
@@ -290,21 +292,31 @@ export const TEXT_ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
  */
 const HUGE_NUMBER = /\d{309}/;
 
-/** Per field of a kind's plan, its column in a TextColumns, or null when the fast route cannot read it. */
-const textPlans = new WeakMap<TextColumns, number[] | null>();
-function textPlanOf(plan: FieldPlan[], cols: TextColumns): number[] | null {
+/**
+ * Per field of a kind's plan, its column in a TextColumns (-1: none), and its fixed text when it
+ * has one; null when the fast route cannot read the kind.
+ */
+interface TextPlan {
+  columns: number[];
+  fixed: (string | undefined)[];
+}
+const textPlans = new WeakMap<TextColumns, TextPlan | null>();
+function textPlanOf(plan: FieldPlan[], cols: TextColumns): TextPlan | null {
   let found = textPlans.get(cols);
   if (found !== undefined) return found;
   const want: Record<FieldPlan['shape'], string> = { string: 'text', bool: 'bool', int32: 'int4', timestamp: 'date', struct: 'jsonb', strings: 'jsonb' };
-  found = [];
+  found = { columns: [], fixed: [] };
   for (const f of plan) {
     // Resources carry their owner scope under `scopeId` too (as valueOf).
-    const c = cols.at.get(cols.def.kind === 'resource' && f.local === 'scopeId' ? 'ownerScopeId' : f.local);
-    if (c !== undefined && cols.types[c] !== want[f.shape]) {
+    const prop = cols.def.kind === 'resource' && f.local === 'scopeId' ? 'ownerScopeId' : f.local;
+    const c = cols.at.get(prop);
+    const fixed = cols.fixed.get(prop);
+    if ((c !== undefined && cols.types[c] !== want[f.shape]) || (fixed !== undefined && f.shape !== 'string')) {
       found = null;
       break;
     }
-    found.push(c ?? -1);
+    found.columns.push(c ?? -1);
+    found.fixed.push(fixed);
   }
   textPlans.set(cols, found);
   return found;
@@ -325,13 +337,13 @@ export function changeDataText(cols: TextColumns, text: (string | null)[], index
   const kind = cols.def;
   const plan = planOf(kind);
   const places = plan && placesOf(plan, index);
-  const columns = plan && textPlanOf(plan, cols);
-  if (!plan || !places || !columns) return false;
+  const read = plan && textPlanOf(plan, cols);
+  if (!plan || !places || !read) return false;
   for (let i = 0; i < plan.length; i++) {
     const f = plan[i];
     const at = places[i];
-    const c = columns[i];
-    let v = c < 0 ? null : text[c];
+    const c = read.columns[i];
+    let v = c < 0 ? read.fixed[i] ?? null : text[c];
     if (v === null && kind.kind === 'resource' && f.local === 'scopeId') v = '';
     if (v === null) {
       if (f.explicit || f.shape === 'timestamp' || f.shape === 'struct') continue;

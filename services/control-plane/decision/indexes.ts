@@ -9,7 +9,7 @@ import { tenantRows } from '../tenant-rows.js';
 const ENGINE_KINDS = new Set<string>(ENTITY_KINDS);
 
 /** Rows a batch when a tenant's index is loaded (two batches are held at most). */
-const LOAD_BATCH_ROWS = 500;
+const LOAD_BATCH_ROWS = 1_000;
 
 export interface IndexOptions {
   /** How long a `minRevision` ahead of the committed state may wait. */

@@ -42,7 +42,7 @@ export interface WatchLimits {
 
 export const DEFAULT_LIMITS: Omit<WatchLimits, 'heartbeatMs' | 'maxBufferedBytes'> = {
   chunkBytes: 4 * 1024 * 1024,
-  batchRows: 500,
+  batchRows: 1_000,
   logRows: 2_000,
   pollMs: 250,
   stallMs: 60_000,
