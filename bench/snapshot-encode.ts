@@ -16,8 +16,8 @@ import { WatchResponseSchema } from '../gen/authz/v1/snapshot_service_pb.js';
 import { snapshotChunks } from '../services/control-plane/watch/snapshot.js';
 import { DEFAULT_LIMITS } from '../services/control-plane/watch/stream.js';
 import { TenantIndexes } from '../services/control-plane/decision/indexes.js';
-import { restClient } from '../services/control-plane/watch/testing.js';
-import { startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../test/harness.js';
+import { startTestControlPlane } from '../test/harness.js';
+import { insertBigTenant } from './big-tenant.js';
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
@@ -53,30 +53,7 @@ async function measure(label: string, work: () => Promise<string>): Promise<void
 
 const cp = await startTestControlPlane('postgres');
 try {
-  const rest = restClient(cp.url, TEST_BOOTSTRAP_KEY);
-  const tenant = await rest('POST', '/tenants', { name: 'big' });
-  const tenantId = tenant.id as string;
-  const scope = tenant.scopeId as string;
-  const type = await rest('POST', '/resource-types', { name: 'Doc', key: 'doc', scopeId: scope });
-  const role = await rest('POST', '/roles', { scopeId: scope, key: 'owner', name: 'Owner' });
-  const em = cp.db.orm.em.fork();
-  const t0 = Date.now();
-  // The same tenant as bench/watch-sidecar.ts.
-  const uuid = (g: string) => `'0192f3a4-0000-7000-8000-' || lpad(${g}::text, 12, '0')`;
-  await em.execute(
-    `insert into subjects (id, tenant_id, created_at, created_by, type, external_id, metadata)
-     select 'subject_' || ${uuid('g')}, ?, now(), 'bench', 'user', 'user-' || g || '@example.com', jsonb_build_object('n', g)
-     from generate_series(1, ?) g`, [tenantId, SUBJECTS]);
-  await em.execute(
-    `insert into resources (id, tenant_id, created_at, created_by, resource_type_id, owner_scope_id, external_resource_id, display_name, attributes)
-     select 'resource_' || ${uuid('g')}, ?, now(), 'bench', ?, ?, 'doc-' || g, 'Document ' || g, jsonb_build_object('n', g, 'team', 'eng')
-     from generate_series(1, ?) g`, [tenantId, type.id, scope, RESOURCES]);
-  await em.execute(
-    `insert into ownership_grants (id, tenant_id, created_at, created_by, subject_id, resource_id, role_id)
-     select 'ownership_grant_' || ${uuid('g')}, ?, now(), 'bench', 'subject_' || ${uuid(`(g % ${SUBJECTS} + 1)`)}, 'resource_' || ${uuid(`(g % ${RESOURCES} + 1)`)}, ?
-     from generate_series(1, ?) g`, [tenantId, role.id, GRANTS]);
-  await em.execute('analyze subjects; analyze resources; analyze ownership_grants');
-  console.log(`inserted ${SUBJECTS} subjects, ${RESOURCES} resources, ${GRANTS} grants in ${Date.now() - t0} ms`);
+  const { tenantId } = await insertBigTenant(cp, { resources: RESOURCES, grants: GRANTS, subjects: SUBJECTS });
 
   for (let pass = 1; pass <= PASSES; pass++) {
     await measure(`snapshot pass ${pass}`, async () => {

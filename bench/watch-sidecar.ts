@@ -18,7 +18,7 @@ import { resolve } from 'node:path';
 import { startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../test/harness.js';
 import { readdirSync, readFileSync } from 'node:fs';
 import { cpuMs, rssOf, startProcess, waitFor200 } from '../test/processes.js';
-import { restClient } from '../services/control-plane/watch/testing.js';
+import { insertBigTenant } from './big-tenant.js';
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
@@ -46,32 +46,7 @@ function postgresCpuMs(): number {
 
 const cp = await startTestControlPlane('postgres');
 try {
-  const rest = restClient(cp.url, TEST_BOOTSTRAP_KEY);
-  const tenant = await rest('POST', '/tenants', { name: 'big' });
-  const scope = tenant.scopeId as string;
-  const type = await rest('POST', '/resource-types', { name: 'Doc', key: 'doc', scopeId: scope });
-  const role = await rest('POST', '/roles', { scopeId: scope, key: 'owner', name: 'Owner' });
-  const perm = await rest('POST', '/permissions', { scopeId: scope, action: 'edit', resourceType: 'doc', resourcePattern: '*' });
-  await rest('POST', '/role-permissions', { roleId: role.id, permissionId: perm.id });
-  const em = cp.db.orm.em.fork();
-  const t0 = Date.now();
-  // Ids as long as the control plane's (prefix + a UUID).
-  const uuid = (g: string) => `'0192f3a4-0000-7000-8000-' || lpad(${g}::text, 12, '0')`;
-  await em.execute(
-    `insert into subjects (id, tenant_id, created_at, created_by, type, external_id, metadata)
-     select 'subject_' || ${uuid('g')}, ?, now(), 'bench', 'user', 'user-' || g || '@example.com', jsonb_build_object('n', g)
-     from generate_series(1, ?) g`, [tenant.id, SUBJECTS]);
-  await em.execute(
-    `insert into resources (id, tenant_id, created_at, created_by, resource_type_id, owner_scope_id, external_resource_id, display_name, attributes)
-     select 'resource_' || ${uuid('g')}, ?, now(), 'bench', ?, ?, 'doc-' || g, 'Document ' || g, jsonb_build_object('n', g, 'team', 'eng')
-     from generate_series(1, ?) g`, [tenant.id, type.id, scope, RESOURCES]);
-  await em.execute(
-    `insert into ownership_grants (id, tenant_id, created_at, created_by, subject_id, resource_id, role_id)
-     select 'ownership_grant_' || ${uuid('g')}, ?, now(), 'bench', 'subject_' || ${uuid(`(g % ${SUBJECTS} + 1)`)}, 'resource_' || ${uuid(`(g % ${RESOURCES} + 1)`)}, ?
-     from generate_series(1, ?) g`, [tenant.id, role.id, GRANTS]);
-  // As autovacuum would: without statistics the planner sorts the whole table for every page.
-  await em.execute('analyze subjects; analyze resources; analyze ownership_grants');
-  console.log(`inserted ${SUBJECTS} subjects, ${RESOURCES} resources, ${GRANTS} grants in ${Date.now() - t0} ms`);
+  const { tenantId, scopeId: scope } = await insertBigTenant(cp, { resources: RESOURCES, grants: GRANTS, subjects: SUBJECTS });
 
   // BENCH_SIDECAR_NODE_ARGS (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`) reaches the sidecar's `node`.
   const nodeArgs = (process.env.BENCH_SIDECAR_NODE_ARGS ?? '').split(' ').filter(Boolean);
@@ -82,7 +57,7 @@ try {
     const started = Date.now();
     const cpu0 = { own: process.cpuUsage(), pg: postgresCpuMs() };
     const sidecar = await startProcess('sidecar', {
-      ...sidecarEnv, ...(compression ? { SIDECAR_WATCH_COMPRESSION: compression } : {}), SIDECAR_CONTROL_PLANE_URL: cp.url, SIDECAR_API_KEY: TEST_BOOTSTRAP_KEY, SIDECAR_TENANT_ID: tenant.id, SIDECAR_PORT: '0', SIDECAR_LOG_LEVEL: 'info',
+      ...sidecarEnv, ...(compression ? { SIDECAR_WATCH_COMPRESSION: compression } : {}), SIDECAR_CONTROL_PLANE_URL: cp.url, SIDECAR_API_KEY: TEST_BOOTSTRAP_KEY, SIDECAR_TENANT_ID: tenantId, SIDECAR_PORT: '0', SIDECAR_LOG_LEVEL: 'info',
     }, { built: true, entry, nodeArgs });
     try {
       await waitFor200(`${sidecar.url}/readyz`, Number(args.get('timeout-ms') ?? 900_000)).catch((err) => {
