@@ -133,6 +133,26 @@ describe(`Watch snapshot rows (${backend})`, () => {
     await rest('DELETE', `/subjects/${made.id as string}`);
   });
 
+  it.runIf(backend === 'postgres')('a connection lost half-way fails the read instead of hanging it, and the pool goes on', async () => {
+    const gen = tenantRows(cp.db, tenantId, { rows: 1 }, () => undefined);
+    try {
+      expect((await gen.next()).done).toBe(false);
+      // The reader's backend, between two fetches of its cursor.
+      const killed = await cp.db.orm.em.fork().execute(
+        `select pg_terminate_backend(pid) as ok from pg_stat_activity
+         where datname = current_database() and pid <> pg_backend_pid() and query like '%order by tenant_id, id'`,
+      );
+      expect(killed).toHaveLength(1);
+      const rest = (async () => {
+        for await (const batch of gen) expect(batch.texts.length).toBeLessThanOrEqual(1);
+      })();
+      await expect(rest).rejects.toThrow();
+    } finally {
+      await gen.return(undefined);
+    }
+    expect((await batchRoute(1000)).byKind.size).toBeGreaterThan(5);
+  });
+
   it('the chunks carry every row once, in kind then id order, at every page size', async () => {
     const want: string[] = [];
     for (const kind of ENTITY_KINDS) for (const [id, json] of await ormRoute(kind)) want.push(`${kind} ${id} ${json}`);
