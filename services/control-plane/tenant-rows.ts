@@ -126,7 +126,7 @@ const dateOfText = (v: string) => new Date(TEXT_ISO_TIME.test(v) ? Date.parse(v)
 const AS_TEXT = { getTypeParser: () => (v: string) => v };
 
 /** One batch of a tenant's rows of one kind, as PostgreSQL's text (one array a row, null for SQL null). */
-export interface RowPage {
+export interface RowBatch {
   kind: EntityKind;
   def: KindDef;
   columns: RowColumns;
@@ -146,7 +146,7 @@ export async function* tenantRows(
   batch: BatchLimits,
   onRevision: (revision: number) => void,
   onResources?: (count: number) => void,
-): AsyncGenerator<RowPage> {
+): AsyncGenerator<RowBatch> {
   const em = db.orm.em.fork() as EntityManager;
   const knex = em.getKnex();
   // Driver errors as MikroORM's typed exceptions, as every other read gives them.
