@@ -27,9 +27,10 @@ const fieldBytes = (n: number) => 1 + varintBytes(n) + n;
 
 /**
  * Buffers a chunk's blocks are done with, for the next chunk's blocks: new ones per chunk (each
- * grown by doubling) were most of a snapshot's Buffer allocations, and V8 runs a full GC for
- * about every 64 MiB of those (it counts them as external memory). At most `KEPT` of each are
- * kept, so what is held between chunks is about what one chunk used.
+ * grown by doubling) were most of a snapshot's Buffer allocations, and V8 counts Buffers as
+ * external memory and starts full collections for them (`--trace-incremental-marking`: "external
+ * memory pressure"). At most `KEPT` of each are kept, so what is held between chunks is about what
+ * one chunk used.
  */
 class BufferPool {
   private static readonly KEPT = 8;

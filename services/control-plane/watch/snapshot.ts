@@ -79,7 +79,7 @@ const ENTITIES_FIELD = 5;
  * with `fromBinary(SnapshotChunkSchema, toBinary(...))`, as a client does.
  */
 export class ChunkEntities {
-  /** Made on the first add: a snapshot of row blocks adds no entity, and an unused 4 MiB buffer per chunk cost a full GC every few chunks (V8 counts Buffers as external memory). */
+  /** Made on the first add: a snapshot of row blocks adds no entity, and an unused 4 MiB buffer per chunk started full collections (V8 counts Buffers as external memory). */
   private buf: Buffer | undefined;
   private used = 0;
   private entries: UnknownField[] = [];
