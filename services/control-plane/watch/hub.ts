@@ -43,9 +43,10 @@ export class WatchHub {
 
   /**
    * Opens a stream of the tenant's state (the caller checked the key's reach); `rowBlocks`: its
-   * snapshots' rows as RowBlocks (the client accepts them).
+   * snapshots' rows as RowBlocks (the client accepts them); `json`: the call's codec is JSON (see
+   * SnapshotOptions.entityMessages).
    */
-  open(tenantId: string, fromRevision: number, rowBlocks = false): WatchStream {
+  open(tenantId: string, fromRevision: number, rowBlocks = false, json = false): WatchStream {
     if (this.closing) throw new ConnectError('the server is shutting down', Code.Unavailable);
     const stream = new WatchStream(
       {
@@ -59,6 +60,7 @@ export class WatchHub {
       tenantId,
       fromRevision,
       rowBlocks,
+      json,
     );
     let set = this.byTenant.get(tenantId);
     if (!set) this.byTenant.set(tenantId, (set = new Set()));

@@ -23,7 +23,10 @@ export function snapshotService(hub: WatchHub, keys?: KeyGuard): ServiceImpl<typ
       assertWholeTenantReach(principal, `the Watch stream of tenant ${tenantId}`, 'tenantId');
       const from = req.fromRevision;
       if (from < 0n || from > BigInt(Number.MAX_SAFE_INTEGER)) throw invalid('fromRevision', 'must be a non-negative revision');
-      const stream = hub.open(tenantId, Number(from), req.acceptRowBlocks);
+      // Connect, gRPC and gRPC-Web calls in JSON (`application/…+json`): protobuf's JSON writes no
+      // unknown fields, which is how pre-encoded rows travel in binary.
+      const json = /\+json\b|^application\/json\b/i.test(ctx.requestHeader.get('content-type') ?? '');
+      const stream = hub.open(tenantId, Number(from), req.acceptRowBlocks, json);
       const onAbort = () => hub.release(stream);
       ctx.signal.addEventListener('abort', onAbort, { once: true });
       const secret = credentialsOf(ctx.requestHeader);

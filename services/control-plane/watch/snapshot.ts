@@ -14,7 +14,7 @@ import { WireType } from '@bufbuild/protobuf/wire';
 import type { EntityKind } from '../../engine/mod.js';
 import type { Database } from '../../store/db.js';
 import { KINDS, changeDataText, messageToChangeData, type KindDef, type Row } from '../../store/kinds.js';
-import { SnapshotChunkSchema, type Entity, type SnapshotChunk } from '../../../gen/authz/v1/snapshot_service_pb.js';
+import { EntitySchema, SnapshotChunkSchema, type Entity, type SnapshotChunk } from '../../../gen/authz/v1/snapshot_service_pb.js';
 import { STORE_KIND, tenantRows } from '../tenant-rows.js';
 import { ChunkRowBlocks } from './row-blocks.js';
 import { varintBytes, writeVarint } from './wire.js';
@@ -31,6 +31,12 @@ export interface SnapshotOptions {
   gate: string;
   /** Rows as RowBlocks (the client set `accept_row_blocks`), else one Entity each. */
   rowBlocks?: boolean;
+  /**
+   * Entities as `Entity` messages in `entities` instead of pre-encoded (ChunkEntities), and no
+   * row blocks: for a call in JSON, whose serializer writes no unknown fields (pre-encoded rows
+   * would vanish from its chunks).
+   */
+  entityMessages?: boolean;
 }
 
 /** A kind's JSON field names in message order, and each one's position (a RowBlock's `fields`). */
@@ -145,7 +151,8 @@ export async function* snapshotChunks(db: Database, tenantId: string, opts: Snap
   const base = utf8(tenantId) + utf8(opts.gate) + 32;
   let index = 0;
   const entities = new ChunkEntities(limit);
-  const blocks = opts.rowBlocks ? new ChunkRowBlocks(fieldsOfKind) : undefined;
+  let messages: Entity[] = [];
+  const blocks = opts.rowBlocks && !opts.entityMessages ? new ChunkRowBlocks(fieldsOfKind) : undefined;
   // Bytes of the chunk but for its blocks (which count their own, exactly).
   let bytes = base;
   const chunk = (last: boolean) => {
@@ -153,6 +160,8 @@ export async function* snapshotChunks(db: Database, tenantId: string, opts: Snap
     const c = create(SnapshotChunkSchema, { tenantId, revision, index, last, resourceScopeGate: opts.gate, resourceCount: index === 0 ? resourceCount : 0n });
     index++;
     c.$unknown = blocks ? [...entities.take(), ...blocks.take()] : entities.take();
+    c.entities = messages;
+    messages = [];
     return c;
   };
   for await (const { kind, def, columns, texts } of tenantRows(db, tenantId, { rows: opts.batchRows }, (r) => (revision = BigInt(r)), (n) => (resourceCount = BigInt(n)))) {
@@ -175,11 +184,12 @@ export async function* snapshotChunks(db: Database, tenantId: string, opts: Snap
       const json = JSON.stringify(data ?? messageToChangeData(def, columns.row(text)));
       // The same estimate as ever (an upper bound), so chunks are cut where they were.
       const size = utf8(kind) + utf8(id) + utf8(json) + 24;
-      if (entities.count + (blocks?.count ?? 0) > 0 && bytes + (blocks?.bytes ?? 0) + size > limit) {
+      if (entities.count + messages.length + (blocks?.count ?? 0) > 0 && bytes + (blocks?.bytes ?? 0) + size > limit) {
         yield chunk(false);
         bytes = base;
       }
-      entities.add(kind, id, json);
+      if (opts.entityMessages) messages.push(create(EntitySchema, { kind, id, json }));
+      else entities.add(kind, id, json);
       bytes += size;
     }
   }

@@ -96,6 +96,7 @@ export class WatchStream {
     readonly tenantId: string,
     private readonly fromRevision: number,
     private readonly rowBlocks = false,
+    private readonly json = false,
   ) {
     this.done = this.produce();
   }
@@ -182,7 +183,9 @@ export class WatchStream {
 
   private async snapshot(): Promise<void> {
     const { limits, gate } = this.env;
-    const chunks = snapshotChunks(this.env.db, this.tenantId, { batchRows: limits.batchRows, chunkBytes: limits.chunkBytes, gate, rowBlocks: this.rowBlocks });
+    const chunks = snapshotChunks(this.env.db, this.tenantId, {
+      batchRows: limits.batchRows, chunkBytes: limits.chunkBytes, gate, rowBlocks: this.rowBlocks, entityMessages: this.json,
+    });
     // One chunk is made ahead: the next is read, converted and encoded while this one is being
     // sent (and read by the client), and no further (backpressure): at most the chunk in the
     // transport, the one made ahead, and the snapshot's two pages.

@@ -7,7 +7,7 @@
 import * as http2 from 'node:http2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Code, ConnectError, createClient } from '@connectrpc/connect';
-import { createGrpcTransport } from '@connectrpc/connect-node';
+import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from '@connectrpc/connect-node';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
@@ -128,6 +128,39 @@ describe(`Watch on ${backend}`, () => {
       if (x.event.case === 'snapshot') expect(x.event.value.resourceScopeGate).toBe('off');
     }
     expect(m.rows.size).toBeGreaterThan(15);
+  });
+
+  it('in JSON (Connect, gRPC-Web, gRPC) the snapshot carries every row as in binary, row blocks asked or not, then the changes', async () => {
+    const transports = {
+      'Connect JSON': createConnectTransport({ baseUrl: cp.url, httpVersion: '1.1', useBinaryFormat: false }),
+      'gRPC-Web JSON': createGrpcWebTransport({ baseUrl: cp.url, httpVersion: '1.1', useBinaryFormat: false }),
+      'gRPC JSON': createGrpcTransport({ baseUrl: cp.url, useBinaryFormat: false }),
+    };
+    for (const [name, transport] of Object.entries(transports)) {
+      for (const acceptRowBlocks of [false, true]) {
+        // As a binary client gets it now (each round below writes).
+        const want = await freshRows(cp, t.tenantId);
+        expect(want.size).toBeGreaterThan(15);
+        const m = new ModelClient();
+        const ac = new AbortController();
+        let wrote = false;
+        let target = 0;
+        for await (const x of createClient(SnapshotService, transport).watch({ tenantId: t.tenantId, acceptRowBlocks }, { signal: ac.signal, headers: { 'x-api-key': TEST_BOOTSTRAP_KEY } })) {
+          if (x.event.case === 'heartbeat') continue;
+          m.apply(x);
+          if (m.held !== undefined && !wrote) {
+            expect(m.rows, `${name}, row blocks ${acceptRowBlocks}`).toEqual(want);
+            wrote = true;
+            await rest('PATCH', `/resources/${t.resourceIds[0]}`, { displayName: `${name} ${acceptRowBlocks}` });
+            target = await committed(cp, t.tenantId);
+          }
+          if (wrote && m.held === target) break;
+        }
+        ac.abort();
+        expect(m.applied.at(-1), name).toBe(target);
+        expect(JSON.parse(m.rows.get(`resource/${t.resourceIds[0]}`)!).displayName).toBe(`${name} ${acceptRowBlocks}`);
+      }
+    }
   });
 
   it('resumes exactly once after a cut at every message boundary, snapshot and changes alike', async () => {
