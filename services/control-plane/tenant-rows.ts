@@ -86,6 +86,8 @@ export class RowColumns implements TextColumns {
   readonly fixed: ReadonlyMap<string, string>;
   readonly types: TextColumns['types'];
   private readonly names: string[];
+  /** The id's column (read once per row by the snapshot). */
+  private readonly idAt: number;
   private readonly parsers: ((text: string) => unknown)[];
 
   constructor(
@@ -97,6 +99,7 @@ export class RowColumns implements TextColumns {
     this.fixed = fixed;
     this.names = fields.map((f) => f.name);
     this.at = new Map(this.names.map((n, i) => [n, i]));
+    this.idAt = this.at.get('id')!;
     this.types = fields.map((f) => (dates.has(f.name) ? 'date' : TEXT_TYPES.get(f.dataTypeID) ?? 'other'));
     // What node-postgres would have made of each column's text; times as the ORM's Date.
     this.parsers = fields.map((f) => (dates.has(f.name) ? dateOfText : pg.types.getTypeParser(f.dataTypeID, 'text')));
@@ -115,7 +118,7 @@ export class RowColumns implements TextColumns {
 
   /** The row's id. */
   id(text: (string | null)[]): string {
-    return text[this.at.get('id')!] as string;
+    return text[this.idAt] as string;
   }
 }
 
