@@ -14,6 +14,7 @@
  * DecisionSource and the same engine, and errors take each protocol's shape with the same
  * code and ErrorInfo, so that the surfaces cannot drift (the conformance tests compare them).
  */
+import { ServerResponse } from 'node:http';
 import { fromBinary, toBinary, toJsonString, type DescMessage, type JsonValue } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { codeToHttpStatus, codeToString, errorToJsonBytes, parseTimeout as parseConnectTimeout } from '@connectrpc/connect/protocol-connect';
@@ -40,6 +41,7 @@ import { JSON_OPTIONS } from '../transport/server.js';
 import { decideAll, effectiveFor, parseEvaluate, type CallSignal, type DecisionSource, type EvaluateLike } from './decide.js';
 import { batchBinary, batchJson, decisionBinary, decisionJson } from './response-codec.js';
 import { traceIdOf, type DecisionCall } from './log.js';
+import { endAfterTurn } from '../transport/turn-writes.js';
 import { startNodeRpcSpan, TENANT_ATTRIBUTE, type Surface as TraceSurface, type Tracing } from '../transport/tracing.js';
 
 type Surface = 'rest' | 'connect-json' | 'connect-proto' | 'grpc' | 'grpc-web' | 'grpc-web-json';
@@ -318,8 +320,7 @@ function reply(surface: Surface, res: NodeServerResponse, answer: Answer, revisi
       'content-length': String(typeof message === 'string' ? Buffer.byteLength(message) : message.length),
     };
     if (revisionHeader !== undefined) revisionHeaders(surface, headers, revisionHeader);
-    res.writeHead(200, headers);
-    res.end(message);
+    end(res, headers, message);
     return;
   }
   const trailers: Record<string, string> = { 'grpc-status': '0' };
@@ -337,6 +338,12 @@ function reply(surface: Surface, res: NodeServerResponse, answer: Answer, revisi
   // gRPC-Web: the message's envelope, then the trailers' (flag 0x80) in the body.
   const body = Buffer.concat([envelope(0, bytes), webTrailers(trailers)]);
   headers['content-length'] = String(body.length);
+  end(res, headers, body);
+}
+
+/** Sends a 200 answer: an HTTP/1.1 one with the others of this turn (turn-writes.ts), an HTTP/2 one now. */
+function end(res: NodeServerResponse, headers: Record<string, string>, body: string | Uint8Array): void {
+  if (res instanceof ServerResponse) return endAfterTurn(res, 200, headers, body);
   res.writeHead(200, headers);
   res.end(body);
 }
