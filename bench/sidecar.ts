@@ -188,7 +188,12 @@ async function h2load(url: string, kind: 'grpc' | 'json', rps?: number, controlP
 
 let dropScratch: () => Promise<void> = async () => {};
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+/** The median; of an even count, the mean of the two middle values. */
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
 
 /** An OTLP/HTTP endpoint that takes span batches and counts their bytes (the `tracing` variant's collector). */
 async function otlpSink(): Promise<{ url: string; bytes: () => number; close: () => void }> {
