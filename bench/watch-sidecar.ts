@@ -12,11 +12,13 @@
  * this one and one from before a change, side by side).
  *
  * Usage: npm run build && DATABASE_URL=postgres://… tsx bench/watch-sidecar.ts [--resources 1000000 --grants 1000000 --subjects 100000 --runs 2]
- * Extra `SIDECAR_*` variables in the environment reach the sidecar (e.g. SIDECAR_WATCH_COMPRESSION).
+ * Extra `SIDECAR_*` variables in the environment reach the sidecar (e.g. SIDECAR_WATCH_COMPRESSION);
+ * BENCH_SIDECAR_NODE_ARGS its `node` (e.g. `--trace-gc`), and BENCH_SIDECAR_OUTPUT=/path keeps
+ * what each run's sidecar printed in /path.<run>.
  */
 import { resolve } from 'node:path';
 import { startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../test/harness.js';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpuMs, rssOf, startProcess, waitFor200 } from '../test/processes.js';
 import { insertBigTenant } from './big-tenant.js';
 
@@ -79,6 +81,7 @@ try {
         `sidecar ${(cpu.sidecar / 1000).toFixed(1)} s, PostgreSQL ${(cpu.postgres / 1000).toFixed(1)} s`);
     } finally {
       await sidecar.stop('SIGTERM');
+      if (process.env.BENCH_SIDECAR_OUTPUT) writeFileSync(`${process.env.BENCH_SIDECAR_OUTPUT}.${run}`, sidecar.output.join(''));
     }
   }
 } finally {
