@@ -13,7 +13,8 @@
  *
  * Usage: npm run build && DATABASE_URL=postgres://… tsx bench/watch-sidecar.ts [--resources 1000000 --grants 1000000 --subjects 100000 --runs 2]
  * Extra `SIDECAR_*` variables in the environment reach the sidecar (e.g. SIDECAR_WATCH_COMPRESSION);
- * BENCH_SIDECAR_NODE_ARGS its `node` (e.g. `--trace-gc`), and BENCH_SIDECAR_OUTPUT=/path keeps
+ * BENCH_SIDECAR_NODE_ARGS its `node` (e.g. `--trace-gc`; sets separated by `|` alternate over
+ * the runs), and BENCH_SIDECAR_OUTPUT=/path keeps
  * what each run's sidecar printed in /path.<run>.
  */
 import { resolve } from 'node:path';
@@ -46,21 +47,33 @@ function postgresCpuMs(): number {
   return ms;
 }
 
+/** Minor page faults of a process so far: each is a page touched for the first time (4 KiB here). */
+function minorFaults(pid: number | undefined): number {
+  try {
+    return Number(readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ')[7]);
+  } catch {
+    return NaN;
+  }
+}
+
 const cp = await startTestControlPlane('postgres');
 try {
   const { tenantId, scopeId: scope } = await insertBigTenant(cp, { resources: RESOURCES, grants: GRANTS, subjects: SUBJECTS });
 
   // BENCH_SIDECAR_NODE_ARGS (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`) reaches the sidecar's `node`.
-  const nodeArgs = (process.env.BENCH_SIDECAR_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  // BENCH_SIDECAR_ENV: `NAME=value …` for the sidecar's environment. In both, sets separated by
+  // `|` alternate over the runs, like --entries.
+  const envSets = (process.env.BENCH_SIDECAR_ENV ?? '').split('|').map((set) => Object.fromEntries(set.split(' ').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])));
+  const nodeArgSets = (process.env.BENCH_SIDECAR_NODE_ARGS ?? '').split('|').map((set) => set.split(' ').filter(Boolean));
   const sidecarEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('SIDECAR_'))) as Record<string, string>;
   for (let run = 1; run <= RUNS; run++) {
     const compression = COMPRESSIONS?.[(run - 1) % COMPRESSIONS.length];
     const entry = ENTRIES?.[(run - 1) % ENTRIES.length];
     const started = Date.now();
-    const cpu0 = { own: process.cpuUsage(), pg: postgresCpuMs() };
+    const cpu0 = { own: process.cpuUsage(), pg: postgresCpuMs(), faults: minorFaults(process.pid) };
     const sidecar = await startProcess('sidecar', {
-      ...sidecarEnv, ...(compression ? { SIDECAR_WATCH_COMPRESSION: compression } : {}), SIDECAR_CONTROL_PLANE_URL: cp.url, SIDECAR_API_KEY: TEST_BOOTSTRAP_KEY, SIDECAR_TENANT_ID: tenantId, SIDECAR_PORT: '0', SIDECAR_LOG_LEVEL: 'info',
-    }, { built: true, entry, nodeArgs });
+      ...sidecarEnv, ...envSets[(run - 1) % envSets.length], ...(compression ? { SIDECAR_WATCH_COMPRESSION: compression } : {}), SIDECAR_CONTROL_PLANE_URL: cp.url, SIDECAR_API_KEY: TEST_BOOTSTRAP_KEY, SIDECAR_TENANT_ID: tenantId, SIDECAR_PORT: '0', SIDECAR_LOG_LEVEL: 'info',
+    }, { built: true, entry, nodeArgs: nodeArgSets[(run - 1) % nodeArgSets.length] });
     try {
       await waitFor200(`${sidecar.url}/readyz`, Number(args.get('timeout-ms') ?? 900_000)).catch((err) => {
         throw new Error(`${(err as Error).message}; sidecar said:\n${sidecar.output.join('\n')}`);
@@ -69,6 +82,8 @@ try {
       // CPU to ready of each process (the reads race a little with the sidecar's idle ticks).
       const own = process.cpuUsage(cpu0.own);
       const cpu = { controlPlane: (own.user + own.system) / 1000, sidecar: cpuMs(sidecar.child.pid) ?? NaN, postgres: postgresCpuMs() - cpu0.pg };
+      const faults = minorFaults(sidecar.child.pid);
+      const ownFaults = minorFaults(process.pid) - cpu0.faults;
       const rss = await rssOf(sidecar.url);
       // Subject k owns resource k (grant k: subject k % S + 1, resource k % R + 1).
       const k = Math.min(SUBJECTS, RESOURCES) - 1;
@@ -76,9 +91,9 @@ try {
       const ask = async (s: number) => (await (await fetch(`${sidecar.url}/evaluate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(s) })).json()) as { allowed: boolean; reason: string };
       const owner = await ask(k);
       if (!owner.allowed || owner.reason !== 'ownership') throw new Error(`decision wrong: ${JSON.stringify(owner)}`);
-      console.log(`run ${run}: ${RESOURCES} resources + ${GRANTS} grants + ${SUBJECTS} subjects (compression ${compression ?? sidecarEnv.SIDECAR_WATCH_COMPRESSION ?? 'default'}${entry ? `, ${entry}` : ''}): ` +
+      console.log(`run ${run}: ${RESOURCES} resources + ${GRANTS} grants + ${SUBJECTS} subjects (compression ${compression ?? sidecarEnv.SIDECAR_WATCH_COMPRESSION ?? 'default'}${entry ? `, ${entry}` : ''}${nodeArgSets.length > 1 ? `, node ${nodeArgSets[(run - 1) % nodeArgSets.length].join(' ') || '(no flags)'}` : ''}${envSets.length > 1 ? `, env ${JSON.stringify(envSets[(run - 1) % envSets.length])}` : ''}): ` +
         `sidecar ready in ${readyMs} ms, RSS ${(rss / 1048576).toFixed(0)} MiB; CPU to ready: control plane ${(cpu.controlPlane / 1000).toFixed(1)} s, ` +
-        `sidecar ${(cpu.sidecar / 1000).toFixed(1)} s, PostgreSQL ${(cpu.postgres / 1000).toFixed(1)} s`);
+        `sidecar ${(cpu.sidecar / 1000).toFixed(1)} s, PostgreSQL ${(cpu.postgres / 1000).toFixed(1)} s; page faults: sidecar ${faults} (${((faults * 4096) / 1048576).toFixed(0)} MiB first touched), control plane ${ownFaults}`);
     } finally {
       await sidecar.stop('SIGTERM');
       if (process.env.BENCH_SIDECAR_OUTPUT) writeFileSync(`${process.env.BENCH_SIDECAR_OUTPUT}.${run}`, sidecar.output.join(''));
