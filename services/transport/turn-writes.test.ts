@@ -58,6 +58,30 @@ describe('answers written at the end of the turn', () => {
     expect(log).toEqual(['gone destroyed', 'ok head 200', 'ok K']);
   });
 
+  it('an answer whose connection closed while it was held is dropped quietly', async () => {
+    let held: http.ServerResponse | undefined;
+    const server = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        req.socket.destroy();
+        held = res;
+        endAfterTurn(res, 200, { 'content-type': 'text/plain' }, 'too late');
+      });
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const { port } = server.address() as AddressInfo;
+    try {
+      const failed = new Promise<Error>((resolve) => http.get({ port, host: '127.0.0.1', path: '/' }).on('error', resolve));
+      expect((await failed).message).toMatch(/socket hang up|ECONNRESET/);
+      await nextTurn();
+      await nextTurn();
+      expect(held?.writableEnded).toBe(true);
+    } finally {
+      server.close();
+    }
+  });
+
   it('on a real server, every client of a busy turn gets its own answer', async () => {
     const server = http.createServer((req, res) => {
       req.resume();
