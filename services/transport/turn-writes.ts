@@ -12,7 +12,8 @@
  * waits for the others of its turn: at most {@link MAX_TURN_WRITES}, after which the batch is
  * written at once. A single request waits for nothing but the rest of its own turn.
  *
- * HTTP/2 needs none of this: its session already writes a turn's frames together.
+ * HTTP/2 needs none of this: its session already writes a turn's frames together. RPC metrics
+ * and spans end when the answer is made, before this wait.
  */
 import type { ServerResponse } from 'node:http';
 
