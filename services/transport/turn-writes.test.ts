@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import * as http from 'node:http';
+import * as net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { MAX_TURN_WRITES, endAfterTurn } from './turn-writes.js';
@@ -78,6 +79,33 @@ describe('answers written at the end of the turn', () => {
       await nextTurn();
       expect(held?.writableEnded).toBe(true);
     } finally {
+      server.close();
+    }
+  });
+
+  it('pipelined requests on one connection are answered in their order', async () => {
+    const server = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => endAfterTurn(res, 200, { 'content-type': 'text/plain', 'content-length': String(req.url!.length) }, req.url!));
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const { port } = server.address() as AddressInfo;
+    const socket = net.connect(port, '127.0.0.1');
+    try {
+      await once(socket, 'connect');
+      const paths = Array.from({ length: 80 }, (_, i) => `/p${i}`);
+      // All in one write: the server reads them in one turn and holds more than it may.
+      socket.write(paths.map((p) => `GET ${p} HTTP/1.1\r\nhost: x\r\n\r\n`).join(''));
+      let text = '';
+      socket.setEncoding('utf8');
+      await new Promise<void>((resolve) => socket.on('data', (c: string) => {
+        text += c;
+        if (text.split('HTTP/1.1 200').length - 1 === paths.length && text.endsWith(paths[paths.length - 1])) resolve();
+      }));
+      expect(text.split('\r\n\r\n').slice(1).map((part) => part.split('HTTP/1.1')[0])).toEqual(paths);
+    } finally {
+      socket.destroy();
       server.close();
     }
   });
