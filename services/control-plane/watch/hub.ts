@@ -2,13 +2,14 @@
  * The process's Watch streams and their wake-ups. The process has one LISTEN connection
  * (db.notifications); a CHANGE_CHANNEL notice `<tenantId>:<revision>` (or this process's own
  * commit, delivered at once by runWrite) wakes that tenant's streams, which then read the change
- * log after the last revision they sent: the log is the truth, the notice only a wake-up. After
+ * log after the last revision they sent (together: shared-reads.ts): the log is the truth, the notice only a wake-up. After
  * a reconnect (`onResync`) every stream re-reads; while notifications are not live each stream
  * polls the log (WatchLimits.pollMs), so no commit is missed.
  */
 import { Code, ConnectError } from '@connectrpc/connect';
 import type { Database } from '../../store/db.js';
 import type { KnownRevisions } from '../known-revisions.js';
+import { SharedRevisionReads } from './shared-reads.js';
 import { WatchStream, type WatchLimits } from './stream.js';
 
 export interface WatchStats {
@@ -30,6 +31,8 @@ export class WatchHub {
   private slowConsumers = 0;
   private closing = false;
   private readonly unsubscribe: (() => void)[] = [];
+  /** The change log read once per tenant and revision for every stream here. */
+  readonly reads = new SharedRevisionReads();
 
   constructor(
     private readonly db: Database,
@@ -56,6 +59,7 @@ export class WatchHub {
         gate: this.gate,
         limits: this.limits,
         onSlowConsumer: () => this.slowConsumers++,
+        reads: this.reads,
       },
       tenantId,
       fromRevision,
@@ -72,7 +76,10 @@ export class WatchHub {
   release(stream: WatchStream): void {
     stream.close();
     const set = this.byTenant.get(stream.tenantId);
-    if (set?.delete(stream) && set.size === 0) this.byTenant.delete(stream.tenantId);
+    if (set?.delete(stream) && set.size === 0) {
+      this.byTenant.delete(stream.tenantId);
+      this.reads.forget(stream.tenantId);
+    }
   }
 
   /** Every stream, for tests and metrics. */

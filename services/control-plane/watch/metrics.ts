@@ -7,7 +7,8 @@ import type { WatchHub } from './hub.js';
  * (the fullest stream; bounded by SERVICE_WATCH_MAX_BUFFERED_BYTES plus one message) and
  * `authz_watch_slow_consumers_total` (streams ended with `resource_exhausted`), and the lag:
  * `authz_watch_stream_lag_revisions_max` (revisions the furthest-behind stream has not yet handed
- * to its client) and `authz_watch_streams_behind`.
+ * to its client) and `authz_watch_streams_behind`; `authz_watch_log_reads_total{source}`, the
+ * change-log reads made and shared.
  */
 export function watchMetrics(registry: Registry, hub: WatchHub): void {
   new Gauge({
@@ -48,6 +49,17 @@ export function watchMetrics(registry: Registry, hub: WatchHub): void {
     registers: [registry],
     collect() {
       this.set(hub.stats().streamsBehind);
+    },
+  });
+  new Counter({
+    name: 'authz_watch_log_reads_total',
+    help: 'Change-log reads of the Watch streams: "database" asked it, "shared" took another stream\'s read (in flight, or the recent window).',
+    labelNames: ['source'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc({ source: 'database' }, hub.reads.databaseReads);
+      this.inc({ source: 'shared' }, hub.reads.sharedReads);
     },
   });
   new Counter({

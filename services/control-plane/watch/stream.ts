@@ -20,7 +20,8 @@ import type { Database } from '../../store/db.js';
 import { compactedThrough } from '../../store/compaction.js';
 import { HeartbeatSchema, WatchResponseSchema, type WatchResponse } from '../../../gen/authz/v1/snapshot_service_pb.js';
 import type { KnownRevisions } from '../known-revisions.js';
-import { readRevisions, revisionBytes } from './changes.js';
+import { revisionBytes } from './changes.js';
+import type { SharedRevisionReads } from './shared-reads.js';
 import { chunkBytes, snapshotChunks } from './snapshot.js';
 
 export interface WatchLimits {
@@ -57,6 +58,8 @@ export interface StreamEnv {
   limits: WatchLimits;
   /** Counts a stream ended for not reading. */
   onSlowConsumer(): void;
+  /** The change log as the process's streams read it together (shared-reads.ts). */
+  reads: SharedRevisionReads;
 }
 
 interface Queued {
@@ -216,7 +219,7 @@ export class WatchStream {
     if (known !== undefined && known <= this.sent) return;
     const em = this.env.db.orm.em.fork() as EntityManager;
     for (;;) {
-      const revisions = await readRevisions(em, this.tenantId, this.sent, this.env.limits.logRows);
+      const revisions = await this.env.reads.read(em, this.tenantId, this.sent, this.env.limits.logRows);
       if (this.closed) throw new Ended();
       if (revisions.length === 0) return;
       for (const r of revisions) {

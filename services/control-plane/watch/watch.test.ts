@@ -355,6 +355,47 @@ describe(`Watch on ${backend}`, () => {
     }
   });
 
+  it('many streams of one tenant read each revision from the database once, and all get every revision', async () => {
+    const c = await startTestControlPlane(backend, { SERVICE_WATCH_HEARTBEAT_MS: '100' });
+    const streams = 12;
+    const writes = 6;
+    try {
+      const r = restClient(c.url, TEST_BOOTSTRAP_KEY);
+      const p = await populate(r, 'many');
+      const models = Array.from({ length: streams }, () => new ModelClient());
+      let target = Number.POSITIVE_INFINITY;
+      const following = models.map((m) => follow(c.url, TEST_BOOTSTRAP_KEY, p.tenantId, 0, m, () => m.held === target));
+      const start = await committed(c, p.tenantId);
+      await until(() => models.every((m) => m.held === start), 'every snapshot');
+      const before = c.watch.reads.databaseReads;
+      for (let i = 0; i < writes; i++) {
+        await r('PATCH', `/resources/${p.resourceIds[i % 3]}`, { attributes: { i } });
+        const now = start + i + 1;
+        await until(() => models.every((m) => m.held === now), `revision ${now} everywhere`);
+      }
+      target = start + writes;
+      // Each revision asked once, whoever woke first; the other streams shared it (6 here in every
+      // run; the slack is for a poll while the LISTEN connection reconnects). Unshared, this is
+      // streams × writes = 72 reads.
+      const asked = c.watch.reads.databaseReads - before;
+      expect(asked).toBeGreaterThanOrEqual(writes);
+      expect(asked).toBeLessThanOrEqual(writes + 2);
+      const fresh = await freshRows(c, p.tenantId);
+      for (const m of models) {
+        expect(m.applied).toEqual(Array.from({ length: writes }, (_, i) => start + i + 1));
+        expect(m.rows).toEqual(fresh);
+      }
+      const text = await (await fetch(`${c.url}/metrics`)).text();
+      expect(Number(/^authz_watch_log_reads_total\{source="shared"\} (\d+)$/m.exec(text)?.[1])).toBeGreaterThanOrEqual((streams - 1) * writes);
+      // Heartbeats end each follower now that it holds the target.
+      await Promise.all(following);
+      await until(() => c.watch.stats().streams === 0, 'the streams closed');
+      expect(c.watch.reads.tenants).toBe(0);
+    } finally {
+      await c.close();
+    }
+  });
+
   it('reports how many revisions a stream has not yet handed to its client (/metrics)', async () => {
     const c = await startTestControlPlane(backend, { SERVICE_WATCH_HEARTBEAT_MS: '50' });
     try {
