@@ -1,0 +1,90 @@
+/**
+ * Many Watch streams of one tenant on one control plane (a sidecar per pod of a deployment): a
+ * control plane in this process on a scratch PostgreSQL database, `--streams` Watch clients of
+ * one tenant over gRPC (in this process too), then `--writes` writes one after another, each
+ * waited for until every stream has it. Reported: change-log reads made and shared, the time
+ * from a write's answer to the last stream holding it (p50/p99), and CPU per write of this
+ * process and of PostgreSQL.
+ *
+ * Usage: DATABASE_URL=postgres://… tsx bench/watch-fanout.ts [--streams 100 --writes 300]
+ */
+import { setMaxListeners } from 'node:events';
+import { readdirSync, readFileSync } from 'node:fs';
+import { createClient } from '@connectrpc/connect';
+import { createGrpcTransport } from '@connectrpc/connect-node';
+import { SnapshotService } from '../gen/authz/v1/snapshot_service_pb.js';
+import { startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../test/harness.js';
+import { cpuMs } from '../test/processes.js';
+import { populate, restClient } from '../services/control-plane/watch/testing.js';
+
+const args = new Map<string, string>();
+for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
+const STREAMS = Number(args.get('streams') ?? 100);
+const WRITES = Number(args.get('writes') ?? 300);
+if (!process.env.DATABASE_URL) throw new Error('set DATABASE_URL');
+
+/** CPU ms used so far by every `postgres` process of this machine. */
+function postgresCpuMs(): number {
+  let ms = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') ms += cpuMs(Number(pid)) ?? 0;
+    } catch { /* gone meanwhile */ }
+  }
+  return ms;
+}
+
+const cp = await startTestControlPlane('postgres', { SERVICE_WATCH_HEARTBEAT_MS: '1000' });
+const ac = new AbortController();
+setMaxListeners(0, ac.signal);
+try {
+  const rest = restClient(cp.url, TEST_BOOTSTRAP_KEY);
+  const t = await populate(rest, 'fanout');
+  const client = createClient(SnapshotService, createGrpcTransport({ baseUrl: cp.url }));
+  const held = new Array<number>(STREAMS).fill(0);
+  let waiting: (() => void) | undefined;
+  let want = Number.POSITIVE_INFINITY;
+  const check = () => {
+    if (waiting && held.every((h) => h >= want)) waiting();
+  };
+  for (let s = 0; s < STREAMS; s++) {
+    void (async () => {
+      for await (const m of client.watch({ tenantId: t.tenantId }, { signal: ac.signal, headers: { 'x-api-key': TEST_BOOTSTRAP_KEY } })) {
+        if (m.event.case === 'snapshot' && m.event.value.last) held[s] = Number(m.event.value.revision);
+        else if (m.event.case === 'changes') held[s] = Number(m.event.value.revision);
+        else continue;
+        check();
+      }
+    })().catch(() => undefined);
+  }
+  const reach = (revision: number) => new Promise<void>((resolve) => {
+    want = revision;
+    waiting = resolve;
+    check();
+  });
+  const start = Number(((await cp.db.orm.em.fork().execute('select revision from tenants where id = ?', [t.tenantId])) as { revision: string }[])[0].revision);
+  await reach(start);
+  // `reads` is missing on builds before the shared reads (a before/after run from an older checkout).
+  const reads0 = { db: cp.watch.reads?.databaseReads ?? NaN, shared: cp.watch.reads?.sharedReads ?? NaN };
+  const cpu0 = { own: process.cpuUsage(), pg: postgresCpuMs() };
+  const spread: number[] = [];
+  const t0 = performance.now();
+  for (let i = 0; i < WRITES; i++) {
+    await rest('PATCH', `/resources/${t.resourceIds[i % t.resourceIds.length]}`, { attributes: { i } });
+    const answered = performance.now();
+    await reach(start + i + 1);
+    spread.push(performance.now() - answered);
+  }
+  const wall = performance.now() - t0;
+  const own = process.cpuUsage(cpu0.own);
+  const pg = postgresCpuMs() - cpu0.pg;
+  spread.sort((a, b) => a - b);
+  const q = (p: number) => spread[Math.min(spread.length - 1, Math.floor(p * spread.length))].toFixed(2);
+  console.log(`${STREAMS} streams, ${WRITES} writes in ${(wall / 1000).toFixed(1)} s: change-log reads ${(cp.watch.reads?.databaseReads ?? NaN) - reads0.db} from the database, ` +
+    `${(cp.watch.reads?.sharedReads ?? NaN) - reads0.shared} shared; write answered → every stream holds it: p50 ${q(0.5)} ms, p99 ${q(0.99)} ms; ` +
+    `CPU per write: this process ${((own.user + own.system) / 1000 / WRITES).toFixed(2)} ms, PostgreSQL ${(pg / WRITES).toFixed(2)} ms`);
+} finally {
+  ac.abort();
+  await cp.close();
+}
