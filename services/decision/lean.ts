@@ -320,7 +320,7 @@ function reply(surface: Surface, res: NodeServerResponse, answer: Answer, revisi
       'content-length': String(typeof message === 'string' ? Buffer.byteLength(message) : message.length),
     };
     if (revisionHeader !== undefined) revisionHeaders(surface, headers, revisionHeader);
-    end(res, headers, message);
+    sendAnswer(res, headers, message);
     return;
   }
   const trailers: Record<string, string> = { 'grpc-status': '0' };
@@ -338,11 +338,11 @@ function reply(surface: Surface, res: NodeServerResponse, answer: Answer, revisi
   // gRPC-Web: the message's envelope, then the trailers' (flag 0x80) in the body.
   const body = Buffer.concat([envelope(0, bytes), webTrailers(trailers)]);
   headers['content-length'] = String(body.length);
-  end(res, headers, body);
+  sendAnswer(res, headers, body);
 }
 
 /** Sends a 200 answer: an HTTP/1.1 one with the others of this turn (turn-writes.ts), an HTTP/2 one now. */
-function end(res: NodeServerResponse, headers: Record<string, string>, body: string | Uint8Array): void {
+function sendAnswer(res: NodeServerResponse, headers: Record<string, string>, body: string | Uint8Array): void {
   if (res instanceof ServerResponse) return endAfterTurn(res, 200, headers, body);
   res.writeHead(200, headers);
   res.end(body);
