@@ -69,6 +69,7 @@ export class WatchHub {
     let set = this.byTenant.get(tenantId);
     if (!set) this.byTenant.set(tenantId, (set = new Set()));
     set.add(stream);
+    this.reads.watch(tenantId);
     return stream;
   }
 

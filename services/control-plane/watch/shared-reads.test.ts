@@ -26,11 +26,16 @@ class Log {
   };
 }
 const revs = (xs: RevisionChanges[]) => xs.map((x) => Number(x.revision));
+/** Tenants t, a and b have streams open. */
+const watching = (reads: SharedRevisionReads) => {
+  for (const t of ['t', 'a', 'b']) reads.watch(t);
+  return reads;
+};
 
 describe('change-log reads shared by the streams of a tenant', () => {
   it('streams asking for the same revisions together make one read', async () => {
     const log = new Log();
-    const reads = new SharedRevisionReads(1 << 20, log.read);
+    const reads = watching(new SharedRevisionReads(1 << 20, log.read));
     log.head = 5;
     const answers = await Promise.all(Array.from({ length: 50 }, () => reads.read(em, 't', 0, 100)));
     for (const a of answers) expect(revs(a)).toEqual([1, 2, 3, 4, 5]);
@@ -40,7 +45,7 @@ describe('change-log reads shared by the streams of a tenant', () => {
 
   it('serves a later stream from the window, from any revision it holds, and reads past it', async () => {
     const log = new Log();
-    const reads = new SharedRevisionReads(1 << 20, log.read);
+    const reads = watching(new SharedRevisionReads(1 << 20, log.read));
     log.head = 5;
     await reads.read(em, 't', 0, 100);
     expect(revs(await reads.read(em, 't', 3, 100))).toEqual([4, 5]);
@@ -58,7 +63,7 @@ describe('change-log reads shared by the streams of a tenant', () => {
 
   it('keeps tenants apart', async () => {
     const log = new Log();
-    const reads = new SharedRevisionReads(1 << 20, log.read);
+    const reads = watching(new SharedRevisionReads(1 << 20, log.read));
     log.head = 3;
     await reads.read(em, 'a', 0, 100);
     const b = await reads.read(em, 'b', 0, 100);
@@ -68,7 +73,7 @@ describe('change-log reads shared by the streams of a tenant', () => {
 
   it('an older read leaves the window; one past its end replaces it', async () => {
     const log = new Log();
-    const reads = new SharedRevisionReads(1 << 20, log.read);
+    const reads = watching(new SharedRevisionReads(1 << 20, log.read));
     log.head = 10;
     await reads.read(em, 't', 6, 2); // window 7..8
     expect(revs(await reads.read(em, 't', 1, 3))).toEqual([2, 3, 4]);
@@ -81,7 +86,7 @@ describe('change-log reads shared by the streams of a tenant', () => {
 
   it('does not keep a read that skips revisions (a compacted log): the caller snapshots', async () => {
     const log = new Log();
-    const reads = new SharedRevisionReads(1 << 20, log.read);
+    const reads = watching(new SharedRevisionReads(1 << 20, log.read));
     log.head = 10;
     log.horizon = 6;
     expect(revs(await reads.read(em, 't', 2, 100))).toEqual([7, 8, 9, 10]);
@@ -93,7 +98,7 @@ describe('change-log reads shared by the streams of a tenant', () => {
   it('holds at most its bytes per tenant, dropping the oldest, and forgets a tenant', async () => {
     const log = new Log(1000);
     const one = revisionBytes(log.revision('t', 1));
-    const reads = new SharedRevisionReads(3 * one + 8, log.read); // three revisions (ids of two digits are a byte longer)
+    const reads = watching(new SharedRevisionReads(3 * one + 8, log.read)); // three revisions (ids of two digits are a byte longer)
     log.head = 10;
     await reads.read(em, 't', 0, 100);
     // 8..10 kept: from 7 on the window answers, before it the database.
@@ -105,17 +110,29 @@ describe('change-log reads shared by the streams of a tenant', () => {
     expect(reads.tenants).toBe(0);
   });
 
+  it('keeps nothing for a tenant whose streams ended, even a read in flight as the last one ended', async () => {
+    const log = new Log();
+    const reads = watching(new SharedRevisionReads(1 << 20, log.read));
+    log.head = 3;
+    const inFlight = reads.read(em, 't', 0, 100);
+    reads.forget('t');
+    expect(revs(await inFlight)).toEqual([1, 2, 3]);
+    expect(reads.tenants).toBe(0);
+    await reads.read(em, 'x', 0, 100); // never watched
+    expect(reads.tenants).toBe(0);
+  });
+
   it('a failed read fails every stream that joined it, and the next one asks again', async () => {
     let fail = true;
     const log = new Log();
     log.head = 2;
-    const reads = new SharedRevisionReads(1 << 20, async (...a) => {
+    const reads = watching(new SharedRevisionReads(1 << 20, async (...a) => {
       if (fail) {
         await new Promise((r) => setTimeout(r, 1));
         throw new Error('connection lost');
       }
       return log.read(...a);
-    });
+    }));
     const both = [reads.read(em, 't', 0, 100), reads.read(em, 't', 0, 100)];
     for (const p of both) await expect(p).rejects.toThrow('connection lost');
     fail = false;

@@ -31,6 +31,8 @@ interface Window {
 
 export class SharedRevisionReads {
   private readonly windows = new Map<string, Window>();
+  /** Tenants with streams open here: only their reads are kept. */
+  private readonly watched = new Set<string>();
   private readonly inFlight = new Map<string, Promise<RevisionChanges[]>>();
   /** Reads of the change log made (for metrics and tests). */
   databaseReads = 0;
@@ -79,8 +81,17 @@ export class SharedRevisionReads {
     return read;
   }
 
-  /** Forgets a tenant's window (its last stream here ended). */
+  /** A stream of the tenant opened here: its reads are worth keeping. */
+  watch(tenantId: string): void {
+    this.watched.add(tenantId);
+  }
+
+  /**
+   * Forgets a tenant's window (its last stream here ended); a read of it still in flight is then
+   * not kept either, so no window outlives its tenant's streams.
+   */
   forget(tenantId: string): void {
+    this.watched.delete(tenantId);
     this.windows.delete(tenantId);
   }
 
@@ -94,7 +105,7 @@ export class SharedRevisionReads {
     // Only a gapless run from `after + 1` is kept (not the next revision: the log was compacted
     // past `after`, and the caller takes a snapshot).
     for (let i = 0; i < revisions.length; i++) if (Number(revisions[i].revision) !== after + 1 + i) return;
-    if (revisions.length === 0) return;
+    if (revisions.length === 0 || !this.watched.has(tenantId)) return;
     let w = this.windows.get(tenantId);
     if (w !== undefined && w.revisions.length > 0) {
       const last = Number(w.revisions[w.revisions.length - 1].revision);
