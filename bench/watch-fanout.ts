@@ -9,12 +9,11 @@
  * Usage: DATABASE_URL=postgres://… tsx bench/watch-fanout.ts [--streams 100 --writes 300]
  */
 import { setMaxListeners } from 'node:events';
-import { readdirSync, readFileSync } from 'node:fs';
 import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { SnapshotService } from '../gen/authz/v1/snapshot_service_pb.js';
 import { startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../test/harness.js';
-import { cpuMs } from '../test/processes.js';
+import { postgresCpuMs } from '../test/processes.js';
 import { populate, restClient } from '../services/control-plane/watch/testing.js';
 
 const args = new Map<string, string>();
@@ -22,18 +21,6 @@ for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replac
 const STREAMS = Number(args.get('streams') ?? 100);
 const WRITES = Number(args.get('writes') ?? 300);
 if (!process.env.DATABASE_URL) throw new Error('set DATABASE_URL');
-
-/** CPU ms used so far by every `postgres` process of this machine. */
-function postgresCpuMs(): number {
-  let ms = 0;
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') ms += cpuMs(Number(pid)) ?? 0;
-    } catch { /* gone meanwhile */ }
-  }
-  return ms;
-}
 
 const cp = await startTestControlPlane('postgres', { SERVICE_WATCH_HEARTBEAT_MS: '1000' });
 const ac = new AbortController();

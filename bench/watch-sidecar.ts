@@ -19,8 +19,8 @@
  */
 import { resolve } from 'node:path';
 import { startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../test/harness.js';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpuMs, rssOf, startProcess, waitFor200 } from '../test/processes.js';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { cpuMs, postgresCpuMs, rssOf, startProcess, waitFor200 } from '../test/processes.js';
 import { insertBigTenant } from './big-tenant.js';
 
 const args = new Map<string, string>();
@@ -32,20 +32,6 @@ const RUNS = Number(args.get('runs') ?? 1);
 const COMPRESSIONS = args.get('compression')?.split(',');
 const ENTRIES = args.get('entries')?.split(',').map((e) => (e === 'current' ? undefined : resolve(e)));
 if (!process.env.DATABASE_URL) throw new Error('set DATABASE_URL');
-
-/** CPU ms used so far by every `postgres` process of this machine (Linux; 0 elsewhere). */
-function postgresCpuMs(): number {
-  let ms = 0;
-  try {
-    for (const pid of readdirSync('/proc')) {
-      if (!/^\d+$/.test(pid)) continue;
-      try {
-        if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') ms += cpuMs(Number(pid)) ?? 0;
-      } catch { /* gone meanwhile */ }
-    }
-  } catch { /* no /proc */ }
-  return ms;
-}
 
 /** Minor page faults of a process so far: each is a page touched for the first time (4 KiB here). */
 function minorFaults(pid: number | undefined): number {

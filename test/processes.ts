@@ -3,7 +3,7 @@
  * its own `node` child (TypeScript through tsx, or the built `dist/` when asked), on loopback,
  * and is found by the URL it logs once listening.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { resolve } from 'node:path';
@@ -112,3 +112,17 @@ export function cpuMs(pid: number | undefined): number | undefined {
   }
 }
 const CLOCK_TICKS = 100; // USER_HZ: 100 on every Linux architecture this runs on
+
+/** CPU ms used so far by every `postgres` process of this machine (Linux; 0 elsewhere). */
+export function postgresCpuMs(): number {
+  let ms = 0;
+  try {
+    for (const pid of readdirSync('/proc')) {
+      if (!/^\d+$/.test(pid)) continue;
+      try {
+        if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres') ms += cpuMs(Number(pid)) ?? 0;
+      } catch { /* gone meanwhile */ }
+    }
+  } catch { /* no /proc */ }
+  return ms;
+}
