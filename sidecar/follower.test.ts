@@ -105,6 +105,28 @@ describe.each(['on', 'off'] as const)('sidecar following a scripted control plan
     for (const st of states.slice(1)) expect(st).toEqual(states[0]);
   });
 
+  it('builds the same index from chunks whose buffers it frees as it applies them (each over 64 KiB)', async () => {
+    const extra = Array.from({ length: 3000 }, (_, i) => ['subject', { id: `subject_extra_${i}`, type: 'user', externalId: `extra-${i}@example.com` }] as [string, Record<string, unknown>]);
+    const states: unknown[] = [];
+    for (const large of [false, true]) {
+      const { cp, sidecar, ask, until } = await setup();
+      const s = await cp.next();
+      // The same rows either way; large: two chunks of ~75 KiB, each freed once applied.
+      if (large) {
+        s.push(snapshot(7, 0, false, [...ROWS.slice(0, 4), ...extra.slice(0, 1500)]));
+        s.push(snapshot(7, 1, true, [...ROWS.slice(4), ...extra.slice(1500)]));
+      } else {
+        for (let i = 0; i < 10; i++) s.push(snapshot(7, i, false, extra.slice(i * 300, (i + 1) * 300).concat(i === 0 ? ROWS.slice(0, 4) : [])));
+        s.push(snapshot(7, 10, true, ROWS.slice(4)));
+      }
+      await until(() => sidecar.follower.revision === 7, 'the snapshot');
+      expect((await ask('subject_alice')).allowed).toBe(true);
+      expect(sidecar.follower.index!.subject('subject_extra_2999')?.externalId).toBe('extra-2999@example.com');
+      states.push(sidecar.follower.index!.derivedState());
+    }
+    expect(states[1]).toEqual(states[0]);
+  });
+
   it('applies revisions in order; minRevision waits for them, bounded by its wait and by the deadline', async () => {
     const { cp, sidecar, ask, until } = await setup({ minRevisionWaitMs: 300 });
     const s = await cp.next();

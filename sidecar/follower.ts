@@ -13,7 +13,7 @@ import { Change_Op } from '../gen/authz/v1/snapshot_service_pb.js';
 import { ENTITY_KINDS, TenantIndex, type Change, type GateMode, type TenantIndexBuilder } from '../services/engine/mod.js';
 import type { SidecarMetrics } from './metrics.js';
 import { decodeWatchResponse, type RawSnapshotChunk, type RawWatchResponse } from './snapshot-wire.js';
-import { watchSource, type WatchSource } from './watch-thread.js';
+import { releaseMessage, watchSource, type WatchSource } from './watch-thread.js';
 
 /** Why a message was refused (the `reason` label of the metric). */
 export type RefusalReason = 'other_tenant' | 'out_of_order' | 'gap' | 'malformed';
@@ -221,6 +221,7 @@ export class Follower {
           this.receive(msg);
           // Only a message that was taken counts: a stream of refused ones goes stale.
           this.lastMessageAt = Date.now();
+          releaseMessage(received);
         } catch (err) {
           if (!(err instanceof Refusal)) {
             ac.abort(err);

@@ -7,7 +7,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { ConnectError } from '@connectrpc/connect';
-import { rawWatchClient, type FromWorker, type ToWorker, type WatchThreadConfig } from './watch-thread.js';
+import { rawWatchClient, soleBuffer, type FromWorker, type ToWorker, type WatchThreadConfig } from './watch-thread.js';
 
 const config = workerData as WatchThreadConfig;
 const port = parentPort!;
@@ -75,25 +75,19 @@ async function run(m: Extract<ToWorker, { type: 'open' }>): Promise<void> {
 /**
  * A message's unknown fields (all of `WatchResponse`'s, see snapshot-wire.ts) as one buffer the
  * main thread takes over, with `[no, wireType, offset, length]` per field. The buffer they lie
- * in is handed over as it is when it holds this message alone (connect-node decodes each
- * message into a buffer of its own, or a decompressed one of its own); any other buffer is
- * copied: a small one may be Node's shared pool, and detaching that would corrupt every other
- * buffer cut from it.
+ * in is handed over as it is when it holds this message alone ({@link soleBuffer}); any other
+ * buffer is copied: a small one may be Node's shared pool, and detaching that would corrupt
+ * every other buffer cut from it.
  */
 function pack(unknown: readonly { no: number; wireType: number; data: Uint8Array }[]): { buffer: ArrayBuffer; fields: number[] } {
   const fields: number[] = [];
-  const shared = unknown.length > 0 ? unknown[0].data.buffer : undefined;
-  let total = 0;
-  let own = shared instanceof ArrayBuffer && shared.byteLength >= OWN_BUFFER_MIN_BYTES;
-  for (const f of unknown) {
-    total += f.data.byteLength;
-    own &&= f.data.buffer === shared;
-  }
-  // Handed over only when the fields fill the buffer (nothing else can lie in it).
-  if (own && total === shared!.byteLength) {
+  const sole = soleBuffer(unknown);
+  if (sole !== undefined) {
     for (const f of unknown) fields.push(f.no, f.wireType, f.data.byteOffset, f.data.byteLength);
-    return { buffer: shared as ArrayBuffer, fields };
+    return { buffer: sole, fields };
   }
+  let total = 0;
+  for (const f of unknown) total += f.data.byteLength;
   const bytes = new Uint8Array(total);
   let at = 0;
   for (const f of unknown) {
@@ -103,6 +97,3 @@ function pack(unknown: readonly { no: number; wireType: number; data: Uint8Array
   }
   return { buffer: bytes.buffer, fields };
 }
-
-/** Node's pool serves allocations under 4 KiB; a buffer this large is never the pool. */
-const OWN_BUFFER_MIN_BYTES = 64 * 1024;

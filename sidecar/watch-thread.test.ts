@@ -12,7 +12,7 @@ import { compressionGzip, createGrpcTransport } from '@connectrpc/connect-node';
 import { Change_Op, WatchResponseSchema } from '../gen/authz/v1/snapshot_service_pb.js';
 import { RAW_SNAPSHOT_SERVICE, decodeWatchResponse } from './snapshot-wire.js';
 import { ROWS, TENANT, changes, heartbeat, scriptedControlPlane, snapshot } from './testing.js';
-import { WatchThread, WideWindowSessions, cgroupCpuQuota, useWatchThread, watchSource, type UnknownFields } from './watch-thread.js';
+import { WatchThread, WideWindowSessions, cgroupCpuQuota, releaseMessage, soleBuffer, useWatchThread, watchSource, type UnknownFields } from './watch-thread.js';
 
 const MiB = 1024 * 1024;
 const open: { close(): Promise<void> }[] = [];
@@ -183,6 +183,73 @@ describe('WatchThread', () => {
       if (revisions.length === total) break;
     }
     expect(revisions).toEqual(Array.from({ length: total }, (_, i) => BigInt(i + 1)));
+  });
+});
+
+describe('a message\'s buffer, freed once applied', () => {
+  const KiB = 1024;
+  /** Fields cut from `buffer` as protobuf-es cuts them: each after a one-byte tag. */
+  const fieldsOf = (buffer: ArrayBuffer, sizes: number[]) => {
+    let at = 0;
+    return sizes.map((n) => {
+      const data = new Uint8Array(buffer, at + 1, n);
+      at += 1 + n;
+      return { no: 1, wireType: 2, data };
+    });
+  };
+
+  it('is the message\'s own only when its fields fill a large buffer but for their tags', () => {
+    const own = new ArrayBuffer(128 * KiB);
+    expect(soleBuffer(fieldsOf(own, [100 * KiB - 1, 28 * KiB - 1]))).toBe(own);
+    // 100 bytes the fields do not account for: something else may lie there.
+    expect(soleBuffer(fieldsOf(own, [100 * KiB - 1, 28 * KiB - 101]))).toBeUndefined();
+    // Small: it may be Node's shared pool.
+    const small = new ArrayBuffer(4 * KiB);
+    expect(soleBuffer(fieldsOf(small, [4 * KiB - 1]))).toBeUndefined();
+    // Fields in two buffers.
+    const other = new ArrayBuffer(128 * KiB);
+    expect(soleBuffer([...fieldsOf(own, [100 * KiB - 1]), ...fieldsOf(other, [28 * KiB - 1])])).toBeUndefined();
+    expect(soleBuffer([])).toBeUndefined();
+  });
+
+  it('releaseMessage detaches a message\'s own buffer and leaves any other alone', () => {
+    const own = new ArrayBuffer(128 * KiB);
+    releaseMessage({ $unknown: fieldsOf(own, [128 * KiB - 1]) });
+    expect(own.byteLength).toBe(0);
+    // A small Buffer lies in Node's pool with others: detaching it would corrupt them.
+    const pooled = Buffer.from('a heartbeat');
+    const neighbour = Buffer.from('another buffer of the pool');
+    releaseMessage({ $unknown: [{ no: 3, wireType: 2, data: pooled.subarray(1) }] });
+    expect(pooled.toString()).toBe('a heartbeat');
+    expect(neighbour.toString()).toBe('another buffer of the pool');
+  });
+
+  it.each([false, true])('holds each large message received alone, on either thread, so it is freed (gzip %s)', async (gzip) => {
+    const cp = await scriptedControlPlane();
+    open.push(cp.server);
+    const direct = createClient(RAW_SNAPSHOT_SERVICE, createGrpcTransport({ baseUrl: cp.server.url, acceptCompression: gzip ? [compressionGzip] : [] }));
+    for (const watch of [(s: AbortSignal) => thread(cp.server.url, { gzip }).watch(request, { signal: s, headers }), (s: AbortSignal) => direct.watch(request, { signal: s, headers })]) {
+      const ac = new AbortController();
+      const taking = (async () => {
+        const seen: { sole: boolean; decoded: unknown; after: number }[] = [];
+        for await (const m of watch(ac.signal)) {
+          const sole = soleBuffer(m.$unknown ?? []);
+          const before = decoded(m);
+          releaseMessage(m);
+          seen.push({ sole: sole !== undefined, decoded: before, after: sole?.byteLength ?? -1 });
+          if (seen.length === script.length) break;
+        }
+        return seen;
+      })();
+      const s = await cp.next();
+      for (const m of script) s.push(m);
+      const seen = await taking;
+      ac.abort();
+      // The 2,000-row chunk (~100 KiB) is held alone and detached once taken; the small ones are left.
+      expect(seen.map((x) => x.sole)).toEqual([false, false, false, false, true]);
+      expect(seen[4].after).toBe(0);
+      expect(seen[4].decoded).toMatchObject({ revision: 9n, count: 2000 });
+    }
   });
 });
 

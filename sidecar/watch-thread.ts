@@ -38,6 +38,41 @@ export interface UnknownFields {
   $unknown: { no: number; wireType: number; data: Uint8Array }[];
 }
 
+/** Node's pool serves allocations under 4 KiB; a buffer this large is never the pool. */
+const SOLE_BUFFER_MIN_BYTES = 64 * 1024;
+
+/**
+ * The buffer a message's fields lie in, when it holds that message and nothing else: every field
+ * in one buffer of at least 64 KiB, the fields filling it but for their tags (at most 5 bytes
+ * each; protobuf-es's `data` is what follows a field's tag). connect-node decodes each message
+ * into a buffer of its own (or a decompressed one of its own), so a large message has one.
+ */
+export function soleBuffer(unknown: readonly { data: Uint8Array }[]): ArrayBuffer | undefined {
+  if (unknown.length === 0) return undefined;
+  const buffer = unknown[0].data.buffer;
+  if (!(buffer instanceof ArrayBuffer) || buffer.byteLength < SOLE_BUFFER_MIN_BYTES) return undefined;
+  let total = 0;
+  for (const f of unknown) {
+    if (f.data.buffer !== buffer) return undefined;
+    total += f.data.byteLength;
+  }
+  return total + 5 * unknown.length >= buffer.byteLength ? buffer : undefined;
+}
+
+/**
+ * Frees a message's buffer at once, once the follower is done with it (nothing it keeps points
+ * into it: rows are copied out as strings). Why: a snapshot chunk's 4 MiB buffer lives through
+ * several scavenges while its rows are indexed, so V8 promotes it, and a promoted buffer is freed
+ * only by a full collection; V8 counts such buffers as external memory and starts a full
+ * collection (marking the whole growing index) every 64 MiB of them: 7–8 per 1M + 1M load, all
+ * "external memory pressure" (`--trace-incremental-marking`). Detached (moved into a clone that
+ * dies young), its bytes leave V8's count at once.
+ */
+export function releaseMessage(msg: Partial<UnknownFields>): void {
+  const buffer = soleBuffer(msg.$unknown ?? []);
+  if (buffer !== undefined) structuredClone(buffer, { transfer: [buffer] });
+}
+
 /** `SnapshotService.Watch`, its messages' fields undecoded. */
 export interface WatchSource {
   /** Resolves once calls can be made (a worker has loaded): its start-up is not a silent stream. */
