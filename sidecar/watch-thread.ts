@@ -64,9 +64,9 @@ export function soleBuffer(unknown: readonly { data: Uint8Array }[]): ArrayBuffe
  * into it: rows are copied out as strings). Why: a snapshot chunk's 4 MiB buffer lives through
  * several scavenges while its rows are indexed, so V8 promotes it, and a promoted buffer is freed
  * only by a full collection; V8 counts such buffers as external memory and starts a full
- * collection (marking the whole growing index) every 64 MiB of them: 7–8 per 1M + 1M load, all
- * "external memory pressure" (`--trace-incremental-marking`). Detached (moved into a clone that
- * dies young), its bytes leave V8's count at once.
+ * collection (marking the whole growing index) every 64 MiB of them: 6 of the 8 of a 1M + 1M
+ * load were "external memory pressure" (`--trace-incremental-marking`). Detached (moved into a
+ * clone that dies young), its bytes leave V8's count at once.
  */
 export function releaseMessage(msg: Partial<UnknownFields>): void {
   const buffer = soleBuffer(msg.$unknown ?? []);
