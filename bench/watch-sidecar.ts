@@ -11,7 +11,7 @@
  * `--entries current,/path/dist/sidecar/main.js` alternates the sidecar build over the runs (e.g.
  * this one and one from before a change, side by side).
  *
- * Usage: npm run build && DATABASE_URL=postgres://… tsx bench/watch-sidecar.ts [--resources 1000000 --grants 1000000 --subjects 100000 --runs 2]
+ * Usage: npm run build && DATABASE_URL=postgres://… tsx bench/watch-sidecar.ts [--resources 1000000 --grants 1000000 --subjects 100000 --runs 2 --snapshot-cache keep|off]
  * Extra `SIDECAR_*` variables in the environment reach the sidecar (e.g. SIDECAR_WATCH_COMPRESSION);
  * BENCH_SIDECAR_NODE_ARGS its `node` (e.g. `--trace-gc`; sets separated by `|` alternate over
  * the runs), and BENCH_SIDECAR_OUTPUT=/path keeps
@@ -42,7 +42,12 @@ function minorFaults(pid: number | undefined): number {
   }
 }
 
-const cp = await startTestControlPlane('postgres');
+// `--snapshot-cache keep|off`: whether the control plane keeps the snapshot for the next runs
+// (SERVICE_WATCH_SNAPSHOT_CACHE_BYTES; default keep: run 1 reads PostgreSQL, the later runs
+// are served the kept snapshot and its changes). `off` makes every run a cold read.
+const CACHE = args.get('snapshot-cache') ?? 'keep';
+if (CACHE !== 'keep' && CACHE !== 'off') throw new Error('--snapshot-cache keep|off');
+const cp = await startTestControlPlane('postgres', CACHE === 'off' ? { SERVICE_WATCH_SNAPSHOT_CACHE_BYTES: '0' } : {});
 try {
   const { tenantId, scopeId: scope } = await insertBigTenant(cp, { resources: RESOURCES, grants: GRANTS, subjects: SUBJECTS });
 
@@ -57,6 +62,7 @@ try {
     const entry = ENTRIES?.[(run - 1) % ENTRIES.length];
     const started = Date.now();
     const cpu0 = { own: process.cpuUsage(), pg: postgresCpuMs(), faults: minorFaults(process.pid) };
+    const hits0 = cp.watch.snapshots.stats().hits;
     const sidecar = await startProcess('sidecar', {
       ...sidecarEnv, ...envSets[(run - 1) % envSets.length], ...(compression ? { SIDECAR_WATCH_COMPRESSION: compression } : {}), SIDECAR_CONTROL_PLANE_URL: cp.url, SIDECAR_API_KEY: TEST_BOOTSTRAP_KEY, SIDECAR_TENANT_ID: tenantId, SIDECAR_PORT: '0', SIDECAR_LOG_LEVEL: 'info',
     }, { built: true, entry, nodeArgs: nodeArgSets[(run - 1) % nodeArgSets.length] });
@@ -77,7 +83,8 @@ try {
       const ask = async (s: number) => (await (await fetch(`${sidecar.url}/evaluate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(s) })).json()) as { allowed: boolean; reason: string };
       const owner = await ask(k);
       if (!owner.allowed || owner.reason !== 'ownership') throw new Error(`decision wrong: ${JSON.stringify(owner)}`);
-      console.log(`run ${run}: ${RESOURCES} resources + ${GRANTS} grants + ${SUBJECTS} subjects (compression ${compression ?? sidecarEnv.SIDECAR_WATCH_COMPRESSION ?? 'default'}${entry ? `, ${entry}` : ''}${nodeArgSets.length > 1 ? `, node ${nodeArgSets[(run - 1) % nodeArgSets.length].join(' ') || '(no flags)'}` : ''}${envSets.length > 1 ? `, env ${JSON.stringify(envSets[(run - 1) % envSets.length])}` : ''}): ` +
+      const source = cp.watch.snapshots.stats().hits > hits0 ? 'kept snapshot' : 'read from PostgreSQL';
+      console.log(`run ${run}: ${RESOURCES} resources + ${GRANTS} grants + ${SUBJECTS} subjects (${source}; compression ${compression ?? sidecarEnv.SIDECAR_WATCH_COMPRESSION ?? 'default'}${entry ? `, ${entry}` : ''}${nodeArgSets.length > 1 ? `, node ${nodeArgSets[(run - 1) % nodeArgSets.length].join(' ') || '(no flags)'}` : ''}${envSets.length > 1 ? `, env ${JSON.stringify(envSets[(run - 1) % envSets.length])}` : ''}): ` +
         `sidecar ready in ${readyMs} ms, RSS ${(rss / 1048576).toFixed(0)} MiB; CPU to ready: control plane ${(cpu.controlPlane / 1000).toFixed(1)} s, ` +
         `sidecar ${(cpu.sidecar / 1000).toFixed(1)} s, PostgreSQL ${(cpu.postgres / 1000).toFixed(1)} s; page faults: sidecar ${faults} (${((faults * 4096) / 1048576).toFixed(0)} MiB first touched), control plane ${ownFaults}`);
     } finally {

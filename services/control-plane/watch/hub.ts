@@ -10,6 +10,7 @@ import { Code, ConnectError } from '@connectrpc/connect';
 import type { Database } from '../../store/db.js';
 import type { KnownRevisions } from '../known-revisions.js';
 import { SharedRevisionReads } from './shared-reads.js';
+import { SnapshotCache } from './snapshot-cache.js';
 import { WatchStream, type WatchLimits } from './stream.js';
 
 export interface WatchStats {
@@ -33,6 +34,8 @@ export class WatchHub {
   private readonly unsubscribe: (() => void)[] = [];
   /** The change log read once per tenant and revision for every stream here. */
   readonly reads = new SharedRevisionReads();
+  /** Whole snapshots kept for the next streams of their tenant. */
+  readonly snapshots: SnapshotCache;
 
   constructor(
     private readonly db: Database,
@@ -40,6 +43,7 @@ export class WatchHub {
     private readonly gate: string,
     readonly limits: WatchLimits,
   ) {
+    this.snapshots = new SnapshotCache(limits.snapshotCacheBytes);
     this.unsubscribe.push(known.onCommit((tenantId) => this.wakeTenant(tenantId)));
     this.unsubscribe.push(db.notifications.onResync(() => this.wakeAll()));
   }
@@ -60,6 +64,7 @@ export class WatchHub {
         limits: this.limits,
         onSlowConsumer: () => this.slowConsumers++,
         reads: this.reads,
+        snapshots: this.snapshots,
       },
       tenantId,
       fromRevision,

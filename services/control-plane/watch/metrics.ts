@@ -63,6 +63,28 @@ export function watchMetrics(registry: Registry, hub: WatchHub): void {
     },
   });
   new Counter({
+    name: 'authz_watch_snapshot_cache_total',
+    help: 'Watch snapshots by where they came from: "hit" the cache, "miss" the database; "too_large" made but larger than SERVICE_WATCH_SNAPSHOT_CACHE_BYTES, "invalidated" a kept one the log no longer reaches back to.',
+    labelNames: ['result'],
+    registers: [registry],
+    collect() {
+      const c = hub.snapshots.stats();
+      this.reset();
+      this.inc({ result: 'hit' }, c.hits);
+      this.inc({ result: 'miss' }, c.misses);
+      this.inc({ result: 'too_large' }, c.tooLarge);
+      this.inc({ result: 'invalidated' }, c.invalidated);
+    },
+  });
+  new Gauge({
+    name: 'authz_watch_snapshot_cache_bytes',
+    help: 'Bytes of Watch snapshots kept for the next streams of their tenant (bound: SERVICE_WATCH_SNAPSHOT_CACHE_BYTES).',
+    registers: [registry],
+    collect() {
+      this.set(hub.snapshots.stats().bytes);
+    },
+  });
+  new Counter({
     name: 'authz_watch_slow_consumers_total',
     help: 'Watch streams ended with resource_exhausted because the client did not read.',
     registers: [registry],

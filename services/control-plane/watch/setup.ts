@@ -20,7 +20,7 @@ export interface WatchRuntime {
 
 export function startWatch(db: Database, config: Config, registry: Registry, logger: Logger, limits: Partial<WatchLimits> = {}): WatchRuntime {
   const hub = new WatchHub(db, knownRevisions(db), config.resourceScopeGate, {
-    ...DEFAULT_LIMITS, heartbeatMs: config.watchHeartbeatMs, maxBufferedBytes: config.watchMaxBufferedBytes, ...limits,
+    ...DEFAULT_LIMITS, heartbeatMs: config.watchHeartbeatMs, maxBufferedBytes: config.watchMaxBufferedBytes, snapshotCacheBytes: config.watchSnapshotCacheBytes, ...limits,
   });
   watchMetrics(registry, hub);
   const rule = { keepRevisions: config.changeLogRetentionRevisions, keepMs: config.changeLogRetentionHours * 3_600_000 };

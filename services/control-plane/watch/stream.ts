@@ -23,6 +23,7 @@ import type { KnownRevisions } from '../known-revisions.js';
 import { revisionBytes } from './changes.js';
 import type { SharedRevisionReads } from './shared-reads.js';
 import { chunkBytes, snapshotChunks } from './snapshot.js';
+import type { SnapshotCache, SnapshotFormat } from './snapshot-cache.js';
 
 export interface WatchLimits {
   /** Heartbeat interval while nothing else is sent (SERVICE_WATCH_HEARTBEAT_MS). */
@@ -39,9 +40,11 @@ export interface WatchLimits {
   pollMs: number;
   /** How long a snapshot chunk may wait for the transport before the stream is ended, ms. */
   stallMs: number;
+  /** Bytes of whole snapshots kept for the next streams (SERVICE_WATCH_SNAPSHOT_CACHE_BYTES; 0: none). */
+  snapshotCacheBytes: number;
 }
 
-export const DEFAULT_LIMITS: Omit<WatchLimits, 'heartbeatMs' | 'maxBufferedBytes'> = {
+export const DEFAULT_LIMITS: Omit<WatchLimits, 'heartbeatMs' | 'maxBufferedBytes' | 'snapshotCacheBytes'> = {
   chunkBytes: 4 * 1024 * 1024,
   batchRows: 1_000,
   logRows: 2_000,
@@ -60,6 +63,8 @@ export interface StreamEnv {
   onSlowConsumer(): void;
   /** The change log as the process's streams read it together (shared-reads.ts). */
   reads: SharedRevisionReads;
+  /** Snapshots kept for the next streams of a tenant (snapshot-cache.ts). */
+  snapshots: SnapshotCache;
 }
 
 interface Queued {
@@ -184,11 +189,22 @@ export class WatchStream {
     await this.snapshot();
   }
 
-  private async snapshot(): Promise<void> {
+  /**
+   * Sends a snapshot: one kept by the process's cache when it may serve this stream, else one
+   * read now (and kept for the next streams). `fresh`: the log after the last one sent has a gap,
+   * so only a new one will do.
+   */
+  private async snapshot(fresh = false): Promise<void> {
     const { limits, gate } = this.env;
-    const chunks = snapshotChunks(this.env.db, this.tenantId, {
-      batchRows: limits.batchRows, chunkBytes: limits.chunkBytes, gate, rowBlocks: this.rowBlocks, entityMessages: this.json,
-    });
+    const format: SnapshotFormat = this.json ? 'json' : this.rowBlocks ? 'blocks' : 'entities';
+    const cached = fresh ? undefined : await this.env.snapshots.lookup(this.env.db.orm.em.fork() as EntityManager, this.tenantId, format);
+    const chunks = cached !== undefined
+      ? (async function* () {
+        yield* cached;
+      })()
+      : this.env.snapshots.record(this.tenantId, format, snapshotChunks(this.env.db, this.tenantId, {
+        batchRows: limits.batchRows, chunkBytes: limits.chunkBytes, gate, rowBlocks: this.rowBlocks, entityMessages: this.json,
+      }), chunkBytes);
     // One chunk is made ahead: the next is read, converted and encoded while this one is being
     // sent (and read by the client), and no further (backpressure): at most the chunk in the
     // transport, the one made ahead, and the snapshot's two pages.
@@ -226,7 +242,7 @@ export class WatchStream {
         if (this.closed) throw new Ended();
         if (Number(r.revision) !== this.sent + 1) {
           // The log no longer reaches back to what this client holds (compacted meanwhile).
-          await this.snapshot();
+          await this.snapshot(true);
           break;
         }
         this.put(create(WatchResponseSchema, { event: { case: 'changes', value: r } }), revisionBytes(r), Number(r.revision));

@@ -51,6 +51,8 @@ export class ModelClient {
   /** Revisions applied as changes, in order. */
   applied: number[] = [];
   snapshots = 0;
+  /** The revision of the last whole snapshot taken. */
+  snapshotRevision: number | undefined;
   chunks = 0;
   private pending: { revision: number; next: number; rows: Map<string, string> } | undefined;
 
@@ -67,6 +69,7 @@ export class ModelClient {
       if (c.last) {
         this.rows = p.rows;
         this.held = p.revision;
+        this.snapshotRevision = p.revision;
         this.pending = undefined;
         this.snapshots++;
       }

@@ -64,9 +64,11 @@ async function committed(cp: CP, tenantId: string): Promise<number> {
 }
 
 /** The snapshot's rows as the control plane would send them now (a model client from revision 0). */
+/** The tenant's rows at its committed revision, as a new client gets them (a snapshot, kept or not, then the changes after it). */
 async function freshRows(cp: CP, tenantId: string): Promise<Map<string, string>> {
+  const target = await committed(cp, tenantId);
   const m = new ModelClient();
-  await follow(cp.url, TEST_BOOTSTRAP_KEY, tenantId, 0, m, () => m.held !== undefined);
+  await follow(cp.url, TEST_BOOTSTRAP_KEY, tenantId, 0, m, () => m.held !== undefined && m.held >= target);
   return m.rows;
 }
 
@@ -140,6 +142,7 @@ describe(`Watch on ${backend}`, () => {
       for (const acceptRowBlocks of [false, true]) {
         // As a binary client gets it now (each round below writes).
         const want = await freshRows(cp, t.tenantId);
+        const wantAt = await committed(cp, t.tenantId);
         expect(want.size).toBeGreaterThan(15);
         const m = new ModelClient();
         const ac = new AbortController();
@@ -148,7 +151,8 @@ describe(`Watch on ${backend}`, () => {
         for await (const x of createClient(SnapshotService, transport).watch({ tenantId: t.tenantId, acceptRowBlocks }, { signal: ac.signal, headers: { 'x-api-key': TEST_BOOTSTRAP_KEY } })) {
           if (x.event.case === 'heartbeat') continue;
           m.apply(x);
-          if (m.held !== undefined && !wrote) {
+          // A kept snapshot may be older: the changes after it bring the client to `wantAt`.
+          if (m.held !== undefined && m.held >= wantAt && !wrote) {
             expect(m.rows, `${name}, row blocks ${acceptRowBlocks}`).toEqual(want);
             wrote = true;
             await rest('PATCH', `/resources/${t.resourceIds[0]}`, { displayName: `${name} ${acceptRowBlocks}` });
@@ -352,6 +356,65 @@ describe(`Watch on ${backend}`, () => {
       session.close();
     } finally {
       await slow.close();
+    }
+  });
+
+  it('keeps a whole snapshot for the next streams of its tenant and format, while the log reaches back to it and within its budget', async () => {
+    const cacheResults = async (c: CP) => {
+      const text = await (await fetch(`${c.url}/metrics`)).text();
+      const n = (result: string) => Number(new RegExp(`^authz_watch_snapshot_cache_total\\{result="${result}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? NaN);
+      return { hit: n('hit'), miss: n('miss'), tooLarge: n('too_large'), invalidated: n('invalidated'), bytes: Number(/^authz_watch_snapshot_cache_bytes (\d+)$/m.exec(text)?.[1] ?? NaN) };
+    };
+    const c = await startTestControlPlane(backend, { SERVICE_WATCH_HEARTBEAT_MS: '50' }, { watch: { chunkBytes: 1500 } });
+    const tiny = await startTestControlPlane(backend, { SERVICE_WATCH_HEARTBEAT_MS: '50', SERVICE_WATCH_SNAPSHOT_CACHE_BYTES: '2000' }, { watch: { chunkBytes: 1500 } });
+    try {
+      const r = restClient(c.url, TEST_BOOTSTRAP_KEY);
+      const p = await populate(r, 'kept');
+      const newClient = async (cp: CP, tenantId = p.tenantId) => {
+        const target = await committed(cp, tenantId);
+        const m = new ModelClient();
+        await follow(cp.url, TEST_BOOTSTRAP_KEY, tenantId, 0, m, () => m.held !== undefined && m.held >= target);
+        return m;
+      };
+      // The first stream reads the database; the second gets the same snapshot from memory.
+      const first = await newClient(c);
+      expect(first.chunks).toBeGreaterThan(3);
+      const r0 = first.snapshotRevision!;
+      const second = await newClient(c);
+      expect([second.snapshotRevision, second.chunks, second.rows]).toEqual([r0, first.chunks, first.rows]);
+      expect(await cacheResults(c)).toMatchObject({ hit: 1, miss: 1, tooLarge: 0, invalidated: 0 });
+      expect((await cacheResults(c)).bytes).toBeGreaterThan(0);
+      // After writes, the kept snapshot is still sent, and the changes after it bring the client
+      // to the state a fresh read gives (the snapshot cache is off for it: another format).
+      for (let i = 0; i < 3; i++) await r('PATCH', `/resources/${p.resourceIds[i]}`, { attributes: { kept: i } });
+      const later = await newClient(c);
+      expect(later.snapshotRevision).toBe(r0);
+      expect(later.applied).toEqual([r0 + 1, r0 + 2, r0 + 3]);
+      const json = new ModelClient();
+      const target = await committed(c, p.tenantId);
+      const ac = new AbortController();
+      for await (const x of createClient(SnapshotService, createConnectTransport({ baseUrl: c.url, httpVersion: '1.1', useBinaryFormat: false })).watch({ tenantId: p.tenantId }, { signal: ac.signal, headers: { 'x-api-key': TEST_BOOTSTRAP_KEY } })) {
+        if (x.event.case !== 'heartbeat') json.apply(x);
+        if (json.held === target) break;
+      }
+      ac.abort();
+      expect(json.snapshotRevision).toBe(target);
+      expect(later.rows).toEqual(json.rows);
+      expect(await cacheResults(c)).toMatchObject({ hit: 2, miss: 2 });
+      // Compacted past the kept revision: dropped, and the next stream reads a fresh snapshot.
+      expect(await compactChangeLog(c.db, { keepRevisions: 1, keepMs: 0 })).toBeGreaterThan(0);
+      const afterCompaction = await newClient(c);
+      expect(afterCompaction.snapshotRevision).toBe(target);
+      expect(afterCompaction.rows).toEqual(json.rows);
+      expect(await cacheResults(c)).toMatchObject({ hit: 2, miss: 3, invalidated: 1 });
+      // A snapshot larger than the budget is never kept: every stream reads the database.
+      const other = await populate(restClient(tiny.url, TEST_BOOTSTRAP_KEY), 'too large');
+      const small = [await newClient(tiny, other.tenantId), await newClient(tiny, other.tenantId)];
+      expect(small[1].rows).toEqual(small[0].rows);
+      expect(await cacheResults(tiny)).toMatchObject({ hit: 0, miss: 2, tooLarge: 2, bytes: 0 });
+    } finally {
+      await tiny.close();
+      await c.close();
     }
   });
 
