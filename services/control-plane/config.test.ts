@@ -11,7 +11,7 @@ describe('loadConfig', () => {
       resourceScopeGate: 'off',
       watchHeartbeatMs: 1000,
       watchMaxBufferedBytes: 16 * 1024 * 1024,
-      watchSnapshotCacheBytes: 512 * 1024 * 1024,
+      watchSnapshotCacheBytes: 128 * 1024 * 1024,
       changeLogRetentionRevisions: 10_000,
       changeLogRetentionHours: 24,
       changeLogCompactIntervalMs: 300_000,

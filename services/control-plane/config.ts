@@ -69,7 +69,7 @@ const SETTINGS = [
   { key: 'resourceScopeGate', variable: 'SERVICE_RESOURCE_SCOPE_GATE', parse: oneOf(GATE_MODES), default: 'off' },
   { key: 'watchHeartbeatMs', variable: 'SERVICE_WATCH_HEARTBEAT_MS', parse: integer(1, 3_600_000), default: 1000 },
   { key: 'watchMaxBufferedBytes', variable: 'SERVICE_WATCH_MAX_BUFFERED_BYTES', parse: integer(65_536, 1_073_741_824), default: 16 * 1024 * 1024 },
-  { key: 'watchSnapshotCacheBytes', variable: 'SERVICE_WATCH_SNAPSHOT_CACHE_BYTES', parse: integer(0, 68_719_476_736), default: 512 * 1024 * 1024 },
+  { key: 'watchSnapshotCacheBytes', variable: 'SERVICE_WATCH_SNAPSHOT_CACHE_BYTES', parse: integer(0, 68_719_476_736), default: 128 * 1024 * 1024 },
   { key: 'changeLogRetentionRevisions', variable: 'SERVICE_CHANGE_LOG_RETENTION_REVISIONS', parse: integer(1, 1_000_000_000), default: 10_000 },
   { key: 'changeLogRetentionHours', variable: 'SERVICE_CHANGE_LOG_RETENTION_HOURS', parse: integer(0, 100_000), default: 24 },
   { key: 'changeLogCompactIntervalMs', variable: 'SERVICE_CHANGE_LOG_COMPACT_INTERVAL_MS', parse: integer(0, 86_400_000), default: 300_000 },
