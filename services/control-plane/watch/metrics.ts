@@ -64,7 +64,7 @@ export function watchMetrics(registry: Registry, hub: WatchHub): void {
   });
   new Counter({
     name: 'authz_watch_snapshot_cache_total',
-    help: 'Watch snapshots by where they came from: "hit" the cache, "miss" the database; "too_large" made but larger than SERVICE_WATCH_SNAPSHOT_CACHE_BYTES, "invalidated" a kept one the log no longer reaches back to.',
+    help: 'Watch snapshots by where they came from: "hit" the cache, "miss" the database, "joined" another stream reading it at the time (single flight); "too_large" made but larger than SERVICE_WATCH_SNAPSHOT_CACHE_BYTES, "invalidated" a kept one the log no longer reaches back to.',
     labelNames: ['result'],
     registers: [registry],
     collect() {
@@ -72,6 +72,7 @@ export function watchMetrics(registry: Registry, hub: WatchHub): void {
       this.reset();
       this.inc({ result: 'hit' }, c.hits);
       this.inc({ result: 'miss' }, c.misses);
+      this.inc({ result: 'joined' }, c.joined);
       this.inc({ result: 'too_large' }, c.tooLarge);
       this.inc({ result: 'invalidated' }, c.invalidated);
     },

@@ -13,17 +13,24 @@
  * cheaper for the client than the replay). Any other entry is dropped on sight. A stream that
  * finds a gap in the log after its snapshot (compacted meanwhile) reads a fresh one.
  *
- * Memory: at most `budgetBytes` of chunks in all (their estimated encoded size, chunkBytes()),
- * least recently used evicted first. A snapshot larger than the budget is not kept (it is
- * recorded only up to the budget, then let go). Chunks are shared by every stream that serves
- * them and never changed once made (snapshot.ts gives each chunk buffers of its own).
+ * Single flight: a stream that starts while another stream of the tenant is making a snapshot
+ * in the same format follows that one (its leader) instead of reading its own: it is sent each
+ * chunk as the leader makes it, the kept chunks shared. A rollout's simultaneous starts read
+ * and encode the tenant once. A follower depends on its leader: when the leader fails, its
+ * error ends the followers too (`not_found` for a deleted tenant); when the leader's client
+ * goes away before the end, or the snapshot outgrows the budget (its chunks can then not be
+ * held for followers), the followers end with `unavailable` and their clients resume as after
+ * any broken stream, reading their own. A tenant whose last snapshot outgrew the budget is not
+ * followed at all until one fits again. A stream told to read a fresh snapshot (a gap in the
+ * log after the one it sent) neither follows nor leads.
  *
- * Not done: streams that start while a snapshot is being made each make their own (no single
- * flight); the first of a rollout's simultaneous starts fills the cache for the later ones.
+ * Memory: at most `budgetBytes` of kept chunks (their estimated encoded size, chunkBytes()),
+ * least recently used evicted first; and each snapshot being made holds its chunks so far, up to
+ * the same budget (then lets them go). A snapshot larger than the budget is not kept. Chunks are
+ * shared by every stream that serves them and never changed once made (snapshot.ts gives each
+ * chunk buffers of its own).
  */
-import type { EntityManager } from '@mikro-orm/postgresql';
-import { compactedThrough } from '../../store/compaction.js';
-import { readCommittedRevision } from '../known-revisions.js';
+import { Code, ConnectError } from '@connectrpc/connect';
 import type { SnapshotChunk } from '../../../gen/authz/v1/snapshot_service_pb.js';
 
 /** How a stream's snapshot chunks are encoded (see SnapshotOptions): entries never mix them. */
@@ -38,11 +45,31 @@ interface Entry {
   bytes: number;
 }
 
+/** A snapshot being made by one stream and followed by others (see the module comment). */
+interface Flight {
+  /** The chunks made so far; emptied when the flight fails. */
+  chunks: SnapshotChunk[];
+  /** Whether a stream starting now may follow it (not once it outgrew the budget). */
+  joinable: boolean;
+  /** 'open' while the leader makes chunks, 'done' once it made the last, else why it stopped. */
+  end: 'open' | 'done' | Error;
+  /** Followers waiting for the next chunk or the end. */
+  wake: (() => void)[];
+}
+
+/** Where a kept snapshot may be served from: the tenant's committed revision and the change log's horizon. */
+export interface LogReach {
+  committed: number;
+  horizon: number;
+}
+
 export interface SnapshotCacheStats {
   /** Snapshots served from the cache. */
   hits: number;
-  /** Snapshots made from the database (none usable was kept). */
+  /** Snapshots made from the database (none usable was kept or being made). */
   misses: number;
+  /** Snapshots followed while another stream made them (single flight). */
+  joined: number;
   /** Made snapshots not kept: larger than the whole budget. */
   tooLarge: number;
   /** Entries dropped unused: the log no longer reaches back to them, or they outlived their tenant's revision. */
@@ -55,7 +82,10 @@ export class SnapshotCache {
   /** By `tenantId|format`, least recently used first (a Map keeps insertion order). */
   private readonly entries = new Map<string, Entry>();
   private total = 0;
-  private readonly counts = { hits: 0, misses: 0, tooLarge: 0, invalidated: 0 };
+  private readonly flights = new Map<string, Flight>();
+  /** Keys whose last snapshot outgrew the budget: not followed (it would fail them) until one fits. */
+  private readonly oversized = new Set<string>();
+  private readonly counts = { hits: 0, misses: 0, joined: 0, tooLarge: 0, invalidated: 0 };
 
   constructor(readonly budgetBytes: number) {}
 
@@ -64,32 +94,66 @@ export class SnapshotCache {
   }
 
   /**
-   * The chunks of a kept snapshot of the tenant in `format` that a stream may send now, else
-   * undefined (counted as a miss: the caller makes one). `not_found` for a tenant that is gone.
+   * The chunks of a snapshot of the tenant in `format` for one stream: a kept one that may be
+   * served now, else the one another stream is making, else one `make` reads now (kept for the
+   * next streams when it fits). `reach` reads where a kept snapshot may be served from (it
+   * throws `not_found` for a tenant that is gone). `fresh`: only a new read will do.
    */
-  async lookup(em: EntityManager, tenantId: string, format: SnapshotFormat): Promise<SnapshotChunk[] | undefined> {
+  open(
+    tenantId: string,
+    format: SnapshotFormat,
+    opts: { fresh: boolean; reach: () => Promise<LogReach>; make: () => AsyncIterable<SnapshotChunk>; bytesOf: (c: SnapshotChunk) => number },
+  ): AsyncGenerator<SnapshotChunk> {
     const key = `${tenantId}|${format}`;
-    const entry = this.entries.get(key);
-    if (entry === undefined) {
-      this.counts.misses++;
-      return undefined;
+    // Checked at the call, before any wait, so that streams starting together find the flight.
+    const flight = opts.fresh ? undefined : this.joinable(key);
+    if (flight !== undefined) return this.follow(flight);
+    return this.serve(key, opts);
+  }
+
+  private joinable(key: string): Flight | undefined {
+    const f = this.flights.get(key);
+    if (f === undefined || !f.joinable || this.oversized.has(key)) return undefined;
+    this.counts.joined++;
+    return f;
+  }
+
+  private async *serve(key: string, opts: { fresh: boolean; reach: () => Promise<LogReach>; make: () => AsyncIterable<SnapshotChunk>; bytesOf: (c: SnapshotChunk) => number }): AsyncGenerator<SnapshotChunk> {
+    if (!opts.fresh) {
+      const kept = await this.lookup(key, opts.reach);
+      if (kept !== undefined) {
+        yield* kept;
+        return;
+      }
+      // Another stream may have started one during the lookup.
+      const flight = this.joinable(key);
+      if (flight !== undefined) {
+        yield* this.follow(flight);
+        return;
+      }
     }
+    this.counts.misses++;
+    yield* this.lead(key, opts.fresh, opts.make(), opts.bytesOf);
+  }
+
+  /** A kept snapshot's chunks when it may be served now; drops one that may not. */
+  private async lookup(key: string, reach: () => Promise<LogReach>): Promise<SnapshotChunk[] | undefined> {
+    const entry = this.entries.get(key);
+    if (entry === undefined) return undefined;
     // From the database, not the process's known revision: a deleted tenant must fail as the
-    // snapshot read would (readCommittedRevision throws not_found), and only the database knows
-    // how far the log has been compacted.
-    let committed: number;
+    // snapshot read would (`reach` throws not_found), and only the database knows how far the
+    // log has been compacted.
+    let r: LogReach;
     try {
-      committed = await readCommittedRevision(em, tenantId);
+      r = await reach();
     } catch (err) {
       this.drop(key);
       throw err;
     }
-    const horizon = await compactedThrough(em, tenantId);
-    if (this.entries.get(key) !== entry) return this.lookup(em, tenantId, format);
-    if (entry.revision < horizon || entry.revision > committed || committed - entry.revision > MAX_REPLAY_REVISIONS) {
+    if (this.entries.get(key) !== entry) return this.lookup(key, reach);
+    if (entry.revision < r.horizon || entry.revision > r.committed || r.committed - entry.revision > MAX_REPLAY_REVISIONS) {
       this.drop(key);
       this.counts.invalidated++;
-      this.counts.misses++;
       return undefined;
     }
     // Most recently used: last.
@@ -100,27 +164,79 @@ export class SnapshotCache {
   }
 
   /**
-   * Passes `chunks` through, keeping them: when the last one has gone through and they fit the
-   * budget, they replace whatever was kept for the tenant in `format`.
+   * Passes `chunks` through, holding them for followers and keeping the whole snapshot when it
+   * fits the budget. A `fresh` read is not followed (it serves a stream that found a gap).
    */
-  async *record(tenantId: string, format: SnapshotFormat, chunks: AsyncIterable<SnapshotChunk>, bytesOf: (c: SnapshotChunk) => number): AsyncGenerator<SnapshotChunk> {
+  private async *lead(key: string, fresh: boolean, chunks: AsyncIterable<SnapshotChunk>, bytesOf: (c: SnapshotChunk) => number): AsyncGenerator<SnapshotChunk> {
+    const flight: Flight | undefined = fresh || this.flights.has(key) || this.budgetBytes <= 0 ? undefined : { chunks: [], joinable: true, end: 'open', wake: [] };
+    if (flight !== undefined) this.flights.set(key, flight);
     let kept: Entry['chunks'] | undefined = this.budgetBytes > 0 ? [] : undefined;
     let bytes = 0;
-    for await (const chunk of chunks) {
-      if (kept !== undefined) {
-        const n = bytesOf(chunk);
-        bytes += n;
-        if (bytes > this.budgetBytes) {
-          kept = undefined;
-          this.counts.tooLarge++;
-        } else kept.push({ chunk, bytes: n });
+    let finished = false;
+    let failure: Error | undefined;
+    try {
+      for await (const chunk of chunks) {
+        if (kept !== undefined) {
+          const n = bytesOf(chunk);
+          bytes += n;
+          if (bytes > this.budgetBytes) {
+            kept = undefined;
+            this.counts.tooLarge++;
+            this.oversized.add(key);
+            if (flight !== undefined) this.end(key, flight, new ConnectError('the snapshot this stream followed outgrew SERVICE_WATCH_SNAPSHOT_CACHE_BYTES; resume to read one of its own', Code.Unavailable));
+          } else {
+            kept.push({ chunk, bytes: n });
+            if (flight !== undefined && flight.end === 'open') {
+              flight.chunks.push(chunk);
+              this.wakeAll(flight);
+            }
+          }
+        }
+        if (chunk.last) {
+          finished = true;
+          if (kept !== undefined) this.store(key, { revision: Number(chunk.revision), chunks: kept, bytes });
+          if (flight !== undefined) this.end(key, flight, 'done');
+        }
+        yield chunk;
       }
-      if (kept !== undefined && chunk.last) this.store(`${tenantId}|${format}`, { revision: Number(chunk.revision), chunks: kept, bytes });
-      yield chunk;
+    } catch (err) {
+      failure = err as Error;
+      throw err;
+    } finally {
+      if (flight !== undefined && !finished) {
+        // The leader failed (its error is the followers'), or its client went away first.
+        this.end(key, flight, failure instanceof ConnectError ? failure : new ConnectError('the snapshot this stream followed was abandoned by the stream making it; resume to read one', Code.Unavailable));
+      }
     }
   }
 
+  private async *follow(flight: Flight): AsyncGenerator<SnapshotChunk> {
+    for (let i = 0; ; i++) {
+      while (i >= flight.chunks.length && flight.end === 'open') await new Promise<void>((wake) => flight.wake.push(wake));
+      if (flight.end instanceof Error) throw flight.end;
+      if (i >= flight.chunks.length) return;
+      yield flight.chunks[i];
+    }
+  }
+
+  /** Ends a flight: no stream joins it any more; followers see `end` once they have what it made (all of it when done). */
+  private end(key: string, flight: Flight, end: 'done' | Error): void {
+    if (flight.end !== 'open') return;
+    flight.end = end;
+    flight.joinable = false;
+    if (end !== 'done') flight.chunks = [];
+    if (this.flights.get(key) === flight) this.flights.delete(key);
+    this.wakeAll(flight);
+  }
+
+  private wakeAll(flight: Flight): void {
+    const wake = flight.wake;
+    flight.wake = [];
+    for (const w of wake) w();
+  }
+
   private store(key: string, entry: Entry): void {
+    this.oversized.delete(key);
     const old = this.entries.get(key);
     // A newer snapshot only: two streams may finish theirs out of order.
     if (old !== undefined && old.revision > entry.revision) return;

@@ -19,7 +19,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Database } from '../../store/db.js';
 import { compactedThrough } from '../../store/compaction.js';
 import { HeartbeatSchema, WatchResponseSchema, type WatchResponse } from '../../../gen/authz/v1/snapshot_service_pb.js';
-import type { KnownRevisions } from '../known-revisions.js';
+import { readCommittedRevision, type KnownRevisions } from '../known-revisions.js';
 import { revisionBytes } from './changes.js';
 import type { SharedRevisionReads } from './shared-reads.js';
 import { chunkBytes, snapshotChunks } from './snapshot.js';
@@ -190,21 +190,24 @@ export class WatchStream {
   }
 
   /**
-   * Sends a snapshot: one kept by the process's cache when it may serve this stream, else one
-   * read now (and kept for the next streams). `fresh`: the log after the last one sent has a gap,
-   * so only a new one will do.
+   * Sends a snapshot: one kept by the process's cache when it may serve this stream, else the
+   * one another stream of the tenant is reading (single flight), else one read now (and kept for
+   * the next streams). `fresh`: the log after the last one sent has a gap, so only a new read
+   * will do. See snapshot-cache.ts.
    */
   private async snapshot(fresh = false): Promise<void> {
     const { limits, gate } = this.env;
     const format: SnapshotFormat = this.json ? 'json' : this.rowBlocks ? 'blocks' : 'entities';
-    const cached = fresh ? undefined : await this.env.snapshots.lookup(this.env.db.orm.em.fork() as EntityManager, this.tenantId, format);
-    const chunks = cached !== undefined
-      ? (async function* () {
-        yield* cached;
-      })()
-      : this.env.snapshots.record(this.tenantId, format, snapshotChunks(this.env.db, this.tenantId, {
+    const em = this.env.db.orm.em.fork() as EntityManager;
+    const tenantId = this.tenantId;
+    const chunks = this.env.snapshots.open(tenantId, format, {
+      fresh,
+      reach: async () => ({ committed: await readCommittedRevision(em, tenantId), horizon: await compactedThrough(em, tenantId) }),
+      make: () => snapshotChunks(this.env.db, tenantId, {
         batchRows: limits.batchRows, chunkBytes: limits.chunkBytes, gate, rowBlocks: this.rowBlocks, entityMessages: this.json,
-      }), chunkBytes);
+      }),
+      bytesOf: chunkBytes,
+    });
     // One chunk is made ahead: the next is read, converted and encoded while this one is being
     // sent (and read by the client), and no further (backpressure): at most the chunk in the
     // transport, the one made ahead, and the snapshot's two pages.

@@ -363,7 +363,7 @@ describe(`Watch on ${backend}`, () => {
     const cacheResults = async (c: CP) => {
       const text = await (await fetch(`${c.url}/metrics`)).text();
       const n = (result: string) => Number(new RegExp(`^authz_watch_snapshot_cache_total\\{result="${result}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? NaN);
-      return { hit: n('hit'), miss: n('miss'), tooLarge: n('too_large'), invalidated: n('invalidated'), bytes: Number(/^authz_watch_snapshot_cache_bytes (\d+)$/m.exec(text)?.[1] ?? NaN) };
+      return { hit: n('hit'), miss: n('miss'), joined: n('joined'), tooLarge: n('too_large'), invalidated: n('invalidated'), bytes: Number(/^authz_watch_snapshot_cache_bytes (\d+)$/m.exec(text)?.[1] ?? NaN) };
     };
     const c = await startTestControlPlane(backend, { SERVICE_WATCH_HEARTBEAT_MS: '50' }, { watch: { chunkBytes: 1500 } });
     const tiny = await startTestControlPlane(backend, { SERVICE_WATCH_HEARTBEAT_MS: '50', SERVICE_WATCH_SNAPSHOT_CACHE_BYTES: '2000' }, { watch: { chunkBytes: 1500 } });
@@ -412,6 +412,15 @@ describe(`Watch on ${backend}`, () => {
       const small = [await newClient(tiny, other.tenantId), await newClient(tiny, other.tenantId)];
       expect(small[1].rows).toEqual(small[0].rows);
       expect(await cacheResults(tiny)).toMatchObject({ hit: 0, miss: 2, tooLarge: 2, bytes: 0 });
+      // Streams of a new tenant starting together: one reads the database, the others follow it
+      // (or, arriving after it ended, get it kept), and all hold the same state.
+      const together = await populate(r, 'together');
+      const models = await Promise.all(Array.from({ length: 5 }, () => newClient(c, together.tenantId)));
+      for (const m of models) expect([m.snapshotRevision, m.rows]).toEqual([models[0].snapshotRevision, models[0].rows]);
+      const after = await cacheResults(c);
+      expect(after.miss).toBe(4);
+      expect(after.hit + after.joined).toBe(2 + 4);
+      expect(models[0].rows).toEqual(await freshRows(c, together.tenantId));
     } finally {
       await tiny.close();
       await c.close();
