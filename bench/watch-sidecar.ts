@@ -8,6 +8,9 @@
  * `--runs N` starts N sidecars one after the other on the same data; `--compression none,gzip`
  * alternates SIDECAR_WATCH_COMPRESSION over the runs (side by side on one loaded machine).
  *
+ * `--together N` starts N sidecars at once in each run (a rollout): each one's time to ready, and
+ * how the control plane served them (read from PostgreSQL, followed the one reading it, kept).
+ *
  * `--entries current,/path/dist/sidecar/main.js` alternates the sidecar build over the runs (e.g.
  * this one and one from before a change, side by side).
  *
@@ -29,6 +32,7 @@ const RESOURCES = Number(args.get('resources') ?? 1_000_000);
 const GRANTS = Number(args.get('grants') ?? 1_000_000);
 const SUBJECTS = Number(args.get('subjects') ?? 100_000);
 const RUNS = Number(args.get('runs') ?? 1);
+const TOGETHER = Number(args.get('together') ?? 1);
 const COMPRESSIONS = args.get('compression')?.split(',');
 const ENTRIES = args.get('entries')?.split(',').map((e) => (e === 'current' ? undefined : resolve(e)));
 if (!process.env.DATABASE_URL) throw new Error('set DATABASE_URL');
@@ -63,34 +67,43 @@ try {
     const entry = ENTRIES?.[(run - 1) % ENTRIES.length];
     const started = Date.now();
     const cpu0 = { own: process.cpuUsage(), pg: postgresCpuMs(), faults: minorFaults(process.pid) };
-    const hits0 = cp.watch.snapshots.stats().hits;
-    const sidecar = await startProcess('sidecar', {
+    const stats0 = cp.watch.snapshots.stats();
+    const sidecars = await Promise.all(Array.from({ length: TOGETHER }, () => startProcess('sidecar', {
       ...sidecarEnv, ...envSets[(run - 1) % envSets.length], ...(compression ? { SIDECAR_WATCH_COMPRESSION: compression } : {}), SIDECAR_CONTROL_PLANE_URL: cp.url, SIDECAR_API_KEY: TEST_BOOTSTRAP_KEY, SIDECAR_TENANT_ID: tenantId, SIDECAR_PORT: '0', SIDECAR_LOG_LEVEL: 'info',
-    }, { built: true, entry, nodeArgs: nodeArgSets[(run - 1) % nodeArgSets.length] });
+    }, { built: true, entry, nodeArgs: nodeArgSets[(run - 1) % nodeArgSets.length] })));
     try {
-      await waitFor200(`${sidecar.url}/readyz`, Number(args.get('timeout-ms') ?? 900_000)).catch((err) => {
-        throw new Error(`${(err as Error).message}; sidecar said:\n${sidecar.output.join('\n')}`);
-      });
-      const readyMs = Date.now() - started;
-      // CPU to ready of each process (the reads race a little with the sidecar's idle ticks).
+      const readyMs = await Promise.all(sidecars.map(async (sidecar) => {
+        await waitFor200(`${sidecar.url}/readyz`, Number(args.get('timeout-ms') ?? 900_000)).catch((err) => {
+          throw new Error(`${(err as Error).message}; sidecar said:\n${sidecar.output.join('\n')}`);
+        });
+        return Date.now() - started;
+      }));
+      // CPU to the last ready of each process (the reads race a little with the sidecars' idle ticks).
       const own = process.cpuUsage(cpu0.own);
-      const cpu = { controlPlane: (own.user + own.system) / 1000, sidecar: cpuMs(sidecar.child.pid) ?? NaN, postgres: postgresCpuMs() - cpu0.pg };
+      const cpu = { controlPlane: (own.user + own.system) / 1000, sidecar: sidecars.map((sc) => cpuMs(sc.child.pid) ?? NaN), postgres: postgresCpuMs() - cpu0.pg };
+      const sidecar = sidecars[0];
       const faults = minorFaults(sidecar.child.pid);
       const ownFaults = minorFaults(process.pid) - cpu0.faults;
       const rss = await rssOf(sidecar.url);
       // Subject k owns resource k (grant k: subject k % S + 1, resource k % R + 1).
       const k = Math.min(SUBJECTS, RESOURCES) - 1;
       const body = (s: number) => JSON.stringify({ actor: { subjectId: `subject_0192f3a4-0000-7000-8000-${String(s).padStart(12, '0')}` }, scopeId: scope, action: 'edit', resource: { resourceId: `resource_0192f3a4-0000-7000-8000-${String(k).padStart(12, '0')}` } });
-      const ask = async (s: number) => (await (await fetch(`${sidecar.url}/evaluate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(s) })).json()) as { allowed: boolean; reason: string };
-      const owner = await ask(k);
-      if (!owner.allowed || owner.reason !== 'ownership') throw new Error(`decision wrong: ${JSON.stringify(owner)}`);
-      const source = cp.watch.snapshots.stats().hits > hits0 ? 'kept snapshot' : 'read from PostgreSQL';
+      for (const sc of sidecars) {
+        const owner = (await (await fetch(`${sc.url}/evaluate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(k) })).json()) as { allowed: boolean; reason: string };
+        if (!owner.allowed || owner.reason !== 'ownership') throw new Error(`decision wrong: ${JSON.stringify(owner)}`);
+      }
+      const stats = cp.watch.snapshots.stats();
+      const served = { read: stats.misses - stats0.misses, followed: (stats.joined ?? 0) - (stats0.joined ?? 0), kept: stats.hits - stats0.hits };
+      const source = TOGETHER > 1
+        ? `${served.read} read from PostgreSQL, ${served.followed} followed, ${served.kept} kept`
+        : served.kept > 0 ? 'kept snapshot' : 'read from PostgreSQL';
+      const s1 = (ms: number) => (ms / 1000).toFixed(1);
       console.log(`run ${run}: ${RESOURCES} resources + ${GRANTS} grants + ${SUBJECTS} subjects (${source}; compression ${compression ?? sidecarEnv.SIDECAR_WATCH_COMPRESSION ?? 'default'}${entry ? `, ${entry}` : ''}${nodeArgSets.length > 1 ? `, node ${nodeArgSets[(run - 1) % nodeArgSets.length].join(' ') || '(no flags)'}` : ''}${envSets.length > 1 ? `, env ${JSON.stringify(envSets[(run - 1) % envSets.length])}` : ''}): ` +
-        `sidecar ready in ${readyMs} ms, RSS ${(rss / 1048576).toFixed(0)} MiB; CPU to ready: control plane ${(cpu.controlPlane / 1000).toFixed(1)} s, ` +
-        `sidecar ${(cpu.sidecar / 1000).toFixed(1)} s, PostgreSQL ${(cpu.postgres / 1000).toFixed(1)} s; page faults: sidecar ${faults} (${((faults * 4096) / 1048576).toFixed(0)} MiB first touched), control plane ${ownFaults}`);
+        `${TOGETHER > 1 ? `${TOGETHER} sidecars ready in ${readyMs.join(', ')} ms` : `sidecar ready in ${readyMs[0]} ms`}, RSS ${(rss / 1048576).toFixed(0)} MiB; CPU to ready: control plane ${s1(cpu.controlPlane)} s, ` +
+        `sidecar ${cpu.sidecar.map(s1).join(', ')} s, PostgreSQL ${s1(cpu.postgres)} s; page faults: sidecar ${faults} (${((faults * 4096) / 1048576).toFixed(0)} MiB first touched), control plane ${ownFaults}`);
     } finally {
-      await sidecar.stop('SIGTERM');
-      if (process.env.BENCH_SIDECAR_OUTPUT) writeFileSync(`${process.env.BENCH_SIDECAR_OUTPUT}.${run}`, sidecar.output.join(''));
+      await Promise.all(sidecars.map((sc) => sc.stop('SIGTERM')));
+      if (process.env.BENCH_SIDECAR_OUTPUT) writeFileSync(`${process.env.BENCH_SIDECAR_OUTPUT}.${run}`, sidecars.map((sc) => sc.output.join('')).join('\n---\n'));
     }
   }
 } finally {
