@@ -11,7 +11,7 @@ import type { Database } from '../../store/db.js';
 import type { KnownRevisions } from '../known-revisions.js';
 import { SharedRevisionReads } from './shared-reads.js';
 import { SnapshotCache } from './snapshot-cache.js';
-import { WatchStream, type WatchLimits } from './stream.js';
+import { WatchStream, type SnapshotPart, type WatchLimits } from './stream.js';
 
 export interface WatchStats {
   streams: number;
@@ -35,7 +35,7 @@ export class WatchHub {
   /** The change log read once per tenant and revision for every stream here. */
   readonly reads = new SharedRevisionReads();
   /** Whole snapshots kept for the next streams of their tenant. */
-  readonly snapshots: SnapshotCache;
+  readonly snapshots: SnapshotCache<SnapshotPart>;
 
   constructor(
     private readonly db: Database,
@@ -43,7 +43,7 @@ export class WatchHub {
     private readonly gate: string,
     readonly limits: WatchLimits,
   ) {
-    this.snapshots = new SnapshotCache(limits.snapshotCacheBytes);
+    this.snapshots = new SnapshotCache<SnapshotPart>(limits.snapshotCacheBytes);
     this.unsubscribe.push(known.onCommit((tenantId) => this.wakeTenant(tenantId)));
     this.unsubscribe.push(db.notifications.onResync(() => this.wakeAll()));
   }

@@ -52,7 +52,7 @@ function source(all: SnapshotChunk[]) {
 
 const REACH: LogReach = { committed: 5, horizon: 0 };
 
-function open(cache: SnapshotCache, tenantId: string, make: () => AsyncIterable<SnapshotChunk>, o: { fresh?: boolean; reach?: LogReach | Error; bytes?: number } = {}) {
+function open(cache: SnapshotCache<SnapshotChunk>, tenantId: string, make: () => AsyncIterable<SnapshotChunk>, o: { fresh?: boolean; reach?: LogReach | Error; bytes?: number } = {}) {
   return cache.open(tenantId, 'blocks', {
     fresh: o.fresh ?? false,
     reach: async () => {
@@ -78,7 +78,7 @@ async function drain(it: AsyncGenerator<SnapshotChunk>, stopAfter = Infinity): P
   return out;
 }
 
-async function pass(cache: SnapshotCache, tenantId: string, all: SnapshotChunk[], bytes = 100, stopAfter = all.length): Promise<SnapshotChunk[] | Error> {
+async function pass(cache: SnapshotCache<SnapshotChunk>, tenantId: string, all: SnapshotChunk[], bytes = 100, stopAfter = all.length): Promise<SnapshotChunk[] | Error> {
   return drain(open(cache, tenantId, async function* () {
     yield* all;
   }, { bytes, fresh: true }), stopAfter);
@@ -89,14 +89,14 @@ const settle = () => new Promise((r) => setImmediate(r));
 
 describe('SnapshotCache', () => {
   it('passes every chunk through and keeps a whole snapshot within the budget', async () => {
-    const cache = new SnapshotCache(1000);
+    const cache = new SnapshotCache<SnapshotChunk>(1000);
     const a = chunks('tenant_a', 5, 4);
     expect(await pass(cache, 'tenant_a', a)).toEqual(a);
     expect(cache.stats()).toMatchObject({ entries: 1, bytes: 400, tooLarge: 0 });
   });
 
   it('keeps nothing of a snapshot cut short, or larger than the whole budget', async () => {
-    const cache = new SnapshotCache(1000);
+    const cache = new SnapshotCache<SnapshotChunk>(1000);
     await pass(cache, 'tenant_a', chunks('tenant_a', 5, 4), 100, 2);
     expect(cache.stats()).toMatchObject({ entries: 0, bytes: 0 });
     expect(await pass(cache, 'tenant_b', chunks('tenant_b', 5, 11))).toHaveLength(11);
@@ -104,7 +104,7 @@ describe('SnapshotCache', () => {
   });
 
   it('evicts the least recently kept first to fit a new snapshot', async () => {
-    const cache = new SnapshotCache(1000);
+    const cache = new SnapshotCache<SnapshotChunk>(1000);
     await pass(cache, 'tenant_a', chunks('tenant_a', 5, 4));
     await pass(cache, 'tenant_b', chunks('tenant_b', 5, 4));
     expect(cache.stats()).toMatchObject({ entries: 2, bytes: 800 });
@@ -113,7 +113,7 @@ describe('SnapshotCache', () => {
   });
 
   it('never replaces a snapshot with an older one of the same tenant and format', async () => {
-    const cache = new SnapshotCache(1000);
+    const cache = new SnapshotCache<SnapshotChunk>(1000);
     await pass(cache, 'tenant_a', chunks('tenant_a', 9, 2));
     await pass(cache, 'tenant_a', chunks('tenant_a', 7, 3));
     expect(cache.stats()).toMatchObject({ entries: 1, bytes: 200 });
@@ -122,7 +122,7 @@ describe('SnapshotCache', () => {
   });
 
   it('keeps nothing with a budget of 0, and every stream reads its own', async () => {
-    const cache = new SnapshotCache(0);
+    const cache = new SnapshotCache<SnapshotChunk>(0);
     const src = source(chunks('tenant_a', 5, 2));
     const a = drain(open(cache, 'tenant_a', src.make));
     const b = drain(open(cache, 'tenant_a', src.make));
@@ -134,7 +134,7 @@ describe('SnapshotCache', () => {
   });
 
   it('serves a kept snapshot only while the log reaches back to it and it is not past the committed revision', async () => {
-    const cache = new SnapshotCache(1000);
+    const cache = new SnapshotCache<SnapshotChunk>(1000);
     const a = chunks('tenant_a', 5, 2);
     await pass(cache, 'tenant_a', a);
     const never = async function* (): AsyncGenerator<SnapshotChunk> {
@@ -160,7 +160,7 @@ describe('SnapshotCache', () => {
   });
 
   it('single flight: streams starting while a snapshot is made follow it, each chunk as it is made, and it is read once', async () => {
-    const cache = new SnapshotCache(1000);
+    const cache = new SnapshotCache<SnapshotChunk>(1000);
     const all = chunks('tenant_a', 5, 4);
     const src = source(all);
     const leader = open(cache, 'tenant_a', src.make);
@@ -195,7 +195,7 @@ describe('SnapshotCache', () => {
   });
 
   it("a leader's error ends its followers with it; the next stream reads anew", async () => {
-    const cache = new SnapshotCache(1000);
+    const cache = new SnapshotCache<SnapshotChunk>(1000);
     const all = chunks('tenant_a', 5, 3);
     const src = source(all);
     const leader = drain(open(cache, 'tenant_a', src.make));
@@ -214,7 +214,7 @@ describe('SnapshotCache', () => {
   });
 
   it('a leader whose client goes away before the end ends its followers with unavailable and lets its read go', async () => {
-    const cache = new SnapshotCache(1000);
+    const cache = new SnapshotCache<SnapshotChunk>(1000);
     const all = chunks('tenant_a', 5, 3);
     const src = source(all);
     const leader = open(cache, 'tenant_a', src.make);
@@ -232,7 +232,7 @@ describe('SnapshotCache', () => {
   });
 
   it('a snapshot outgrowing the budget ends its followers with unavailable, and the tenant is not followed until one fits', async () => {
-    const cache = new SnapshotCache(250);
+    const cache = new SnapshotCache<SnapshotChunk>(250);
     const all = chunks('tenant_a', 5, 3);
     const src = source(all);
     const leader = drain(open(cache, 'tenant_a', src.make));
@@ -269,7 +269,7 @@ describe('SnapshotCache', () => {
   });
 
   it('a stream asking for a fresh snapshot neither follows one being made nor is followed', async () => {
-    const cache = new SnapshotCache(1000);
+    const cache = new SnapshotCache<SnapshotChunk>(1000);
     const all = chunks('tenant_a', 5, 2);
     const src = source(all);
     const leader = drain(open(cache, 'tenant_a', src.make));

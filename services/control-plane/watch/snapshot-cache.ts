@@ -31,7 +31,12 @@
  * chunk buffers of its own).
  */
 import { Code, ConnectError } from '@connectrpc/connect';
-import type { SnapshotChunk } from '../../../gen/authz/v1/snapshot_service_pb.js';
+
+/** What the cache needs to know of a kept piece of a snapshot (a chunk, or a message made of one). */
+export interface SnapshotPiece {
+  readonly revision: bigint;
+  readonly last: boolean;
+}
 
 /** How a stream's snapshot chunks are encoded (see SnapshotOptions): entries never mix them. */
 export type SnapshotFormat = 'blocks' | 'entities' | 'json';
@@ -39,16 +44,16 @@ export type SnapshotFormat = 'blocks' | 'entities' | 'json';
 /** Revisions a client may have to replay after a cached snapshot before a fresh one is made instead. */
 export const MAX_REPLAY_REVISIONS = 10_000;
 
-interface Entry {
+interface Entry<T> {
   revision: number;
-  chunks: { chunk: SnapshotChunk; bytes: number }[];
+  chunks: { chunk: T; bytes: number }[];
   bytes: number;
 }
 
 /** A snapshot being made by one stream and followed by others (see the module comment). */
-interface Flight {
+interface Flight<T> {
   /** The chunks made so far; emptied when the flight fails. */
-  chunks: SnapshotChunk[];
+  chunks: T[];
   /** Whether a stream starting now may follow it (not once it outgrew the budget). */
   joinable: boolean;
   /** 'open' while the leader makes chunks, 'done' once it made the last, else why it stopped. */
@@ -61,6 +66,17 @@ interface Flight {
 export interface LogReach {
   committed: number;
   horizon: number;
+}
+
+export interface OpenOptions<T> {
+  /** Only a new read will do (the stream found a gap in the log after the snapshot it sent). */
+  fresh: boolean;
+  /** Where a kept snapshot may be served from; throws `not_found` for a tenant that is gone. */
+  reach: () => Promise<LogReach>;
+  /** Reads the snapshot anew. */
+  make: () => AsyncIterable<T>;
+  /** A chunk's size, as counted against the budget. */
+  bytesOf: (c: T) => number;
 }
 
 export interface SnapshotCacheStats {
@@ -78,11 +94,15 @@ export interface SnapshotCacheStats {
   bytes: number;
 }
 
-export class SnapshotCache {
+/**
+ * `T`: what is kept of each chunk (stream.ts keeps the message it sends, encoded once for
+ * binary clients; tests keep chunks).
+ */
+export class SnapshotCache<T extends SnapshotPiece> {
   /** By `tenantId|format`, least recently used first (a Map keeps insertion order). */
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries = new Map<string, Entry<T>>();
   private total = 0;
-  private readonly flights = new Map<string, Flight>();
+  private readonly flights = new Map<string, Flight<T>>();
   /** Keys whose last snapshot outgrew the budget: not followed (it would fail them) until one fits. */
   private readonly oversized = new Set<string>();
   private readonly counts = { hits: 0, misses: 0, joined: 0, tooLarge: 0, invalidated: 0 };
@@ -102,8 +122,8 @@ export class SnapshotCache {
   open(
     tenantId: string,
     format: SnapshotFormat,
-    opts: { fresh: boolean; reach: () => Promise<LogReach>; make: () => AsyncIterable<SnapshotChunk>; bytesOf: (c: SnapshotChunk) => number },
-  ): AsyncGenerator<SnapshotChunk> {
+    opts: OpenOptions<T>,
+  ): AsyncGenerator<T> {
     const key = `${tenantId}|${format}`;
     // Checked at the call, before any wait, so that streams starting together find the flight.
     const flight = opts.fresh ? undefined : this.joinable(key);
@@ -111,14 +131,14 @@ export class SnapshotCache {
     return this.serve(key, opts);
   }
 
-  private joinable(key: string): Flight | undefined {
+  private joinable(key: string): Flight<T> | undefined {
     const f = this.flights.get(key);
     if (f === undefined || !f.joinable || this.oversized.has(key)) return undefined;
     this.counts.joined++;
     return f;
   }
 
-  private async *serve(key: string, opts: { fresh: boolean; reach: () => Promise<LogReach>; make: () => AsyncIterable<SnapshotChunk>; bytesOf: (c: SnapshotChunk) => number }): AsyncGenerator<SnapshotChunk> {
+  private async *serve(key: string, opts: OpenOptions<T>): AsyncGenerator<T> {
     if (!opts.fresh) {
       const kept = await this.lookup(key, opts.reach);
       if (kept !== undefined) {
@@ -137,7 +157,7 @@ export class SnapshotCache {
   }
 
   /** A kept snapshot's chunks when it may be served now; drops one that may not. */
-  private async lookup(key: string, reach: () => Promise<LogReach>): Promise<SnapshotChunk[] | undefined> {
+  private async lookup(key: string, reach: () => Promise<LogReach>): Promise<T[] | undefined> {
     const entry = this.entries.get(key);
     if (entry === undefined) return undefined;
     // From the database, not the process's known revision: a deleted tenant must fail as the
@@ -167,10 +187,10 @@ export class SnapshotCache {
    * Passes `chunks` through, holding them for followers and keeping the whole snapshot when it
    * fits the budget. A `fresh` read is not followed (it serves a stream that found a gap).
    */
-  private async *lead(key: string, fresh: boolean, chunks: AsyncIterable<SnapshotChunk>, bytesOf: (c: SnapshotChunk) => number): AsyncGenerator<SnapshotChunk> {
-    const flight: Flight | undefined = fresh || this.flights.has(key) || this.budgetBytes <= 0 ? undefined : { chunks: [], joinable: true, end: 'open', wake: [] };
+  private async *lead(key: string, fresh: boolean, chunks: AsyncIterable<T>, bytesOf: (c: T) => number): AsyncGenerator<T> {
+    const flight: Flight<T> | undefined = fresh || this.flights.has(key) || this.budgetBytes <= 0 ? undefined : { chunks: [], joinable: true, end: 'open', wake: [] };
     if (flight !== undefined) this.flights.set(key, flight);
-    let kept: Entry['chunks'] | undefined = this.budgetBytes > 0 ? [] : undefined;
+    let kept: Entry<T>['chunks'] | undefined = this.budgetBytes > 0 ? [] : undefined;
     let bytes = 0;
     let finished = false;
     let failure: Error | undefined;
@@ -210,7 +230,7 @@ export class SnapshotCache {
     }
   }
 
-  private async *follow(flight: Flight): AsyncGenerator<SnapshotChunk> {
+  private async *follow(flight: Flight<T>): AsyncGenerator<T> {
     for (let i = 0; ; i++) {
       while (i >= flight.chunks.length && flight.end === 'open') await new Promise<void>((wake) => flight.wake.push(wake));
       if (flight.end instanceof Error) throw flight.end;
@@ -220,7 +240,7 @@ export class SnapshotCache {
   }
 
   /** Ends a flight: no stream joins it any more; followers see `end` once they have what it made (all of it when done). */
-  private end(key: string, flight: Flight, end: 'done' | Error): void {
+  private end(key: string, flight: Flight<T>, end: 'done' | Error): void {
     if (flight.end !== 'open') return;
     flight.end = end;
     flight.joinable = false;
@@ -229,13 +249,13 @@ export class SnapshotCache {
     this.wakeAll(flight);
   }
 
-  private wakeAll(flight: Flight): void {
+  private wakeAll(flight: Flight<T>): void {
     const wake = flight.wake;
     flight.wake = [];
     for (const w of wake) w();
   }
 
-  private store(key: string, entry: Entry): void {
+  private store(key: string, entry: Entry<T>): void {
     this.oversized.delete(key);
     const old = this.entries.get(key);
     // A newer snapshot only: two streams may finish theirs out of order.

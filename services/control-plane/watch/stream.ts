@@ -12,13 +12,14 @@
  * through: per stream, at most max(maxBufferedBytes, one message) + one message in the
  * transport (connect-node writes a message and awaits `drain` before it asks for the next).
  */
-import { create } from '@bufbuild/protobuf';
+import { create, toBinary } from '@bufbuild/protobuf';
+import { WireType } from '@bufbuild/protobuf/wire';
 import { timestampNow } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError } from '@connectrpc/connect';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Database } from '../../store/db.js';
 import { compactedThrough } from '../../store/compaction.js';
-import { HeartbeatSchema, WatchResponseSchema, type WatchResponse } from '../../../gen/authz/v1/snapshot_service_pb.js';
+import { HeartbeatSchema, WatchResponseSchema, type SnapshotChunk, type WatchResponse } from '../../../gen/authz/v1/snapshot_service_pb.js';
 import { readCommittedRevision, type KnownRevisions } from '../known-revisions.js';
 import { revisionBytes } from './changes.js';
 import type { SharedRevisionReads } from './shared-reads.js';
@@ -64,7 +65,7 @@ export interface StreamEnv {
   /** The change log as the process's streams read it together (shared-reads.ts). */
   reads: SharedRevisionReads;
   /** Snapshots kept for the next streams of a tenant (snapshot-cache.ts). */
-  snapshots: SnapshotCache;
+  snapshots: SnapshotCache<SnapshotPart>;
 }
 
 interface Queued {
@@ -74,6 +75,42 @@ interface Queued {
   revision?: number;
   /** Resolves when the transport takes it. */
   taken?: () => void;
+}
+
+/**
+ * A snapshot chunk as a stream sends it, and as the snapshot cache keeps it for the next
+ * streams (see snapshot-cache.ts).
+ */
+export interface SnapshotPart {
+  readonly msg: WatchResponse;
+  readonly index: number;
+  readonly revision: bigint;
+  readonly last: boolean;
+  /** The chunk's size (chunkBytes), for backpressure and the cache's budget. */
+  readonly bytes: number;
+}
+
+/**
+ * The chunks as messages to send. For a binary client each message is encoded here, once, and
+ * carried as its own bytes (an unknown field 1, which protobuf-es writes back unchanged and
+ * every client decodes as the snapshot): each stream that a kept or followed snapshot serves
+ * then writes those bytes instead of encoding the chunk again, and allocates one 4 MiB buffer
+ * per chunk fewer (buffers that start V8's full collections; see README, Not yet). A JSON
+ * client's messages are kept as messages (their JSON is written per stream).
+ */
+export async function* snapshotParts(chunks: AsyncIterable<SnapshotChunk>, json: boolean): AsyncGenerator<SnapshotPart> {
+  for await (const chunk of chunks) {
+    const full = create(WatchResponseSchema, { event: { case: 'snapshot', value: chunk } });
+    let msg = full;
+    if (!json) {
+      const encoded = toBinary(WatchResponseSchema, full);
+      // Field 1 (the snapshot), length-delimited: tag byte 0x0a, then what an unknown field holds.
+      if (encoded[0] !== 0x0a) throw new Error('snapshot-parts: a snapshot message does not start with field 1');
+      msg = create(WatchResponseSchema);
+      msg.$unknown = [{ no: 1, wireType: WireType.LengthDelimited, data: encoded.subarray(1) }];
+    }
+    yield { msg, index: chunk.index, revision: chunk.revision, last: chunk.last, bytes: chunkBytes(chunk) };
+  }
 }
 
 /** Ends the stream: the producer stops where it is. */
@@ -200,13 +237,14 @@ export class WatchStream {
     const format: SnapshotFormat = this.json ? 'json' : this.rowBlocks ? 'blocks' : 'entities';
     const em = this.env.db.orm.em.fork() as EntityManager;
     const tenantId = this.tenantId;
+    const json = this.json;
     const chunks = this.env.snapshots.open(tenantId, format, {
       fresh,
       reach: async () => ({ committed: await readCommittedRevision(em, tenantId), horizon: await compactedThrough(em, tenantId) }),
-      make: () => snapshotChunks(this.env.db, tenantId, {
-        batchRows: limits.batchRows, chunkBytes: limits.chunkBytes, gate, rowBlocks: this.rowBlocks, entityMessages: this.json,
-      }),
-      bytesOf: chunkBytes,
+      make: () => snapshotParts(snapshotChunks(this.env.db, tenantId, {
+        batchRows: limits.batchRows, chunkBytes: limits.chunkBytes, gate, rowBlocks: this.rowBlocks, entityMessages: json,
+      }), json),
+      bytesOf: (p) => p.bytes,
     });
     // One chunk is made ahead: the next is read, converted and encoded while this one is being
     // sent (and read by the client), and no further (backpressure): at most the chunk in the
@@ -217,13 +255,11 @@ export class WatchStream {
       for (;;) {
         const r = await ahead;
         if (r.done) break;
-        const chunk = r.value;
-        if (chunk.index === 0) this.sent = Number(chunk.revision);
-        const msg = create(WatchResponseSchema, { event: { case: 'snapshot', value: chunk } });
-        const bytes = chunkBytes(chunk);
-        ahead = chunk.last ? Promise.resolve({ done: true, value: undefined }) : chunks.next();
+        const part = r.value;
+        if (part.index === 0) this.sent = Number(part.revision);
+        ahead = part.last ? Promise.resolve({ done: true, value: undefined }) : chunks.next();
         ahead.catch(() => undefined);
-        await this.putAndWait(msg, bytes, chunk.last ? Number(chunk.revision) : undefined);
+        await this.putAndWait(part.msg, part.bytes, part.last ? Number(part.revision) : undefined);
       }
     } finally {
       // Ends the snapshot's transaction (after the chunk being made, if any).

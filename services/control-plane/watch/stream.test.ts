@@ -1,0 +1,61 @@
+/**
+ * Snapshot chunks as a stream sends them (snapshotParts): for a binary client, a message carrying
+ * its own encoded bytes must be written exactly as the message it stands for, and decode back to
+ * it; a JSON client's is the message itself.
+ */
+import { describe, expect, it } from 'vitest';
+import { create, fromBinary, toBinary, toJson } from '@bufbuild/protobuf';
+import { SnapshotChunkSchema, WatchResponseSchema, type SnapshotChunk } from '../../../gen/authz/v1/snapshot_service_pb.js';
+import { chunkBytes } from './snapshot.js';
+import { ChunkRowBlocks } from './row-blocks.js';
+import { snapshotParts } from './stream.js';
+
+/** Three chunks: entities, row blocks (pre-encoded unknown fields), and large enough for a 3-byte length. */
+function chunks(): SnapshotChunk[] {
+  const fields = ['id', 'tenantId', 'externalResourceId', 'attributes'];
+  const blocks = new ChunkRowBlocks(() => ({ fields, index: new Map(fields.map((f, k) => [f, k])) }));
+  for (let i = 0; i < 3_000; i++) {
+    blocks.bound('resource', { id: `resource_${i}`, tenantId: 't', externalResourceId: `doc-${i} ü`, attributes: { n: i } });
+    blocks.add('resource');
+  }
+  return [
+    create(SnapshotChunkSchema, { tenantId: 't', revision: 7n, index: 0, resourceScopeGate: 'off', resourceCount: 3000n, entities: [{ kind: 'scope', id: 'scope_1', json: '{"id":"scope_1"}' }] }),
+    Object.assign(create(SnapshotChunkSchema, { tenantId: 't', revision: 7n, index: 1, resourceScopeGate: 'off' }), { $unknown: blocks.take() }),
+    create(SnapshotChunkSchema, { tenantId: 't', revision: 7n, index: 2, last: true, resourceScopeGate: 'off', entities: Array.from({ length: 400 }, (_, i) => ({ kind: 'subject', id: `subject_${i}`, json: `{"id":"subject_${i}","type":"user"}` })) }),
+  ];
+}
+
+async function parts(json: boolean) {
+  const all = chunks();
+  const out = [];
+  for await (const p of snapshotParts((async function* () {
+    yield* all;
+  })(), json)) out.push(p);
+  return { all, out };
+}
+
+describe('snapshotParts', () => {
+  it('for a binary client, writes each message exactly as the snapshot message it carries, which decodes back to the chunk', async () => {
+    const { all, out } = await parts(false);
+    expect(out).toHaveLength(3);
+    expect(toBinary(SnapshotChunkSchema, all[2]).length).toBeGreaterThan(16_384);
+    out.forEach((p, i) => {
+      const full = create(WatchResponseSchema, { event: { case: 'snapshot', value: all[i] } });
+      expect(p.msg.event.case).toBeUndefined();
+      expect(Buffer.from(toBinary(WatchResponseSchema, p.msg)).equals(Buffer.from(toBinary(WatchResponseSchema, full)))).toBe(true);
+      const back = fromBinary(WatchResponseSchema, toBinary(WatchResponseSchema, p.msg));
+      expect(back.event.case).toBe('snapshot');
+      expect(toBinary(SnapshotChunkSchema, back.event.value as SnapshotChunk)).toEqual(toBinary(SnapshotChunkSchema, all[i]));
+      expect([p.index, p.revision, p.last, p.bytes]).toEqual([i, 7n, i === 2, chunkBytes(all[i])]);
+    });
+  });
+
+  it("for a JSON client, keeps the message itself (a message's own bytes would be lost in JSON)", async () => {
+    const { all, out } = await parts(true);
+    out.forEach((p, i) => {
+      expect(p.msg.event.case).toBe('snapshot');
+      expect(p.msg.event.value).toBe(all[i]);
+      expect(toJson(WatchResponseSchema, p.msg)).toHaveProperty('snapshot');
+    });
+  });
+});
