@@ -52,11 +52,9 @@ interface Entry<T> {
 
 /** A snapshot being made by one stream and followed by others (see the module comment). */
 interface Flight<T> {
-  /** The chunks made so far; emptied when the flight fails. */
-  chunks: T[];
-  /** Whether a stream starting now may follow it (not once it outgrew the budget). */
-  joinable: boolean;
-  /** 'open' while the leader makes chunks, 'done' once it made the last, else why it stopped. */
+  /** The chunks made so far (the leader's kept ones); emptied when the flight fails. */
+  chunks: Entry<T>['chunks'];
+  /** 'open' while the leader makes chunks (only then is it in `flights`), 'done' once it made the last, else why it stopped. */
   end: 'open' | 'done' | Error;
   /** Followers waiting for the next chunk or the end. */
   wake: (() => void)[];
@@ -133,7 +131,7 @@ export class SnapshotCache<T extends SnapshotPiece> {
 
   private joinable(key: string): Flight<T> | undefined {
     const f = this.flights.get(key);
-    if (f === undefined || !f.joinable || this.oversized.has(key)) return undefined;
+    if (f === undefined || this.oversized.has(key)) return undefined;
     this.counts.joined++;
     return f;
   }
@@ -188,9 +186,10 @@ export class SnapshotCache<T extends SnapshotPiece> {
    * fits the budget. A `fresh` read is not followed (it serves a stream that found a gap).
    */
   private async *lead(key: string, fresh: boolean, chunks: AsyncIterable<T>, bytesOf: (c: T) => number): AsyncGenerator<T> {
-    const flight: Flight<T> | undefined = fresh || this.flights.has(key) || this.budgetBytes <= 0 ? undefined : { chunks: [], joinable: true, end: 'open', wake: [] };
-    if (flight !== undefined) this.flights.set(key, flight);
     let kept: Entry<T>['chunks'] | undefined = this.budgetBytes > 0 ? [] : undefined;
+    // Followers read the kept chunks as they are added.
+    const flight: Flight<T> | undefined = fresh || kept === undefined || this.flights.has(key) ? undefined : { chunks: kept, end: 'open', wake: [] };
+    if (flight !== undefined) this.flights.set(key, flight);
     let bytes = 0;
     let finished = false;
     let failure: Error | undefined;
@@ -206,10 +205,7 @@ export class SnapshotCache<T extends SnapshotPiece> {
             if (flight !== undefined) this.end(key, flight, new ConnectError('the snapshot this stream followed outgrew SERVICE_WATCH_SNAPSHOT_CACHE_BYTES; resume to read one of its own', Code.Unavailable));
           } else {
             kept.push({ chunk, bytes: n });
-            if (flight !== undefined && flight.end === 'open') {
-              flight.chunks.push(chunk);
-              this.wakeAll(flight);
-            }
+            if (flight !== undefined) this.wakeAll(flight);
           }
         }
         if (chunk.last) {
@@ -235,7 +231,7 @@ export class SnapshotCache<T extends SnapshotPiece> {
       while (i >= flight.chunks.length && flight.end === 'open') await new Promise<void>((wake) => flight.wake.push(wake));
       if (flight.end instanceof Error) throw flight.end;
       if (i >= flight.chunks.length) return;
-      yield flight.chunks[i];
+      yield flight.chunks[i].chunk;
     }
   }
 
@@ -243,7 +239,6 @@ export class SnapshotCache<T extends SnapshotPiece> {
   private end(key: string, flight: Flight<T>, end: 'done' | Error): void {
     if (flight.end !== 'open') return;
     flight.end = end;
-    flight.joinable = false;
     if (end !== 'done') flight.chunks = [];
     if (this.flights.get(key) === flight) this.flights.delete(key);
     this.wakeAll(flight);
