@@ -18,6 +18,7 @@ import jsonLogic from 'json-logic-js';
 import { RE2JS } from 're2js';
 import type { JsonObject } from '@bufbuild/protobuf';
 import { seedRows, seedTenant, startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../test/harness.js';
+import { runAsDeployed } from './as-deployed.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const args = new Map<string, string>();
@@ -61,6 +62,8 @@ const results: Record<string, unknown> = { backend, runs: RUNS, at: new Date().t
   console.log('without the bounds:', JSON.stringify(results.conditionUnbounded), JSON.stringify(results.patternUnbounded));
 }
 
+// The control plane in this process runs with its deployed V8 flags.
+runAsDeployed();
 const app = await startTestControlPlane(backend);
 const rest = async (path: string, body: unknown) => {
   const res = await fetch(app.url + path, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': TEST_BOOTSTRAP_KEY }, body: JSON.stringify(body) });

@@ -18,6 +18,7 @@ import { DEFAULT_LIMITS } from '../services/control-plane/watch/stream.js';
 import { TenantIndexes } from '../services/control-plane/decision/indexes.js';
 import { startTestControlPlane } from '../test/harness.js';
 import { insertBigTenant } from './big-tenant.js';
+import { runAsDeployed } from './as-deployed.js';
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
@@ -51,6 +52,8 @@ async function measure(label: string, work: () => Promise<string>): Promise<void
     `GC minor ${gcs.minor} major ${gcs.major} (${gcs.ms.toFixed(0)} ms on the main thread)`);
 }
 
+// The control plane in this process runs with its deployed V8 flags.
+runAsDeployed();
 const cp = await startTestControlPlane('postgres');
 try {
   const { tenantId } = await insertBigTenant(cp, { resources: RESOURCES, grants: GRANTS, subjects: SUBJECTS });

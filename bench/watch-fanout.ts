@@ -15,6 +15,7 @@ import { SnapshotService } from '../gen/authz/v1/snapshot_service_pb.js';
 import { startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../test/harness.js';
 import { postgresCpuMs } from '../test/processes.js';
 import { populate, restClient } from '../services/control-plane/watch/testing.js';
+import { runAsDeployed } from './as-deployed.js';
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
@@ -22,6 +23,8 @@ const STREAMS = Number(args.get('streams') ?? 100);
 const WRITES = Number(args.get('writes') ?? 300);
 if (!process.env.DATABASE_URL) throw new Error('set DATABASE_URL');
 
+// The control plane in this process runs with its deployed V8 flags.
+runAsDeployed();
 const cp = await startTestControlPlane('postgres', { SERVICE_WATCH_HEARTBEAT_MS: '1000' });
 const ac = new AbortController();
 setMaxListeners(0, ac.signal);

@@ -19,6 +19,7 @@ import { ChunkEntities, rowEntity } from '../services/control-plane/watch/snapsh
 import { tenantRows } from '../services/control-plane/tenant-rows.js';
 import { restClient } from '../services/control-plane/watch/testing.js';
 import { startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../test/harness.js';
+import { runAsDeployed } from './as-deployed.js';
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
@@ -26,6 +27,8 @@ const N = Number(args.get('resources') ?? 200_000);
 const ROUNDS = Number(args.get('rounds') ?? 3);
 if (!process.env.DATABASE_URL) throw new Error('set DATABASE_URL');
 
+// The control plane in this process runs with its deployed V8 flags.
+runAsDeployed();
 const cp = await startTestControlPlane('postgres');
 try {
   const rest = restClient(cp.url, TEST_BOOTSTRAP_KEY);

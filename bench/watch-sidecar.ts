@@ -25,6 +25,7 @@ import { startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../test/harness.js';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpuMs, postgresCpuMs, rssOf, startProcess, waitFor200 } from '../test/processes.js';
 import { insertBigTenant } from './big-tenant.js';
+import { runAsDeployed } from './as-deployed.js';
 
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
@@ -52,6 +53,8 @@ function minorFaults(pid: number | undefined): number {
 // are served the kept snapshot and its changes). `off` makes every run a cold read.
 const CACHE = args.get('snapshot-cache') ?? 'keep';
 if (CACHE !== 'keep' && CACHE !== 'off') throw new Error('--snapshot-cache keep|off');
+// The control plane in this process runs with its deployed V8 flags.
+runAsDeployed();
 const cp = await startTestControlPlane('postgres', { SERVICE_WATCH_SNAPSHOT_CACHE_BYTES: CACHE === 'off' ? '0' : String(1024 * 1024 * 1024) });
 try {
   const { tenantId, scopeId: scope } = await insertBigTenant(cp, { resources: RESOURCES, grants: GRANTS, subjects: SUBJECTS });

@@ -10,9 +10,12 @@ import { createGrpcTransport } from '@connectrpc/connect-node';
 import { SnapshotService } from '../gen/authz/v1/snapshot_service_pb.js';
 import { startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../test/harness.js';
 import { restClient } from '../services/control-plane/watch/testing.js';
+import { runAsDeployed } from './as-deployed.js';
 
 const n = Number(process.argv[2] ?? 1_000_000);
 if (!process.env.DATABASE_URL) throw new Error('set DATABASE_URL');
+// The control plane in this process runs with its deployed V8 flags.
+runAsDeployed();
 const cp = await startTestControlPlane('postgres');
 try {
   const rest = restClient(cp.url, TEST_BOOTSTRAP_KEY);

@@ -7,6 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { resolve } from 'node:path';
+import { CONTROL_PLANE_NODE_FLAGS } from '../services/control-plane/node-flags.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 
@@ -40,11 +41,13 @@ export function freePort(): Promise<number> {
  * it listens on. `built`: run `dist/` (after `npm run build`) instead of the sources.
  */
 export function startProcess(kind: ProcessKind, env: Record<string, string>, opts: { built?: boolean; nodeArgs?: string[]; entry?: string } = {}): Promise<RunningProcess> {
-  // `entry`: another build's main.js (a benchmark's "before").
-  const argv = opts.entry ? [...(opts.nodeArgs ?? []), opts.entry]
+  // `entry`: another build's main.js (a benchmark's "before"). The control plane runs with the
+  // V8 flags its deployments give it.
+  const nodeArgs = [...(kind === 'control-plane' ? CONTROL_PLANE_NODE_FLAGS : []), ...(opts.nodeArgs ?? [])];
+  const argv = opts.entry ? [...nodeArgs, opts.entry]
     : opts.built
-      ? [...(opts.nodeArgs ?? []), resolve(ROOT, 'dist', `${ENTRY[kind]}.js`)]
-      : [...(opts.nodeArgs ?? []), '--import', 'tsx', resolve(ROOT, `${ENTRY[kind]}.ts`)];
+      ? [...nodeArgs, resolve(ROOT, 'dist', `${ENTRY[kind]}.js`)]
+      : [...nodeArgs, '--import', 'tsx', resolve(ROOT, `${ENTRY[kind]}.ts`)];
   const child = spawn(process.execPath, argv, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
   const exited = new Promise<void>((done) => child.once('exit', () => done()));

@@ -2,6 +2,7 @@ import { runEntryPoint } from '../common/entrypoint.js';
 import { createLogger } from '../transport/observability.js';
 import { loadConfig, redactConfig } from './config.js';
 import { startControlPlane } from './app.js';
+import { CONTROL_PLANE_NODE_FLAGS, missingNodeFlags } from './node-flags.js';
 
 /** `npm start`: the control plane. Settings come from the environment or `--flags`. */
 runEntryPoint({
@@ -16,6 +17,10 @@ runEntryPoint({
         `\nA platform API key was created for this empty database. It is shown only now:\n\n  ${cp.generatedBootstrapKey}\n\n` +
           `Use it as  x-api-key: <key>  (or Authorization: Bearer <key>).\n\n`,
       );
+    }
+    const missing = missingNodeFlags();
+    if (missing.length > 0) {
+      logger.warn({ missing, expected: `node ${CONTROL_PLANE_NODE_FLAGS.join(' ')} dist/services/control-plane/main.js` }, 'node was started without the control plane\'s V8 flags: snapshot reads cost more CPU (see node-flags.ts)');
     }
     logger.info({ url: cp.server.url, database: cp.db.backend }, 'control plane listening');
   },

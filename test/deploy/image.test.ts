@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import selfsigned from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONFIG_VARIABLES } from '../../services/control-plane/config.js';
+import { CONTROL_PLANE_NODE_FLAGS } from '../../services/control-plane/node-flags.js';
 import { loadInjectorConfig } from '../../services/injector/config.js';
 import { HEALTHCHECK_ENTRY, SIDECAR_ENTRY } from '../../services/injector/inject.js';
 import { SIDECAR_VARIABLES } from '../../sidecar/config.js';
@@ -63,6 +64,8 @@ const copies = (lines: string[]) =>
       return { from, sources: paths.slice(0, -1), dest: paths.at(-1)! };
     });
 const execForm = (line: string | undefined, instruction: string): string[] => JSON.parse((line ?? '').replace(new RegExp(`^${instruction}\\s+`, 'i'), ''));
+/** The script of a `node [flags] script` command. */
+const scriptOf = (command: string[]): string => command.slice(1).find((a) => !a.startsWith('-')) as string;
 /** The pod specs of every Deployment of the service, rendered. */
 const deployments = () => kustomize(join(DEPLOY, 'base')).filter((o) => o.kind === 'Deployment');
 
@@ -126,7 +129,10 @@ describe('deploy/Dockerfile', () => {
       expect(d.spec.template.spec.securityContext.runAsGroup, d.metadata.name).toBe(Number(m![2]));
     }
     expect(loadInjectorConfig({ INJECTOR_SIDECAR_IMAGE: 'i', INJECTOR_CONTROL_PLANE_URL: 'http://cp' }, []).sidecarUser).toBe(Number(m![1]));
-    expect(execForm(runtime.find((l) => /^CMD\s/i.test(l)), 'CMD')).toEqual(['node', 'dist/services/control-plane/main.js']);
+    expect(execForm(runtime.find((l) => /^CMD\s/i.test(l)), 'CMD')).toEqual(['node', ...CONTROL_PLANE_NODE_FLAGS, 'dist/services/control-plane/main.js']);
+    // `npm start` runs the sources with the same V8 flags.
+    const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start;
+    expect(start).toBe(`node ${CONTROL_PLANE_NODE_FLAGS.join(' ')} --import tsx services/control-plane/main.ts`);
     expect(runtime.some((l) => /^ENTRYPOINT\s/i.test(l))).toBe(false);
     expect(runtime.find((l) => /^EXPOSE\s/i.test(l))).toBe('EXPOSE 8080 8443');
     const env = runtime.filter((l) => /^ENV\s/i.test(l)).join(' ');
@@ -209,9 +215,9 @@ describe('dist/ (npm run build)', () => {
   it('holds every entry point the Dockerfile, the manifests and the injected sidecar name', () => {
     const runtime = stage('runtime');
     const paths = new Set<string>([
-      execForm(runtime.find((l) => /^CMD\s/i.test(l)), 'CMD')[1],
+      scriptOf(execForm(runtime.find((l) => /^CMD\s/i.test(l)), 'CMD')),
       JSON.parse(/\sCMD\s+(\[.*\])$/.exec(runtime.find((l) => /^HEALTHCHECK\s/i.test(l)) ?? '')![1])[1],
-      ...deployments().flatMap((d) => d.spec.template.spec.containers.map((c: Json) => c.command[1])),
+      ...deployments().flatMap((d) => d.spec.template.spec.containers.map((c: Json) => scriptOf(c.command))),
       relative(APP_DIR, SIDECAR_ENTRY),
       relative(APP_DIR, HEALTHCHECK_ENTRY),
     ]);

@@ -15,6 +15,7 @@ import { Pod } from 'kubernetes-models/v1/Pod';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { CONFIG_VARIABLES } from '../../services/control-plane/config.js';
+import { CONTROL_PLANE_NODE_FLAGS } from '../../services/control-plane/node-flags.js';
 import { INJECTOR_VARIABLES, loadInjectorConfig } from '../../services/injector/config.js';
 import { ANNOTATIONS, INJECTED_LABEL, INJECTED_LABEL_VALUE, PROBE_PORT_NAME, SIDECAR_CONTAINER, SYSTEM_NAMESPACES, parseAnnotations, review } from '../../services/injector/inject.js';
 import { CLUSTER_SCOPED, kustomize, podSpecOf, type K8sObject } from './kustomize.js';
@@ -153,10 +154,12 @@ function checkHardening(pod: Json, c: Json, objects: K8sObject[]) {
   expect(cpu(requests.cpu)).toBeLessThanOrEqual(cpu(limits.cpu));
   expect(memory(requests.memory)).toBeLessThanOrEqual(memory(limits.memory));
   expect(pod.spec.terminationGracePeriodSeconds).toBeGreaterThan(5);
-  // `node dist/<entry>.js`, an entry point the build makes (test/deploy/image.test.ts runs them)
+  // `node [V8 flags] dist/<entry>.js`, an entry point the build makes (test/deploy/image.test.ts runs them)
   expect(c.command[0]).toBe('node');
-  expect(c.command[1]).toMatch(/^dist\/.+\.js$/);
-  expect(existsSync(join(ROOT, c.command[1].replace(/^dist\//, '').replace(/\.js$/, '.ts'))), `${c.command[1]} has a source`).toBe(true);
+  const script: string = c.command.at(-1);
+  for (const flag of c.command.slice(1, -1)) expect(flag).toMatch(/^--[a-z-]+$/);
+  expect(script).toMatch(/^dist\/.+\.js$/);
+  expect(existsSync(join(ROOT, script.replace(/^dist\//, '').replace(/\.js$/, '.ts'))), `${script} has a source`).toBe(true);
 }
 function checkSelectors(objects: K8sObject[], d: K8sObject, names: { service: string; networkPolicy: string; pdb?: string }) {
   const selector: Record<string, string> = d.spec.selector.matchLabels;
@@ -197,6 +200,7 @@ function checkService(objects: K8sObject[], expected: { controlPlane: number; in
   // the control plane
   expect(cpDeployment.spec.replicas).toBe(expected.controlPlane);
   checkHardening(cpPod, cp, objects);
+  expect(cp.command).toEqual(['node', ...CONTROL_PLANE_NODE_FLAGS, 'dist/services/control-plane/main.js']);
   checkSelectors(objects, cpDeployment, { service: CP, networkPolicy: CP, pdb: CP });
   const cpPort = resolvePort(cp, 'http');
   const cpService = one(objects, 'Service', CP);
