@@ -16,6 +16,7 @@
  *
  * Usage: npm run build && DATABASE_URL=postgres://… tsx bench/watch-sidecar.ts [--resources 1000000 --grants 1000000 --subjects 100000 --runs 2 --snapshot-cache keep|off]
  * Extra `SIDECAR_*` variables in the environment reach the sidecar (e.g. SIDECAR_WATCH_COMPRESSION);
+ * `--save 1` merges the runs into bench/results/sidecar.json (`snapshotEndToEnd`).
  * BENCH_SIDECAR_NODE_ARGS its `node` (e.g. `--trace-gc`; sets separated by `|` alternate over
  * the runs), and BENCH_SIDECAR_OUTPUT=/path keeps
  * what each run's sidecar printed in /path.<run>.
@@ -65,6 +66,7 @@ try {
   const envSets = (process.env.BENCH_SIDECAR_ENV ?? '').split('|').map((set) => Object.fromEntries(set.split(' ').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])));
   const nodeArgSets = (process.env.BENCH_SIDECAR_NODE_ARGS ?? '').split('|').map((set) => set.split(' ').filter(Boolean));
   const sidecarEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('SIDECAR_'))) as Record<string, string>;
+  const results: Record<string, unknown>[] = [];
   for (let run = 1; run <= RUNS; run++) {
     const compression = COMPRESSIONS?.[(run - 1) % COMPRESSIONS.length];
     const entry = ENTRIES?.[(run - 1) % ENTRIES.length];
@@ -101,6 +103,7 @@ try {
         ? `${served.read} read from PostgreSQL, ${served.followed} followed, ${served.kept} kept`
         : served.kept > 0 ? 'kept snapshot' : 'read from PostgreSQL';
       const s1 = (ms: number) => (ms / 1000).toFixed(1);
+      results.push({ run, source, readyMs, rssMiB: Math.round(rss / 1048576), cpuMs: { controlPlane: Math.round(cpu.controlPlane), sidecar: cpu.sidecar, postgres: cpu.postgres } });
       console.log(`run ${run}: ${RESOURCES} resources + ${GRANTS} grants + ${SUBJECTS} subjects (${source}; compression ${compression ?? sidecarEnv.SIDECAR_WATCH_COMPRESSION ?? 'default'}${entry ? `, ${entry}` : ''}${nodeArgSets.length > 1 ? `, node ${nodeArgSets[(run - 1) % nodeArgSets.length].join(' ') || '(no flags)'}` : ''}${envSets.length > 1 ? `, env ${JSON.stringify(envSets[(run - 1) % envSets.length])}` : ''}): ` +
         `${TOGETHER > 1 ? `${TOGETHER} sidecars ready in ${readyMs.join(', ')} ms` : `sidecar ready in ${readyMs[0]} ms`}, RSS ${(rss / 1048576).toFixed(0)} MiB; CPU to ready: control plane ${s1(cpu.controlPlane)} s, ` +
         `sidecar ${cpu.sidecar.map(s1).join(', ')} s, PostgreSQL ${s1(cpu.postgres)} s; page faults: sidecar ${faults} (${((faults * 4096) / 1048576).toFixed(0)} MiB first touched), control plane ${ownFaults}`);
@@ -108,6 +111,14 @@ try {
       await Promise.all(sidecars.map((sc) => sc.stop('SIGTERM')));
       if (process.env.BENCH_SIDECAR_OUTPUT) writeFileSync(`${process.env.BENCH_SIDECAR_OUTPUT}.${run}`, sidecars.map((sc) => sc.output.join('')).join('\n---\n'));
     }
+  }
+  if (args.has('save')) {
+    // Merged into bench:sidecar's results, beside the sidecar's own load (snapshotScale).
+    const out = resolve(import.meta.dirname, 'results/sidecar.json');
+    const saved = JSON.parse(readFileSync(out, 'utf8')) as Record<string, unknown>;
+    const controlPlaneNode = process.execArgv.filter((a) => a.startsWith('--') && !a.startsWith('--import') && !a.startsWith('--require'));
+    saved.snapshotEndToEnd = { when: new Date().toISOString(), resources: RESOURCES, grants: GRANTS, subjects: SUBJECTS, snapshotCache: CACHE, controlPlaneNode, targetMs: 10_000, runs: results };
+    writeFileSync(out, JSON.stringify(saved, null, 1) + '\n');
   }
 } finally {
   await cp.close();
