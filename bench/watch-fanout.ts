@@ -6,7 +6,10 @@
  * from a write's answer to the last stream holding it (p50/p99), and CPU per write of this
  * process and of PostgreSQL.
  *
- * Usage: DATABASE_URL=postgres://… tsx bench/watch-fanout.ts [--streams 100 --writes 300]
+ * The clients accept nothing compressed, as sidecars by default, so the control plane serves them
+ * on its lean Watch path; `--lean-watch off` leaves them to connect-node (the path before it).
+ *
+ * Usage: DATABASE_URL=postgres://… tsx bench/watch-fanout.ts [--streams 100 --writes 300 --lean-watch on|off]
  */
 import { setMaxListeners } from 'node:events';
 import { createClient } from '@connectrpc/connect';
@@ -25,13 +28,15 @@ if (!process.env.DATABASE_URL) throw new Error('set DATABASE_URL');
 
 // The control plane in this process runs with its deployed V8 flags.
 runAsDeployed();
-const cp = await startTestControlPlane('postgres', { SERVICE_WATCH_HEARTBEAT_MS: '1000' });
+const LEAN = args.get('lean-watch') ?? 'on';
+if (LEAN !== 'on' && LEAN !== 'off') throw new Error('--lean-watch on|off');
+const cp = await startTestControlPlane('postgres', { SERVICE_WATCH_HEARTBEAT_MS: '1000' }, { leanWatch: LEAN === 'on' });
 const ac = new AbortController();
 setMaxListeners(0, ac.signal);
 try {
   const rest = restClient(cp.url, TEST_BOOTSTRAP_KEY);
   const t = await populate(rest, 'fanout');
-  const client = createClient(SnapshotService, createGrpcTransport({ baseUrl: cp.url }));
+  const client = createClient(SnapshotService, createGrpcTransport({ baseUrl: cp.url, acceptCompression: [] }));
   const held = new Array<number>(STREAMS).fill(0);
   let waiting: (() => void) | undefined;
   let want = Number.POSITIVE_INFINITY;
@@ -71,7 +76,7 @@ try {
   const pg = postgresCpuMs() - cpu0.pg;
   spread.sort((a, b) => a - b);
   const q = (p: number) => spread[Math.min(spread.length - 1, Math.floor(p * spread.length))].toFixed(2);
-  console.log(`${STREAMS} streams, ${WRITES} writes in ${(wall / 1000).toFixed(1)} s: change-log reads ${(cp.watch.reads?.databaseReads ?? NaN) - reads0.db} from the database, ` +
+  console.log(`lean Watch ${LEAN}: ${STREAMS} streams, ${WRITES} writes in ${(wall / 1000).toFixed(1)} s: change-log reads ${(cp.watch.reads?.databaseReads ?? NaN) - reads0.db} from the database, ` +
     `${(cp.watch.reads?.sharedReads ?? NaN) - reads0.shared} shared; write answered → every stream holds it: p50 ${q(0.5)} ms, p99 ${q(0.99)} ms; ` +
     `CPU per write: this process ${((own.user + own.system) / 1000 / WRITES).toFixed(2)} ms, PostgreSQL ${(pg / WRITES).toFixed(2)} ms`);
 } finally {

@@ -16,6 +16,7 @@
  *
  * Usage: npm run build && DATABASE_URL=postgres://… tsx bench/watch-sidecar.ts [--resources 1000000 --grants 1000000 --subjects 100000 --runs 2 --snapshot-cache keep|off]
  * Extra `SIDECAR_*` variables in the environment reach the sidecar (e.g. SIDECAR_WATCH_COMPRESSION);
+ * `--lean-watch off` serves the sidecars' Watch calls by connect-node instead of the lean path.
  * `--save 1` merges the runs into bench/results/sidecar.json (`snapshotEndToEnd`).
  * BENCH_SIDECAR_NODE_ARGS its `node` (e.g. `--trace-gc`; sets separated by `|` alternate over
  * the runs), and BENCH_SIDECAR_OUTPUT=/path keeps
@@ -56,7 +57,10 @@ const CACHE = args.get('snapshot-cache') ?? 'keep';
 if (CACHE !== 'keep' && CACHE !== 'off') throw new Error('--snapshot-cache keep|off');
 // The control plane in this process runs with its deployed V8 flags.
 runAsDeployed();
-const cp = await startTestControlPlane('postgres', { SERVICE_WATCH_SNAPSHOT_CACHE_BYTES: CACHE === 'off' ? '0' : String(1024 * 1024 * 1024) });
+// `--lean-watch off`: the sidecars' Watch calls served by connect-node (the path before the lean one).
+const LEAN = args.get('lean-watch') ?? 'on';
+if (LEAN !== 'on' && LEAN !== 'off') throw new Error('--lean-watch on|off');
+const cp = await startTestControlPlane('postgres', { SERVICE_WATCH_SNAPSHOT_CACHE_BYTES: CACHE === 'off' ? '0' : String(1024 * 1024 * 1024) }, { leanWatch: LEAN === 'on' });
 try {
   const { tenantId, scopeId: scope } = await insertBigTenant(cp, { resources: RESOURCES, grants: GRANTS, subjects: SUBJECTS });
 
@@ -117,7 +121,7 @@ try {
     const out = resolve(import.meta.dirname, 'results/sidecar.json');
     const saved = JSON.parse(readFileSync(out, 'utf8')) as Record<string, unknown>;
     const controlPlaneNode = process.execArgv.filter((a) => a.startsWith('--') && !a.startsWith('--import') && !a.startsWith('--require'));
-    saved.snapshotEndToEnd = { when: new Date().toISOString(), resources: RESOURCES, grants: GRANTS, subjects: SUBJECTS, snapshotCache: CACHE, controlPlaneNode, targetMs: 10_000, runs: results };
+    saved.snapshotEndToEnd = { when: new Date().toISOString(), resources: RESOURCES, grants: GRANTS, subjects: SUBJECTS, snapshotCache: CACHE, leanWatch: LEAN, controlPlaneNode, targetMs: 10_000, runs: results };
     writeFileSync(out, JSON.stringify(saved, null, 1) + '\n');
   }
 } finally {

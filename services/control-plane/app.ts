@@ -8,9 +8,12 @@ import type { Config } from './config.js';
 import { TenantIndexes } from './decision/indexes.js';
 import { ControlPlaneSource } from './decision/source.js';
 import type { Deps } from './handlers/kit.js';
-import { createLogger, createRegistry } from '../transport/observability.js';
-import { startServer, type RunningServer } from '../transport/server.js';
-import { authInterceptor } from './auth/interceptor.js';
+import { createLogger, createRegistry, rpcMetrics } from '../transport/observability.js';
+import { startServer, type RunningServer, type StartServerOptions } from '../transport/server.js';
+import { MAX_BODY_BYTES } from '../transport/gateway/gateway.js';
+import { authInterceptor, leanCaller } from './auth/interceptor.js';
+import { leanWatch } from './watch/lean-watch.js';
+import { SnapshotService } from '../../gen/authz/v1/snapshot_service_pb.js';
 import { storeErrors } from './errors.js';
 import { indexMetrics, keyCacheMetrics, poolMetrics } from './observability.js';
 import { registerServices, SERVICES } from './services.js';
@@ -22,6 +25,14 @@ import { DecisionLog } from '../decision/log.js';
 import { startTracing, type Tracing } from '../transport/tracing.js';
 import openApi from './openapi.json' with { type: 'json' };
 
+/** The fast paths in order (each takes its requests or returns false); undefined when none is on. */
+function fastPaths(paths: (StartServerOptions['fastPath'] | undefined)[]): StartServerOptions['fastPath'] {
+  const on = paths.filter((p) => p !== undefined);
+  if (on.length === 0) return undefined;
+  if (on.length === 1) return on[0];
+  return (req, res, shutdown) => on.some((p) => p(req, res, shutdown));
+}
+
 /** The committed OpenAPI document (openapi.ts makes it), served at `GET /openapi.json`. */
 const OPENAPI_TEXT = JSON.stringify(openApi);
 
@@ -31,6 +42,8 @@ export interface InternalOptions {
   watch?: Partial<WatchLimits>;
   /** `false` leaves the decision RPCs to connect-node (tests compare the two). */
   leanDecisions?: boolean;
+  /** `false` leaves every Watch call to connect-node (tests compare the two). */
+  leanWatch?: boolean;
   /** The `OTEL_*` variables tracing reads (default: the process's environment). */
   otelEnv?: Record<string, string | undefined>;
 }
@@ -91,7 +104,13 @@ export async function startControlPlane(
       routes: (router) => registerServices(router, deps),
       services: SERVICES,
       interceptors: [authInterceptor(verifier)],
-      fastPath: internal.leanDecisions === false ? undefined : controlPlaneFastPath({ source: deps.decision, verifier, logger, registry, tracing }),
+      fastPath: fastPaths([
+        internal.leanDecisions === false ? undefined : controlPlaneFastPath({ source: deps.decision, verifier, logger, registry, tracing }),
+        internal.leanWatch === false ? undefined : leanWatch({
+          hub: watch.hub, keys: watchKeys, caller: leanCaller(verifier, SnapshotService), maxBodyBytes: MAX_BODY_BYTES,
+          classifyError: storeErrors, logger, metrics: rpcMetrics(registry), tracing,
+        }),
+      ]),
       classifyError: storeErrors,
       readiness: () => db.ping(),
       openApi: OPENAPI_TEXT,

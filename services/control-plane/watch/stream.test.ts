@@ -9,6 +9,9 @@ import { SnapshotChunkSchema, WatchResponseSchema, type SnapshotChunk } from '..
 import { chunkBytes } from './snapshot.js';
 import { ChunkRowBlocks } from './row-blocks.js';
 import { snapshotParts } from './stream.js';
+import { framesOf, takesWatch } from './lean-watch.js';
+import type { NodeServerRequest } from '../../transport/gateway/gateway.js';
+import { RevisionChangesSchema, HeartbeatSchema } from '../../../gen/authz/v1/snapshot_service_pb.js';
 
 /** Three chunks: entities, row blocks (pre-encoded unknown fields), and large enough for a 3-byte length. */
 function chunks(): SnapshotChunk[] {
@@ -57,5 +60,48 @@ describe('snapshotParts', () => {
       expect(p.msg.event.value).toBe(all[i]);
       expect(toJson(WatchResponseSchema, p.msg)).toHaveProperty('snapshot');
     });
+  });
+});
+
+/** A gRPC envelope (flag 0, big-endian length) around a message, as connect-node writes one. */
+const envelope = (m: Uint8Array) => Buffer.concat([Buffer.from([0, m.length >>> 24, (m.length >>> 16) & 255, (m.length >>> 8) & 255, m.length & 255]), m]);
+
+describe('the lean Watch path (lean-watch.ts)', () => {
+  it('writes every message as connect-node would: a kept chunk from its own bytes, without a copy', async () => {
+    const { all, out } = await parts(false);
+    out.forEach((p, i) => {
+      const frames = framesOf(p.msg);
+      const full = create(WatchResponseSchema, { event: { case: 'snapshot', value: all[i] } });
+      expect(Buffer.concat(frames).equals(envelope(toBinary(WatchResponseSchema, full)))).toBe(true);
+      // The chunk's bytes are the kept buffer itself (a view), after a 6-byte head.
+      expect(frames).toHaveLength(2);
+      expect(frames[0].length).toBe(6);
+      expect(frames[1].buffer).toBe(p.msg.$unknown![0].data.buffer);
+    });
+    const changes = create(RevisionChangesSchema, { tenantId: 't', revision: 9n, changes: [{ op: 1, kind: 'scope', id: 'scope_1', json: '{"id":"scope_1"}' }] });
+    const a = create(WatchResponseSchema, { event: { case: 'changes', value: changes } });
+    const b = create(WatchResponseSchema, { event: { case: 'changes', value: changes } });
+    expect(Buffer.concat(framesOf(a)).equals(envelope(toBinary(WatchResponseSchema, a)))).toBe(true);
+    // One encoding per revision, for every stream that sends it.
+    expect(framesOf(b)[0]).toBe(framesOf(a)[0]);
+    const beat = create(WatchResponseSchema, { event: { case: 'heartbeat', value: create(HeartbeatSchema, { tenantId: 't', revision: 9n, resourceScopeGate: 'off' }) } });
+    expect(Buffer.concat(framesOf(beat)).equals(envelope(toBinary(WatchResponseSchema, beat)))).toBe(true);
+  });
+
+  it('takes gRPC calls over HTTP/2 with nothing compressed either way, and leaves every other to connect-node', () => {
+    const req = (headers: Record<string, string>, over: Partial<{ method: string; url: string; httpVersionMajor: number }> = {}) =>
+      ({ method: 'POST', url: '/authz.v1.SnapshotService/Watch', httpVersionMajor: 2, headers: { 'content-type': 'application/grpc', ...headers }, ...over }) as unknown as NodeServerRequest;
+    expect(takesWatch(req({}))).toBe(true);
+    expect(takesWatch(req({ 'content-type': 'application/grpc+proto', 'grpc-encoding': 'identity', 'grpc-accept-encoding': 'identity' }))).toBe(true);
+    expect(takesWatch(req({ 'grpc-accept-encoding': 'identity, gzip' }))).toBe(false);
+    expect(takesWatch(req({ 'grpc-accept-encoding': 'br' }))).toBe(false);
+    expect(takesWatch(req({ 'grpc-encoding': 'gzip' }))).toBe(false);
+    expect(takesWatch(req({ 'content-encoding': 'gzip' }))).toBe(false);
+    expect(takesWatch(req({ 'content-type': 'application/grpc+json' }))).toBe(false);
+    expect(takesWatch(req({ 'content-type': 'application/grpc-web' }))).toBe(false);
+    expect(takesWatch(req({ 'content-type': 'application/proto' }))).toBe(false);
+    expect(takesWatch(req({}, { httpVersionMajor: 1 }))).toBe(false);
+    expect(takesWatch(req({}, { method: 'GET' }))).toBe(false);
+    expect(takesWatch(req({}, { url: '/authz.v1.DecisionService/Evaluate' }))).toBe(false);
   });
 });

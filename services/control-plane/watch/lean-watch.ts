@@ -1,0 +1,219 @@
+/**
+ * The lean path of `SnapshotService/Watch` for the calls sidecars make: gRPC over HTTP/2, binary,
+ * nothing compressed either way. connect-node serializes every message it sends (a snapshot
+ * chunk already encoded once, see snapshotParts, is copied into a new 4 MiB buffer by protobuf-es,
+ * then into another by its envelope), and runs its async-iterable machinery per message. Here:
+ * - a snapshot chunk's kept bytes are written as they are, after a 6-byte head (envelope and tag);
+ * - a revision's message is encoded once for every stream of this process (`encodedChanges`);
+ * - a heartbeat is encoded per stream (a few dozen bytes).
+ * Every other call (Connect, gRPC-Web, JSON, a compressed request, a client that accepts
+ * compressed answers) goes to connect-node. The checks are the same (`leanCaller` for the key
+ * and tier, the request guard, `openWatch`), errors take connect-node's shape (status, message
+ * and ErrorInfo in trailers), and the RPC metrics and spans are recorded alike.
+ *
+ * Backpressure is connect-node's: the stream's next message is asked for only once the previous
+ * one was written through (`res.write` returned true, or 'drain' came).
+ */
+import type { Http2ServerResponse } from 'node:http2';
+import { fromBinary, toBinary } from '@bufbuild/protobuf';
+import { Code, ConnectError } from '@connectrpc/connect';
+import { codeToString } from '@connectrpc/connect/protocol-connect';
+import { parseTimeout, setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
+import type { Logger } from 'pino';
+import { SnapshotService, WatchRequestSchema, WatchResponseSchema, type RevisionChanges, type WatchResponse } from '../../../gen/authz/v1/snapshot_service_pb.js';
+import { BodyTooLarge, readBodyThen } from '../../transport/body.js';
+import { unaryMessage } from '../../transport/compression.js';
+import { toConnectError, type ErrorClassifier } from '../../transport/errors.js';
+import { tooLargeError, type NodeServerRequest, type NodeServerResponse } from '../../transport/gateway/gateway.js';
+import { invalidField } from '../../transport/gateway/json.js';
+import { binaryRequestProblem, checkRequestMessage } from '../../transport/guard.js';
+import { headerOf } from '../../transport/headers.js';
+import type { RpcMetrics } from '../../transport/observability.js';
+import { startNodeRpcSpan, type Tracing } from '../../transport/tracing.js';
+import { credentialsOfNode } from '../auth/interceptor.js';
+import type { Principal } from '../auth/principal.js';
+import type { WatchHub } from './hub.js';
+import type { KeyGuard } from './key-guard.js';
+import { openWatch } from './service.js';
+
+const PATH = `/${SnapshotService.typeName}/Watch`;
+const CONTENT_TYPE = 'application/grpc+proto';
+/** The encodings connect-node compresses answers with (server.ts acceptCompression). */
+const COMPRESSIONS = new Set(['gzip', 'br']);
+
+export interface LeanWatchOptions {
+  hub: WatchHub;
+  keys?: KeyGuard;
+  /** The caller's principal for a method of SnapshotService (`leanCaller`); throws unauthenticated / permission_denied. */
+  caller: (req: NodeServerRequest, method: string) => Principal | Promise<Principal>;
+  maxBodyBytes: number;
+  classifyError?: ErrorClassifier;
+  logger: Logger;
+  metrics: RpcMetrics;
+  tracing?: Tracing;
+}
+
+/** Whether the lean path takes the request (see the module comment). */
+export function takesWatch(req: NodeServerRequest): boolean {
+  if (req.method !== 'POST' || req.url !== PATH || req.httpVersionMajor !== 2) return false;
+  const type = (headerOf(req, 'content-type') ?? '').split(';')[0].trim().toLowerCase();
+  if (type !== 'application/grpc' && type !== CONTENT_TYPE) return false;
+  if (headerOf(req, 'content-encoding') !== undefined) return false;
+  const encoding = headerOf(req, 'grpc-encoding');
+  if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') return false;
+  const accept = headerOf(req, 'grpc-accept-encoding');
+  return accept === undefined || !accept.split(',').some((e) => COMPRESSIONS.has(e.trim().toLowerCase()));
+}
+
+/** A message's envelope head: flag 0 (not compressed), then its length, big-endian. */
+function envelopeHead(length: number, extra: number): Buffer {
+  const head = Buffer.allocUnsafe(5 + extra);
+  head[0] = 0;
+  head.writeUInt32BE(length, 1);
+  return head;
+}
+
+/** A whole message in its envelope. */
+function enveloped(message: Uint8Array): Buffer {
+  const out = envelopeHead(message.length, message.length);
+  out.set(message, 5);
+  return out;
+}
+
+/**
+ * Each revision's message in its envelope, encoded once for every stream (the revisions are
+ * shared by the process's streams and never modified: shared-reads.ts), held as long as the
+ * revision is.
+ */
+const encodedChanges = new WeakMap<RevisionChanges, Buffer>();
+
+/**
+ * The bytes of a message, as one or two buffers. A snapshot chunk carried as its encoded bytes
+ * (one unknown field 1, see snapshotParts) is written without a copy: the envelope's head and the
+ * field's tag, then those bytes, which hold the field's length and the chunk. protobuf-es would
+ * write exactly these bytes for it (stream.test.ts).
+ */
+export function framesOf(msg: WatchResponse): Buffer[] {
+  const unknown = msg.$unknown;
+  if (msg.event.case === undefined && unknown?.length === 1 && unknown[0].no === 1 && unknown[0].wireType === 2) {
+    const data = unknown[0].data;
+    const head = envelopeHead(1 + data.length, 1);
+    head[5] = 0x0a; // field 1, length-delimited
+    return [head, Buffer.from(data.buffer, data.byteOffset, data.byteLength)];
+  }
+  if (msg.event.case === 'changes' && unknown === undefined) {
+    const revision = msg.event.value;
+    let bytes = encodedChanges.get(revision);
+    if (bytes === undefined) encodedChanges.set(revision, (bytes = enveloped(toBinary(WatchResponseSchema, msg))));
+    return [bytes];
+  }
+  return [enveloped(toBinary(WatchResponseSchema, msg))];
+}
+
+/**
+ * The lean Watch handler: serves and returns true for a request it takes (`takesWatch`), returns
+ * false touching nothing for any other.
+ */
+export function leanWatch(opts: LeanWatchOptions): (req: NodeServerRequest, res: NodeServerResponse, shutdown?: AbortSignal) => boolean {
+  const service = SnapshotService.typeName;
+  return (req, res, shutdown) => {
+    if (!takesWatch(req)) return false;
+    const h2 = res as Http2ServerResponse;
+    const start = performance.now();
+    const span = opts.tracing === undefined ? undefined : startNodeRpcSpan(opts.tracing, service, 'Watch', 'grpc', req.headers);
+    let release: (() => void) | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    let ended = false;
+    const onShutdown = () => end(new ConnectError('the server is shutting down; resume from the last revision held', Code.Unavailable));
+    const onClose = () => end(new ConnectError('the client canceled the Watch stream', Code.Canceled));
+
+    /** Ends the call once: with its error in trailers (or, after a cancel, nothing written). */
+    function end(err: unknown): void {
+      if (ended) return;
+      ended = true;
+      clearTimeout(timer);
+      shutdown?.removeEventListener('abort', onShutdown);
+      res.off('close', onClose);
+      release?.();
+      const ce = err instanceof BodyTooLarge ? tooLargeError(err) : toConnectError(err, opts.classifyError);
+      const seconds = (performance.now() - start) / 1e3;
+      const labels = { service, method: 'Watch', code: codeToString(ce.code) };
+      opts.metrics.requests.child(labels).inc();
+      opts.metrics.duration.child(labels).observe(seconds);
+      if (span !== undefined) opts.tracing!.endRpcSpan(span, 'grpc', ce.code, ce.rawMessage);
+      if (ce.code === Code.Canceled) {
+        opts.logger.debug({ method: 'Watch', service }, 'rpc canceled by the client');
+        if (!res.writableEnded && !res.destroyed) h2.stream.close();
+        return;
+      }
+      if (ce.code === Code.Internal) opts.logger.error({ err: ce.cause ?? err, method: 'Watch' }, 'rpc failed with an internal error');
+      else if (ce.code === Code.Unavailable && ce.cause !== undefined) opts.logger.warn({ err: ce.cause, method: 'Watch' }, `rpc failed: ${ce.rawMessage}`);
+      if (res.writableEnded || res.destroyed) return;
+      const trailers: Record<string, string> = {};
+      setTrailerStatus(new Headers(), ce).forEach((v, k) => (trailers[k] = v));
+      // Before any message: headers then trailers, as connect-node answers a stream that failed at once.
+      if (!res.headersSent) h2.writeHead(200, { 'content-type': CONTENT_TYPE });
+      h2.addTrailers(trailers);
+      h2.end();
+    }
+
+    res.once('close', onClose);
+    shutdown?.addEventListener('abort', onShutdown, { once: true });
+    try {
+      const raw = headerOf(req, 'grpc-timeout');
+      if (raw !== undefined) {
+        const t = parseTimeout(String(raw), Number.MAX_SAFE_INTEGER);
+        if (t.error) throw t.error;
+        if (t.timeoutMs !== undefined) timer = setTimeout(() => end(new ConnectError('the deadline passed', Code.DeadlineExceeded)), t.timeoutMs);
+      }
+    } catch (err) {
+      end(err);
+      return true;
+    }
+    readBodyThen(req, opts.maxBodyBytes, (err, body) => {
+      if (err) return end(err);
+      let request;
+      try {
+        // In the order of connect-node's path: the message, then the caller, then the request guard.
+        const payload = unaryMessage(body!);
+        const problem = binaryRequestProblem(WatchRequestSchema, payload);
+        if (problem) throw invalidField(problem.field, problem.field ? problem.message : `the request body ${problem.message}`);
+        request = fromBinary(WatchRequestSchema, payload);
+      } catch (e) {
+        return end(e);
+      }
+      Promise.resolve()
+        .then(() => opts.caller(req, 'Watch'))
+        .then((principal) => {
+          if (ended) return;
+          checkRequestMessage(WatchRequestSchema, request as unknown as Record<string, unknown>);
+          const opened = openWatch(opts.hub, opts.keys, principal, credentialsOfNode(req.headers), request, false);
+          release = opened.release;
+          return relay(opened.stream);
+        })
+        .catch(end);
+    });
+    return true;
+
+    /** Writes the stream's messages until it or the call ends. */
+    async function relay(stream: { next(): Promise<WatchResponse> }): Promise<void> {
+      for (;;) {
+        const msg = await stream.next();
+        if (ended) return;
+        if (!res.headersSent) h2.writeHead(200, { 'content-type': CONTENT_TYPE });
+        let flushed = true;
+        for (const frame of framesOf(msg)) flushed = h2.write(frame);
+        if (!flushed) await new Promise<void>((resolve) => {
+          const done = () => {
+            res.off('drain', done);
+            res.off('close', done);
+            resolve();
+          };
+          res.on('drain', done);
+          res.on('close', done);
+        });
+        if (ended) return;
+      }
+    }
+  };
+}
