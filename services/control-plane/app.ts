@@ -8,7 +8,7 @@ import type { Config } from './config.js';
 import { TenantIndexes } from './decision/indexes.js';
 import { ControlPlaneSource } from './decision/source.js';
 import type { Deps } from './handlers/kit.js';
-import { createLogger, createRegistry, rpcMetrics } from '../transport/observability.js';
+import { createLogger, createRegistry, rejectCounter, rpcMetrics } from '../transport/observability.js';
 import { startServer, type RunningServer, type StartServerOptions } from '../transport/server.js';
 import { MAX_BODY_BYTES } from '../transport/gateway/gateway.js';
 import { authInterceptor, leanCaller } from './auth/interceptor.js';
@@ -108,7 +108,7 @@ export async function startControlPlane(
         internal.leanDecisions === false ? undefined : controlPlaneFastPath({ source: deps.decision, verifier, logger, registry, tracing }),
         internal.leanWatch === false ? undefined : leanWatch({
           hub: watch.hub, keys: watchKeys, caller: leanCaller(verifier, SnapshotService), maxBodyBytes: MAX_BODY_BYTES,
-          classifyError: storeErrors, logger, metrics: rpcMetrics(registry), tracing,
+          classifyError: storeErrors, logger, metrics: rpcMetrics(registry), rejected: rejectCounter(registry), tracing,
         }),
       ]),
       classifyError: storeErrors,

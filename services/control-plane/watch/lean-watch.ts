@@ -20,6 +20,7 @@ import { Code, ConnectError } from '@connectrpc/connect';
 import { codeToString } from '@connectrpc/connect/protocol-connect';
 import { parseTimeout, setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
 import type { Logger } from 'pino';
+import type { Counter } from 'prom-client';
 import { SnapshotService, WatchRequestSchema, WatchResponseSchema, type RevisionChanges, type WatchResponse } from '../../../gen/authz/v1/snapshot_service_pb.js';
 import { BodyTooLarge, readBodyThen } from '../../transport/body.js';
 import { unaryMessage } from '../../transport/compression.js';
@@ -50,6 +51,8 @@ export interface LeanWatchOptions {
   classifyError?: ErrorClassifier;
   logger: Logger;
   metrics: RpcMetrics;
+  /** `authz_http_rejected_total` of the process (`rejectCounter`): counts streams the client canceled, as the server does for connect-node's. */
+  rejected?: Counter<'reason'>;
   tracing?: Tracing;
 }
 
@@ -143,6 +146,7 @@ export function leanWatch(opts: LeanWatchOptions): (req: NodeServerRequest, res:
       if (span !== undefined) opts.tracing!.endRpcSpan(span, 'grpc', ce.code, ce.rawMessage);
       if (ce.code === Code.Canceled) {
         opts.logger.debug({ method: 'Watch', service }, 'rpc canceled by the client');
+        opts.rejected?.inc({ reason: 'canceled' });
         if (!res.writableEnded && !res.destroyed) h2.stream.close();
         return;
       }
