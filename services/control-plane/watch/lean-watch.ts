@@ -51,7 +51,11 @@ export interface LeanWatchOptions {
   classifyError?: ErrorClassifier;
   logger: Logger;
   metrics: RpcMetrics;
-  /** `authz_http_rejected_total` of the process (`rejectCounter`): counts streams the client canceled, as the server does for connect-node's. */
+  /**
+   * `authz_http_rejected_total` of the process (`rejectCounter`): counts streams the client
+   * canceled, as the server counts other calls a client abandons (connect-node ends a canceled
+   * stream's response itself, so the server does not count those).
+   */
   rejected?: Counter<'reason'>;
   tracing?: Tracing;
 }

@@ -122,6 +122,10 @@ for (const path of ['lean', 'connect-node'] as const) describe(`Watch on ${backe
   it(`is served by the ${path} path`, async () => {
     // connect-node compresses for a client that accepts gzip (and says so); the lean path takes
     // only calls that accept nothing compressed.
+    const canceled = async () => Number(/authz_http_rejected_total\{reason="canceled"\} (\d+)/.exec(await (await fetch(`${cp.url}/metrics`)).text())?.[1] ?? 0);
+    // Streams of earlier tests gone (each counted when it went), so this one's cancel is counted alone.
+    await until(() => cp.watch.stats().streams === 0, 'earlier streams released');
+    const canceledBefore = await canceled();
     const ac = new AbortController();
     let headers: Headers | undefined;
     const m = new ModelClient();
@@ -133,6 +137,10 @@ for (const path of ['lean', 'connect-node'] as const) describe(`Watch on ${backe
     ac.abort();
     expect(headers?.get('content-type')).toBe('application/grpc+proto');
     expect(headers?.get('grpc-encoding') ?? null).toBe(path === 'connect-node' ? 'gzip' : null);
+    // The client leaving releases its stream; the lean path counts it as canceled (connect-node
+    // ends such a response itself, which the server does not count).
+    await until(() => cp.watch.stats().streams === 0, 'the stream released');
+    if (path === 'lean') await until(async () => (await canceled()) === canceledBefore + 1, 'the cancel counted');
   });
 
   it('sends the snapshot in chunks of at most the chunk size, all of one revision', async () => {
