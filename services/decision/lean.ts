@@ -49,14 +49,8 @@ type Surface = 'rest' | 'connect-json' | 'connect-proto' | 'grpc' | 'grpc-web' |
 const isGrpc = (s: Surface): s is 'grpc' | 'grpc-web' | 'grpc-web-json' => s === 'grpc' || s === 'grpc-web' || s === 'grpc-web-json';
 type MethodName = 'Evaluate' | 'EvaluateBatch' | 'GetEffectivePermissions';
 
-export interface LeanOptions<C> {
-  source: DecisionSource<C>;
-  /**
-   * Who calls, from the request's headers: the control plane verifies the API key and the
-   * method's tier here (throwing `unauthenticated` / `permission_denied`); the sidecar asks
-   * nothing (and so never makes `req.headers`, see headerOf).
-   */
-  caller: (req: NodeServerRequest, method: MethodName) => C | Promise<C>;
+/** What every lean RPC path takes besides its own: limits, errors, and the process's logs, metrics and spans. */
+export interface LeanRpcOptions {
   maxBodyBytes: number;
   classifyError?: ErrorClassifier;
   logger: Logger;
@@ -66,6 +60,16 @@ export interface LeanOptions<C> {
   rejected?: Counter<'reason'>;
   /** OpenTelemetry tracing; undefined (off): no span objects are made. */
   tracing?: Tracing;
+}
+
+export interface LeanOptions<C> extends LeanRpcOptions {
+  source: DecisionSource<C>;
+  /**
+   * Who calls, from the request's headers: the control plane verifies the API key and the
+   * method's tier here (throwing `unauthenticated` / `permission_denied`); the sidecar asks
+   * nothing (and so never makes `req.headers`, see headerOf).
+   */
+  caller: (req: NodeServerRequest, method: MethodName) => C | Promise<C>;
 }
 
 const PREFIX = `/${DecisionService.typeName}/`;

@@ -20,17 +20,16 @@ import { Code, ConnectError } from '@connectrpc/connect';
 import { codeToString } from '@connectrpc/connect/protocol-connect';
 import { parseTimeout, setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
 import type { Logger } from 'pino';
-import type { Counter } from 'prom-client';
 import { SnapshotService, WatchRequestSchema, WatchResponseSchema, type RevisionChanges, type WatchResponse } from '../../../gen/authz/v1/snapshot_service_pb.js';
 import { BodyTooLarge, readBodyThen } from '../../transport/body.js';
 import { unaryMessage } from '../../transport/compression.js';
-import { toConnectError, type ErrorClassifier } from '../../transport/errors.js';
+import { toConnectError } from '../../transport/errors.js';
 import { tooLargeError, type NodeServerRequest, type NodeServerResponse } from '../../transport/gateway/gateway.js';
 import { invalidField } from '../../transport/gateway/json.js';
 import { binaryRequestProblem, checkRequestMessage } from '../../transport/guard.js';
 import { headerOf } from '../../transport/headers.js';
-import type { RpcMetrics } from '../../transport/observability.js';
-import { startNodeRpcSpan, type Tracing } from '../../transport/tracing.js';
+import { startNodeRpcSpan } from '../../transport/tracing.js';
+import type { LeanRpcOptions } from '../../decision/lean.js';
 import { credentialsOfNode } from '../auth/interceptor.js';
 import type { Principal } from '../auth/principal.js';
 import type { WatchHub } from './hub.js';
@@ -42,22 +41,16 @@ const CONTENT_TYPE = 'application/grpc+proto';
 /** The encodings connect-node compresses answers with (server.ts acceptCompression). */
 const COMPRESSIONS = new Set(['gzip', 'br']);
 
-export interface LeanWatchOptions {
+/**
+ * `rejected` also counts streams the client canceled, as the server counts other calls a client
+ * abandons (connect-node ends a canceled stream's response itself, so the server does not count
+ * those).
+ */
+export interface LeanWatchOptions extends LeanRpcOptions {
   hub: WatchHub;
   keys?: KeyGuard;
   /** The caller's principal for a method of SnapshotService (`leanCaller`); throws unauthenticated / permission_denied. */
   caller: (req: NodeServerRequest, method: string) => Principal | Promise<Principal>;
-  maxBodyBytes: number;
-  classifyError?: ErrorClassifier;
-  logger: Logger;
-  metrics: RpcMetrics;
-  /**
-   * `authz_http_rejected_total` of the process (`rejectCounter`): counts streams the client
-   * canceled, as the server counts other calls a client abandons (connect-node ends a canceled
-   * stream's response itself, so the server does not count those).
-   */
-  rejected?: Counter<'reason'>;
-  tracing?: Tracing;
 }
 
 /** Whether the lean path takes the request (see the module comment). */
