@@ -1,7 +1,8 @@
 /**
  * Snapshot chunks as a stream sends them (snapshotParts): for a binary client, a message carrying
  * its own encoded bytes must be written exactly as the message it stands for, and decode back to
- * it; a JSON client's is the message itself.
+ * it; a JSON client's is the message itself. Then what the lean Watch path writes of each message
+ * (lean-watch.ts), and which calls it takes.
  */
 import { describe, expect, it } from 'vitest';
 import { create, fromBinary, toBinary, toJson } from '@bufbuild/protobuf';
