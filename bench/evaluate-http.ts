@@ -25,7 +25,8 @@ async function main(): Promise<void> {
   const scratch = admin ? await createScratchDatabase(admin, 'authz_bench') : undefined;
   const env: Record<string, string> = { SERVICE_PORT: '0', SERVICE_BOOTSTRAP_API_KEY: KEY, SERVICE_DATA_DIR: 'memory://' };
   if (scratch) env.DATABASE_URL = scratch.url;
-  const cp = await startControlPlane(loadConfig(env, []), createLogger({ logLevel: 'silent' }));
+  // BENCH_LEAN_WATCH=off: no lean Watch path beside the lean decisions (its cost to a decision, side by side).
+  const cp = await startControlPlane(loadConfig(env, []), createLogger({ logLevel: 'silent' }), { leanWatch: process.env.BENCH_LEAN_WATCH !== 'off' });
   try {
     const base = cp.server.url;
     const call = async (method: string, path: string, body?: unknown) => {

@@ -30,7 +30,11 @@ function fastPaths(paths: (StartServerOptions['fastPath'] | undefined)[]): Start
   const on = paths.filter((p) => p !== undefined);
   if (on.length === 0) return undefined;
   if (on.length === 1) return on[0];
-  return (req, res, shutdown) => on.some((p) => p(req, res, shutdown));
+  // No closure per request: this runs before every decision.
+  return (req, res, shutdown) => {
+    for (let i = 0; i < on.length; i++) if (on[i](req, res, shutdown)) return true;
+    return false;
+  };
 }
 
 /** The committed OpenAPI document (openapi.ts makes it), served at `GET /openapi.json`. */

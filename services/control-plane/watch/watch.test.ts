@@ -348,6 +348,31 @@ for (const path of ['lean', 'connect-node'] as const) describe(`Watch on ${backe
     expect(await refusal({ tenantId: t.tenantId, fromRevision: -1n })).toMatch(/^InvalidArgument: fromRevision/);
   });
 
+  it('refuses a malformed request body with invalid_argument, opening no stream (raw HTTP/2: the lean path)', async () => {
+    const session = http2.connect(cp.url);
+    const call = (body: Buffer) => new Promise<http2.IncomingHttpHeaders>((resolve, reject) => {
+      const req = session.request({ ':method': 'POST', ':path': '/authz.v1.SnapshotService/Watch', 'content-type': 'application/grpc', te: 'trailers', 'x-api-key': TEST_BOOTSTRAP_KEY });
+      let status: http2.IncomingHttpHeaders = {};
+      req.on('response', (h) => (status = h));
+      req.on('trailers', (h) => (status = { ...status, ...h }));
+      req.on('data', () => undefined);
+      req.on('end', () => resolve(status));
+      req.on('error', reject);
+      req.end(body);
+    });
+    try {
+      const envelope = (payload: Buffer, length = payload.length) => Buffer.concat([Buffer.from([0, 0, 0, 0, 0]).fill(length, 4, 5), payload]);
+      // An envelope whose length does not match its body; then a body that is no WatchRequest.
+      for (const body of [envelope(Buffer.from([0x0a, 0x01, 0x61]), 9), envelope(Buffer.from([0x0a, 0x7f, 0x61]))]) {
+        const h = await call(body);
+        expect(h['grpc-status']).toBe(String(Code.InvalidArgument));
+      }
+      expect(cp.watch.stats().streams).toBe(0);
+    } finally {
+      session.close();
+    }
+  });
+
   it('ends a stream whose client does not read with resource_exhausted, its buffer bounded', async () => {
     const bound = 65_536;
     const slow = await startTestControlPlane(backend, { SERVICE_WATCH_HEARTBEAT_MS: '50', SERVICE_WATCH_MAX_BUFFERED_BYTES: String(bound) });
