@@ -3,7 +3,7 @@ import { DecisionService } from '../gen/authz/v1/decision_service_pb.js';
 import { decisionService } from '../services/decision/connect.js';
 import { leanDecisions } from '../services/decision/lean.js';
 import { decisionCounter } from '../services/decision/metrics.js';
-import { MAX_BODY_BYTES } from '../services/transport/gateway/gateway.js';
+import { MAX_BODY_BYTES } from '../services/transport/request-limits.js';
 import { createLogger, createRegistry, rejectCounter, rpcMetrics } from '../services/transport/observability.js';
 import { startServer, type RunningServer } from '../services/transport/server.js';
 import type { SidecarConfig } from './config.js';

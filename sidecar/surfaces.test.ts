@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { startSidecar, type Sidecar } from './app.js';
 import { ROOT, ROWS, TENANT, scriptedControlPlane, snapshot } from './testing.js';
-import { MAX_BODY_BYTES } from '../services/transport/gateway/gateway.js';
+import { MAX_BODY_BYTES } from '../services/transport/request-limits.js';
 import {
   SURFACES, effectiveOn, errorClassOn, evaluateBatchOn, evaluateOn, expectedOutcomes, transportErrorClasses, type Outcome,
 } from '../test/conformance/surfaces.js';

@@ -10,8 +10,8 @@ import { ControlPlaneSource } from './decision/source.js';
 import type { Deps } from './handlers/kit.js';
 import { createLogger, createRegistry, rejectCounter, rpcMetrics } from '../transport/observability.js';
 import { startServer, type RunningServer, type StartServerOptions } from '../transport/server.js';
-import { MAX_BODY_BYTES } from '../transport/gateway/gateway.js';
-import { authInterceptor, leanCaller } from './auth/interceptor.js';
+import { MAX_BODY_BYTES } from '../transport/request-limits.js';
+import { apiKeyCaller, authInterceptor, leanCaller } from './auth/interceptor.js';
 import { leanWatch } from './watch/lean-watch.js';
 import { SnapshotService } from '../../gen/authz/v1/snapshot_service_pb.js';
 import { storeErrors } from './errors.js';
@@ -107,6 +107,7 @@ export async function startControlPlane(
       port: config.port,
       routes: (router) => registerServices(router, deps),
       services: SERVICES,
+      authenticate: apiKeyCaller(verifier),
       interceptors: [authInterceptor(verifier)],
       fastPath: fastPaths([
         internal.leanDecisions === false ? undefined : controlPlaneFastPath({ source: deps.decision, verifier, logger, registry, tracing }),

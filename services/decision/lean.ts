@@ -15,7 +15,7 @@
  * code and ErrorInfo, so that the surfaces cannot drift (the conformance tests compare them).
  */
 import { ServerResponse } from 'node:http';
-import { fromBinary, toBinary, toJsonString, type DescMessage, type JsonValue } from '@bufbuild/protobuf';
+import { toBinary, toJsonString, type DescMessage, type JsonValue } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { codeToHttpStatus, codeToString, errorToJsonBytes, parseTimeout as parseConnectTimeout } from '@connectrpc/connect/protocol-connect';
 import { parseTimeout as parseGrpcTimeout, setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
@@ -29,13 +29,16 @@ import {
 import { create } from '@bufbuild/protobuf';
 import type { Decision } from '../engine/mod.js';
 import { DomainError } from '../common/errors.js';
-import { BodyTooLarge, readBodyThen } from '../transport/body.js';
+import { BodyTooLarge, dropBody, readBodyThen } from '../transport/body.js';
 import { encodingOf, inflate, inflateEnvelopes, unaryMessage, type Encoding } from '../transport/compression.js';
 import { headerOf } from '../transport/headers.js';
 import { toConnectError, type ErrorClassifier } from '../transport/errors.js';
-import { sendError, tooLargeError, type NodeServerRequest, type NodeServerResponse } from '../transport/gateway/gateway.js';
+import { sendError, tooLargeError } from '../transport/gateway/gateway.js';
+import type { NodeServerRequest, NodeServerResponse } from '../transport/node-types.js';
 import { checkMessage, int64ToNumbers, invalidField, jsonStringsStorable } from '../transport/gateway/json.js';
-import { binaryRequestProblem, checkRequestMessage } from '../transport/guard.js';
+import { checkRequestMessage } from '../transport/guard.js';
+import { decodeBinaryRequest } from '../transport/binary-scan.js';
+import { parseJsonBody } from '../transport/json-scan.js';
 import { REVISION_HEADER } from '../transport/revision.js';
 import { JSON_OPTIONS } from '../transport/server.js';
 import { decideAll, effectiveFor, parseEvaluate, type CallSignal, type DecisionSource, type EvaluateLike } from './decide.js';
@@ -155,7 +158,7 @@ export function leanDecisions<C>(opts: LeanOptions<C>): (req: NodeServerRequest,
       else if (ce.code === Code.Unavailable && ce.cause !== undefined) opts.logger.warn({ err: ce.cause, method: r.method }, `rpc failed: ${ce.rawMessage}`);
       sendFailure(r.surface, res, ce);
     };
-    const answer = (bytes: Buffer) => {
+    const answer = (caller: C, bytes: Buffer) => {
       // Ends a wait (for a revision) when the caller goes away, or when the server shuts down
       // (answering the server's `unavailable`: retry elsewhere). Made on demand (see CallSignal);
       // 'close' is listened for only when the answer waits, so a caller leaving earlier than the
@@ -182,7 +185,7 @@ export function leanDecisions<C>(opts: LeanOptions<C>): (req: NodeServerRequest,
         if (span !== undefined) tracing!.endRpcSpan(span, TRACE_SURFACE[r.surface], undefined);
       };
       try {
-        const answered = serve(opts, r.surface, r.method, req, res, bytes, signal, call);
+        const answered = serve(opts, r.surface, r.method, caller, req, res, bytes, signal, call);
         if (answered instanceof Promise) {
           res.once('close', () => {
             gone = true;
@@ -202,7 +205,7 @@ export function leanDecisions<C>(opts: LeanOptions<C>): (req: NodeServerRequest,
         fail(e);
       }
     };
-    readBodyThen(req, opts.maxBodyBytes, (err, bytes) => {
+    const read = (caller: C) => readBodyThen(req, opts.maxBodyBytes, (err, bytes) => {
       if (err) return fail(err);
       let plain: Buffer | Promise<Buffer>;
       try {
@@ -210,9 +213,23 @@ export function leanDecisions<C>(opts: LeanOptions<C>): (req: NodeServerRequest,
       } catch (e) {
         return fail(e);
       }
-      if (plain instanceof Promise) plain.then(answer, fail);
-      else answer(plain);
+      if (plain instanceof Promise) plain.then((b) => answer(caller, b), fail);
+      else answer(caller, plain);
     });
+    // The caller first, from the headers: a refused one costs no more (its body is dropped unread).
+    const refuse = (e: unknown) => {
+      dropBody(req);
+      fail(e);
+    };
+    let caller: C | Promise<C>;
+    try {
+      caller = opts.caller(req, r.method);
+    } catch (e) {
+      refuse(e);
+      return true;
+    }
+    if (caller instanceof Promise) caller.then(read, refuse);
+    else read(caller);
     return true;
   };
 }
@@ -233,34 +250,32 @@ function then<T, U>(v: T | Promise<T>, f: (x: T) => U | Promise<U>): U | Promise
 }
 
 function serve<C>(
-  opts: LeanOptions<C>, surface: Surface, method: MethodName, req: NodeServerRequest, res: NodeServerResponse, bytes: Buffer, signal: CallSignal, call: DecisionCall | undefined,
+  opts: LeanOptions<C>, surface: Surface, method: MethodName, caller: C, req: NodeServerRequest, res: NodeServerResponse, bytes: Buffer, signal: CallSignal, call: DecisionCall | undefined,
 ): void | Promise<void> {
   const deadline = deadlineOf(surface, req);
-  // In the order of the other surfaces: the body is checked, then the caller, then (binary
-  // messages) the request guard.
+  // As on the other surfaces: the caller was checked before the body was read; the body is
+  // checked, then (binary messages) the request guard.
   const input = decode(surface, INPUTS[method], bytes);
-  return then(opts.caller(req, method), (caller) => {
-    if (surface === 'connect-proto' || surface === 'grpc' || surface === 'grpc-web') checkRequestMessage(INPUTS[method], input as Record<string, unknown>);
-    switch (method) {
-      case 'Evaluate':
-        return then(decideAll(opts.source, caller, [parseEvaluate(input as EvaluateLike)], false, deadline, signal, call), (ds) => {
-          reply(surface, res, { decisions: ds, batch: false });
-        });
-      case 'EvaluateBatch': {
-        const requests = ((input as { requests?: EvaluateLike[] | null }).requests ?? []);
-        return then(decideAll(opts.source, caller, requests.map((x, i) => parseEvaluate(x, `requests[${i}].`)), true, deadline, signal, call), (ds) => {
-          reply(surface, res, { decisions: ds, batch: true });
-        });
-      }
-      case 'GetEffectivePermissions':
-        return effectiveFor(opts.source, caller, input as never, deadline, signal, call?.onTenant).then(({ permissions, revision }) => {
-          const message = create(GetEffectivePermissionsResponseSchema, {
-            permissions: permissions.map((x) => create(EffectivePermissionSchema, x)), revision: BigInt(revision),
-          });
-          reply(surface, res, { permissions: message }, String(revision));
-        });
+  if (surface === 'connect-proto' || surface === 'grpc' || surface === 'grpc-web') checkRequestMessage(INPUTS[method], input as Record<string, unknown>);
+  switch (method) {
+    case 'Evaluate':
+      return then(decideAll(opts.source, caller, [parseEvaluate(input as EvaluateLike)], false, deadline, signal, call), (ds) => {
+        reply(surface, res, { decisions: ds, batch: false });
+      });
+    case 'EvaluateBatch': {
+      const requests = ((input as { requests?: EvaluateLike[] | null }).requests ?? []);
+      return then(decideAll(opts.source, caller, requests.map((x, i) => parseEvaluate(x, `requests[${i}].`)), true, deadline, signal, call), (ds) => {
+        reply(surface, res, { decisions: ds, batch: true });
+      });
     }
-  });
+    case 'GetEffectivePermissions':
+      return effectiveFor(opts.source, caller, input as never, deadline, signal, call?.onTenant).then(({ permissions, revision }) => {
+        const message = create(GetEffectivePermissionsResponseSchema, {
+          permissions: permissions.map((x) => create(EffectivePermissionSchema, x)), revision: BigInt(revision),
+        });
+        reply(surface, res, { permissions: message }, String(revision));
+      });
+  }
 }
 
 /** The caller's deadline as epoch ms (Infinity without one); a malformed timeout is invalid_argument. */
@@ -282,20 +297,13 @@ function decode(surface: Surface, desc: DescMessage, bytes: Buffer): unknown {
   let payload = bytes;
   if (isGrpc(surface)) payload = unaryMessage(bytes);
   if (surface === 'rest' || surface === 'connect-json' || surface === 'grpc-web-json') {
-    const text = payload.toString('utf8');
-    let json: JsonValue;
-    try {
-      // An empty body is the empty message in REST and Connect; an envelope holds JSON.
-      json = surface !== 'grpc-web-json' && text.trim() === '' ? {} : (JSON.parse(text) as JsonValue);
-    } catch (err) {
-      throw invalidField('', `request body is not valid JSON: ${(err as Error).message}`);
-    }
+    // An empty body is the empty message in REST and Connect; an envelope holds JSON.
+    const json = parseJsonBody(payload) ?? (surface === 'grpc-web-json' ? undefined : {});
+    if (json === undefined) throw invalidField('', 'the request message is not valid JSON: it is empty');
     checkMessage(desc, json, '', jsonStringsStorable(payload));
     return json;
   }
-  const problem = binaryRequestProblem(desc, payload);
-  if (problem) throw invalidField(problem.field, problem.field ? problem.message : `the request body ${problem.message}`);
-  return fromBinary(desc, payload);
+  return decodeBinaryRequest(desc, payload);
 }
 
 /**

@@ -1,16 +1,21 @@
 /**
  * Request bodies read whole, within a size limit, for the REST gateway and Connect unary calls.
  *
- * A body over the limit is answered at once, but the connection is not cut: what the client is
- * still sending is read and dropped (up to {@link DRAIN_LIMIT_BYTES}), because a client that
- * writes its whole body before reading the answer (Node's `fetch`, many HTTP/1.1 clients) gets
- * `EPIPE`/`ECONNRESET` instead of the answer when the server closes or resets the socket under
- * it. Nothing is kept while draining, so memory stays bounded by the limit.
+ * A body over the limit, or of a caller refused from its headers, is answered at once, but the
+ * connection is not cut: what the client is still sending is read and dropped (up to
+ * {@link DRAIN_LIMIT_BYTES}), because a client that writes its whole body before reading the
+ * answer (Node's `fetch`, many HTTP/1.1 clients) gets `EPIPE`/`ECONNRESET` instead of the answer
+ * when the server closes or resets the socket under it. When the connection must close after the
+ * answer (`Connection: close`, HTTP/1.0), it is closed the way RFC 9112 §9.6 asks: the server's
+ * side first, then the rest of the body is read until the client closes its own. Nothing is kept
+ * while draining, so memory stays bounded by the limit.
  */
+import type { Socket } from 'node:net';
 import type { JsonValue } from '@bufbuild/protobuf';
-import type { NodeServerRequest } from './gateway/gateway.js';
+import type { NodeServerRequest } from './node-types.js';
 import { invalidField } from './gateway/json.js';
 import { headerOf } from './headers.js';
+import { parseJsonBody } from './json-scan.js';
 
 /** How much of a too-large body is read and dropped before the connection is cut. */
 export const DRAIN_LIMIT_BYTES = 64 * 1024 * 1024;
@@ -76,8 +81,38 @@ export function readBodyThen(req: NodeServerRequest, max: number, done: (err: Er
   req.on('error', onError);
 }
 
+/**
+ * Reads and drops the body of a request answered without it (a caller refused from its headers);
+ * past DRAIN_LIMIT_BYTES the connection is cut.
+ */
+export function dropBody(req: NodeServerRequest): void {
+  drain(req, 0);
+}
+
+/** How long a closing HTTP/1.1 connection keeps reading what the client still sends after the answer. */
+const LINGER_MS = 5_000;
+const lingering = new WeakSet<Socket>();
+
+/**
+ * Makes Node's HTTP/1.1 server close `socket` after an answer by half-closing it (the answer is
+ * flushed and followed by FIN) and reading on until the client closes, instead of destroying it
+ * with the client's body still arriving, which resets the connection under a client that writes
+ * before it reads. Node calls `destroySoon` only for a connection that must close after the answer.
+ */
+function lingerOnClose(socket: Socket): void {
+  if (lingering.has(socket)) return;
+  lingering.add(socket);
+  socket.destroySoon = function lingeringClose(this: Socket) {
+    this.end();
+    const timer = setTimeout(() => this.destroy(), LINGER_MS);
+    timer.unref();
+    this.once('close', () => clearTimeout(timer));
+  };
+}
+
 /** Reads and drops the rest of a body; past DRAIN_LIMIT_BYTES the connection is cut. */
 function drain(req: NodeServerRequest, already: number): void {
+  if (req.httpVersionMajor === 1 && req.socket && !req.complete) lingerOnClose(req.socket);
   let seen = already;
   req.on('data', (chunk: Buffer | string) => {
     seen += chunk.length;
@@ -100,13 +135,10 @@ export async function readJsonBody(req: NodeServerRequest, max: number): Promise
   return jsonOfBody(await readBody(req, max));
 }
 
-/** A JSON body's value (undefined when empty); `invalid_argument` when it is not JSON. */
+/**
+ * A JSON body's value (undefined when empty); `invalid_argument` when it is not JSON, not UTF-8 or
+ * past a wire limit (json-scan.ts).
+ */
 export function jsonOfBody(bytes: Buffer): JsonValue | undefined {
-  const text = bytes.toString('utf8');
-  if (text.trim() === '') return undefined;
-  try {
-    return JSON.parse(text) as JsonValue;
-  } catch (err) {
-    throw invalidField('', `request body is not valid JSON: ${(err as Error).message}`);
-  }
+  return parseJsonBody(bytes);
 }

@@ -7,7 +7,7 @@
  */
 import cors from 'cors';
 import { cors as connectCors } from '@connectrpc/connect';
-import type { NodeServerRequest, NodeServerResponse } from './gateway/gateway.js';
+import type { NodeServerRequest, NodeServerResponse } from './node-types.js';
 
 /** Request headers a browser may send: Connect's and gRPC-Web's, and the API key. */
 export const CORS_ALLOWED_HEADERS: readonly string[] = [...connectCors.allowedHeaders, 'X-Api-Key', 'Authorization'];

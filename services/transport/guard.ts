@@ -7,24 +7,19 @@
  *   text and jsonb) and no lone surrogate (not Unicode: it cannot be stored as UTF-8);
  * - JSON values (`google.protobuf.Struct` fields: metadata, attributes, context, conditions,
  *   match definitions) hold only finite numbers (JSON has no NaN or Infinity; `1e309` parses as
- *   Infinity) and nest at most {@link MAX_JSON_DEPTH} levels;
+ *   Infinity), nest at most MAX_JSON_DEPTH levels and hold at most MAX_JSON_ENTRIES entries per
+ *   object or array (request-limits.ts);
  * - timestamps lie in 0001-01-01 .. 9999-12-31T23:59:59.999Z, the range RFC 3339 can write at the
  *   millisecond precision they are stored at;
- * - a repeated field holds at most its `(authz.v1.max_items)` items, {@link DEFAULT_MAX_ITEMS}
+ * - a repeated field holds at most its `(authz.v1.max_items)` items, DEFAULT_MAX_ITEMS
  *   without the option.
  * Each refusal is `invalid_argument` naming the field's JSON path (`items[3].metadata.a`).
  */
 import { getOption, hasOption, type DescField, type DescMessage, type JsonValue } from '@bufbuild/protobuf';
-import { BinaryReader, WireType } from '@bufbuild/protobuf/wire';
 import type { Interceptor } from '@connectrpc/connect';
 import { invalid, limitExceeded } from '../common/errors.js';
-import { MAX_BATCH } from '../common/validate.js';
 import { max_items } from '../../gen/authz/v1/options_pb.js';
-
-/** Items a repeated request field may hold without a `max_items` option (the batch limit). */
-export const DEFAULT_MAX_ITEMS = MAX_BATCH;
-/** Nesting levels of a JSON value: above any JSON Logic rule or match definition the engine accepts. */
-export const MAX_JSON_DEPTH = 128;
+import { DEFAULT_MAX_ITEMS, MAX_JSON_DEPTH, MAX_JSON_ENTRIES } from './request-limits.js';
 
 /** The range of timestamps as stored: to the millisecond, 0001-01-01T00:00:00Z .. 9999-12-31T23:59:59.999Z. */
 const MIN_MS = -62_135_596_800_000;
@@ -68,9 +63,12 @@ export function checkJsonValue(value: unknown, path: string): void {
     } else if (v !== null && typeof v === 'object') {
       if (depth >= MAX_JSON_DEPTH) throw limitExceeded(path, `nests deeper than ${MAX_JSON_DEPTH} levels`);
       if (Array.isArray(v)) {
+        if (v.length > MAX_JSON_ENTRIES) throw limitExceeded(at, `holds more than ${MAX_JSON_ENTRIES} entries`);
         for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], path: `${at}[${i}]`, depth: depth + 1 });
       } else {
-        for (const [k, x] of Object.entries(v)) {
+        const entries = Object.entries(v);
+        if (entries.length > MAX_JSON_ENTRIES) throw limitExceeded(at, `holds more than ${MAX_JSON_ENTRIES} entries`);
+        for (const [k, x] of entries) {
           const p = join(at, k);
           checkString(k, p);
           stack.push({ v: x, path: p, depth: depth + 1 });
@@ -166,87 +164,4 @@ export function requestGuard(): Interceptor {
     if (!req.stream) checkRequestMessage(req.method.input, req.message as unknown as Record<string, unknown>);
     return next(req);
   };
-}
-
-/**
- * Message nesting a binary request may have before it is decoded. The decoder recurses once per
- * level (a JSON level is three: Struct, map entry, Value), so a hostile nesting must be refused
- * before decoding; the guard then holds JSON values to MAX_JSON_DEPTH.
- */
-export const MAX_BINARY_NESTING = 3 * MAX_JSON_DEPTH + 32;
-
-/**
- * Why a binary request body cannot be decoded as `desc` (malformed wire data, or nested too
- * deep for the decoder), naming the field, or null when it can. Scans the wire format with an
- * explicit stack and decodes nothing, so it cannot exhaust the stack or allocate much.
- */
-export function binaryRequestProblem(desc: DescMessage, bytes: Uint8Array): { field: string; message: string } | null {
-  const stack: Frame[] = [{ reader: new BinaryReader(bytes), fields: fieldsOf(desc), path: '', depth: 0 }];
-  let at = '';
-  try {
-    while (stack.length > 0) {
-      const top = stack[stack.length - 1];
-      const { reader } = top;
-      if (reader.pos >= reader.len) {
-        stack.pop();
-        continue;
-      }
-      at = top.path;
-      const [no, wireType] = reader.tag();
-      const field = top.fields(no);
-      const path = field?.name ? join(top.path, field.name) : top.path;
-      at = path;
-      if (wireType !== WireType.LengthDelimited || field?.inner === undefined) {
-        reader.skip(wireType, no);
-        continue;
-      }
-      if (top.depth + 1 > MAX_BINARY_NESTING) return { field: rootOf(path), message: `nests deeper than ${MAX_BINARY_NESTING} messages` };
-      stack.push({ reader: new BinaryReader(reader.bytes()), fields: field.inner, path, depth: top.depth + 1 });
-    }
-  } catch (err) {
-    return { field: at, message: `is not valid protobuf wire data (${err instanceof Error ? err.message : 'malformed'})` };
-  }
-  return null;
-}
-
-/** A message being scanned: its reader and how to look up its fields by number. */
-interface Frame {
-  reader: BinaryReader;
-  fields: FieldLookup;
-  path: string;
-  depth: number;
-}
-
-/** A field by number: its JSON name, and the lookup of the message it holds (if it holds one). */
-type FieldLookup = (no: number) => { name: string; inner?: FieldLookup } | undefined;
-
-const lookups = new WeakMap<DescMessage, FieldLookup>();
-
-/** The field lookup of a message type (cached per type). */
-function fieldsOf(desc: DescMessage): FieldLookup {
-  let f = lookups.get(desc);
-  if (!f) {
-    const byNumber = new Map(desc.fields.map((x) => [x.number, x]));
-    f = (no) => {
-      const field = byNumber.get(no);
-      if (!field) return undefined;
-      if (field.fieldKind === 'message' || (field.fieldKind === 'list' && field.listKind === 'message')) return { name: field.jsonName, inner: fieldsOf(field.message) };
-      if (field.fieldKind === 'map') return { name: field.jsonName, inner: mapEntry(field) };
-      return { name: field.jsonName };
-    };
-    lookups.set(desc, f);
-  }
-  return f;
-}
-
-/** A map entry: key (1) and value (2), the value a message when the map's values are. */
-function mapEntry(field: DescField & { fieldKind: 'map' }): FieldLookup {
-  const value = field.mapKind === 'message' ? fieldsOf(field.message) : undefined;
-  return (no) => (no === 2 && value ? { name: '', inner: value } : { name: '' });
-}
-
-/** The top-level field of a path (`metadata` of `metadata.a.b`). */
-function rootOf(path: string): string {
-  const i = path.search(/[.[]/);
-  return i === -1 ? path : path.slice(0, i);
 }

@@ -1,4 +1,4 @@
-import type { NodeServerRequest } from './gateway/gateway.js';
+import type { NodeServerRequest } from './node-types.js';
 
 /**
  * A request header by its lower-case name, without making Node's `req.headers`: an HTTP/1.1

@@ -14,8 +14,8 @@ import * as http from 'node:http';
 import * as http2 from 'node:http2';
 import { setMaxListeners } from 'node:events';
 import * as net from 'node:net';
-import type { DescService, JsonReadOptions, JsonValue, JsonWriteOptions } from '@bufbuild/protobuf';
-import { Code, ConnectError, createConnectRouter, type ConnectRouter, type Interceptor } from '@connectrpc/connect';
+import type { DescMethod, DescService, JsonReadOptions, JsonWriteOptions } from '@bufbuild/protobuf';
+import { Code, ConnectError, createConnectRouter, createContextValues, type ConnectRouter, type Interceptor } from '@connectrpc/connect';
 import { parseContentType } from '@connectrpc/connect/protocol-connect';
 import type { UniversalHandler, UniversalServerRequest } from '@connectrpc/connect/protocol';
 import {
@@ -26,12 +26,17 @@ import {
 } from '@connectrpc/connect-node';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { binaryRequestProblem, requestGuard } from './guard.js';
+import { requestGuard } from './guard.js';
 import { connectErrorWithInfo, errorInterceptor, type ErrorClassifier } from './errors.js';
-import { createGateway, MAX_BODY_BYTES, tooLargeError, type NodeServerRequest, type NodeServerResponse } from './gateway/gateway.js';
-import { BodyTooLarge, jsonOfBody, readBody, readJsonBody } from './body.js';
+import { createGateway, tooLargeError } from './gateway/gateway.js';
+import type { NodeServerRequest, NodeServerResponse } from './node-types.js';
+import { BodyTooLarge, dropBody, readBody, readJsonBody } from './body.js';
 import { encodingOf, inflate, inflateEnvelopes, unaryMessage, type Encoding } from './compression.js';
 import { checkMessage, invalidField } from './gateway/json.js';
+import { checkBinaryRequest } from './binary-scan.js';
+import { parseJsonBody } from './json-scan.js';
+import { MAX_BODY_BYTES } from './request-limits.js';
+import { callerCheckKey, checkCaller, type CallerCheck } from './caller-check.js';
 import { createLogger, createRegistry, metricsInterceptor, rejectCounter } from './observability.js';
 import { ErrorInfoSchema, ErrorReason } from '../../gen/authz/v1/error_reason_pb.js';
 import { corsHandler } from './cors.js';
@@ -69,6 +74,13 @@ export interface StartServerOptions {
    * {@link PUBLIC_SERVICES}.
    */
   interceptors?: Interceptor[];
+  /**
+   * Checks the caller of an RPC from its headers alone (the control plane's API key), before the
+   * body is read: a caller it refuses costs no more than its headers, its body is dropped unread
+   * and the call reaches the interceptors with an empty message. What it returns or throws is put
+   * in the handler context under {@link callerCheckKey}. Not run for the {@link PUBLIC_SERVICES}.
+   */
+  authenticate?: (req: NodeServerRequest, method: DescMethod) => unknown;
   /** Failures of the process's own that are not internal errors (see ErrorClassifier). */
   classifyError?: ErrorClassifier;
   /**
@@ -125,20 +137,18 @@ async function* oneChunk(bytes: Uint8Array): AsyncIterable<Uint8Array> {
 
 /** Throws `invalid_argument` naming the field when a binary message cannot be decoded safely. */
 function checkBinary(h: UniversalHandler, bytes: Uint8Array): void {
-  const problem = binaryRequestProblem(h.method.input, bytes);
-  if (problem) throw invalidField(problem.field, problem.field ? problem.message : `the request body ${problem.message}`);
+  checkBinaryRequest(h.method.input, bytes);
 }
 
 /** Throws `invalid_argument` naming the field when a JSON message is malformed or does not fit its descriptor. */
 function checkJson(h: UniversalHandler, bytes: Uint8Array): void {
-  let json: JsonValue;
-  try {
-    json = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')) as JsonValue;
-  } catch (err) {
-    throw invalidField('', `request body is not valid JSON: ${(err as Error).message}`);
-  }
+  const json = parseJsonBody(bytes);
+  if (json === undefined) throw invalidField('', 'the request message is not valid JSON: it is empty');
   checkMessage(h.method.input, json);
 }
+
+/** An envelope holding the empty message, in JSON (`{}`) or binary (no bytes). */
+const EMPTY_ENVELOPE = { json: Buffer.from([0, 0, 0, 0, 2, 0x7b, 0x7d]), proto: Buffer.alloc(5) };
 
 /**
  * The body of a unary gRPC or gRPC-Web call, passed on whole after its uncompressed message
@@ -251,7 +261,10 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
   const rpcPaths = new Map<string, UniversalHandler>(router.handlers.map((h) => [h.requestPath, h]));
   const servedNames = new Set(router.handlers.map((h) => h.service.typeName));
   const rejected = rejectCounter(registry);
-  const gateway = createGateway({ services, handlers: router.handlers, maxBodyBytes, logger, onReject: (reason) => rejected.inc({ reason }) });
+  const gateway = createGateway({
+    services, handlers: router.handlers, maxBodyBytes, logger, onReject: (reason) => rejected.inc({ reason }),
+    checkCaller: opts.authenticate === undefined ? undefined : (req, method) => checkCaller(opts.authenticate!, req, method),
+  });
 
   /**
    * Watches for the client abandoning a call (closing the connection or resetting the stream
@@ -280,8 +293,19 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
       return sendConnectError(res, ce, 405, { allow });
     }
     const gone = watchCancel(res, { service: h.service.typeName, method: h.method.name });
-    const unary = unaryConnectBody(req);
-    const ready = unary === undefined ? Promise.resolve(grpcRequest(h, req, res)) : readUnary(h, req, res, unary);
+    if (req.httpVersionMajor === 1 && !req.headers.host) {
+      rejected.inc({ reason: 'bad_request' });
+      return sendRpcError(req, res, invalidField('', 'the request has no Host header'));
+    }
+    const authenticate = opts.authenticate;
+    const check = authenticate === undefined || PUBLIC_NAMES.has(h.service.typeName) ? undefined : checkCaller(authenticate, req, h.method);
+    const read = (c: CallerCheck | undefined): Promise<UniversalServerRequest | undefined> => {
+      if (c?.ok === false) return Promise.resolve(refusedRequest(h, req, res, c));
+      const unary = unaryConnectBody(req);
+      const uReq = unary === undefined ? Promise.resolve(grpcRequest(h, req, res)) : readUnary(h, req, res, unary);
+      return c === undefined ? uReq : uReq.then((r) => r && { ...r, contextValues: createContextValues().set(callerCheckKey, c) });
+    };
+    const ready = check instanceof Promise ? check.then(read) : read(check);
     ready
       .then((uReq) => (uReq ? h(uReq).then((uRes) => universalResponseToNodeResponse(uRes, res)) : undefined))
       .catch((err: unknown) => {
@@ -297,6 +321,26 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
           res.end();
         }
       });
+  };
+
+  /**
+   * A call whose caller `authenticate` refused, as connect-node reads it: its body dropped unread
+   * and replaced by the empty message in the call's own encoding, the refusal in its context, so
+   * that the interceptors answer it (and count and trace it) as they answer any refused call.
+   */
+  const refusedRequest = (h: UniversalHandler, req: NodeServerRequest, res: NodeServerResponse, check: CallerCheck): UniversalServerRequest => {
+    dropBody(req);
+    const contextValues = createContextValues().set(callerCheckKey, check);
+    const type = String(req.headers['content-type'] ?? '').toLowerCase();
+    const json = /^application\/(?:json|connect\+json|grpc(?:-web)?\+json)(?:;|$)/.test(type);
+    const enveloped = /^application\/(?:grpc|connect\+)/.test(type);
+    if (req.method === 'GET') return { ...universalRequestFromNodeRequest(req, res, undefined, contextValues) };
+    const uReq = json && !enveloped
+      ? universalRequestFromNodeRequest(req, res, {}, contextValues)
+      : { ...universalRequestFromNodeRequest(req, res, undefined, contextValues), body: oneChunk(enveloped ? EMPTY_ENVELOPE[json ? 'json' : 'proto'] : new Uint8Array(0)) };
+    uReq.header.delete('content-encoding');
+    uReq.header.delete('content-length');
+    return uReq;
   };
 
   /**
@@ -333,7 +377,7 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
         // A compressed body is inflated here and passed on plain (connect-node is told it is).
         if (encoding !== 'identity') bytes = await inflate(encoding, bytes, maxBodyBytes);
         if (codec === 'json') {
-          const body = jsonOfBody(bytes) ?? {};
+          const body = parseJsonBody(bytes) ?? {};
           checkMessage(h.method.input, body);
           uReq = universalRequestFromNodeRequest(req, res, body, undefined);
         } else {

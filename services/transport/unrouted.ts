@@ -10,7 +10,7 @@ import { setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
 import type { ServerHttp2Stream } from 'node:http2';
 import { ErrorReason } from '../../gen/authz/v1/error_reason_pb.js';
 import { connectErrorWithInfo } from './errors.js';
-import type { NodeServerRequest, NodeServerResponse } from './gateway/gateway.js';
+import type { NodeServerRequest, NodeServerResponse } from './node-types.js';
 
 /** The gRPC flavour of a request, from its content type; undefined for anything else. */
 export function grpcFlavour(req: NodeServerRequest): 'grpc' | 'grpc-web' | undefined {

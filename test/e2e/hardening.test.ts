@@ -15,7 +15,7 @@ import { ApiKeyService } from '../../gen/authz/v1/api_key_service_pb.js';
 import { ErrorInfoSchema } from '../../gen/authz/v1/error_reason_pb.js';
 import { CreateSubjectRequestSchema } from '../../gen/authz/v1/subject_service_pb.js';
 import type { ControlPlane } from '../../services/control-plane/app.js';
-import { MAX_JSON_DEPTH } from '../../services/transport/guard.js';
+import { MAX_JSON_DEPTH } from '../../services/transport/request-limits.js';
 import { BACKENDS, TEST_BOOTSTRAP_KEY as KEY, startTestControlPlane, storeDigest } from '../harness.js';
 import { envelope } from '../conformance/surfaces.js';
 
@@ -97,9 +97,14 @@ describe.each(BACKENDS)('bad input on %s', (backend) => {
     let deep = '1';
     for (let i = 0; i < 10_000; i++) deep = `{"a":${deep}}`;
     const body = `{"tenantId":"${tenantId}","type":"user","externalId":"deep","metadata":${deep}}`;
+    // 10,000 levels are refused by the scan before the body is parsed; 200 after, by the guard.
     const rest = await refused(400, 'metadata', () => send('POST', '/subjects', undefined, body));
-    expect(rest.body.message).toContain(`nests deeper than ${MAX_JSON_DEPTH} levels`);
+    expect(rest.body.message).toMatch(/nests deeper than \d+ levels/);
     await refused(400, 'metadata', () => send('POST', '/authz.v1.SubjectService/CreateSubject', undefined, body));
+    let over = '1';
+    for (let i = 0; i < 200; i++) over = `{"a":${over}}`;
+    const guarded = await refused(400, 'metadata', () => send('POST', '/subjects', undefined, `{"tenantId":"${tenantId}","type":"user","externalId":"deep","metadata":${over}}`));
+    expect(guarded.body.message).toContain(`nests deeper than ${MAX_JSON_DEPTH} levels`);
     // Just under the limit is accepted.
     let ok = '1';
     for (let i = 0; i < MAX_JSON_DEPTH - 1; i++) ok = `{"a":${ok}}`;
@@ -188,8 +193,11 @@ describe.each(BACKENDS)('bad input on %s', (backend) => {
 
   it('bounds every list of a request: policy actions at 64, others at 1,000', async () => {
     const policy = (n: number) => ({ scopeId, target: { kind: 'resource', resourceId }, actions: Array.from({ length: n }, (_, i) => `a${i}`), effect: 'allow' });
-    const a = await refused(400, 'actions', () => send('POST', '/resource-policies', policy(100_000)));
+    const a = await refused(400, 'actions', () => send('POST', '/resource-policies', policy(5_000)));
     expect(a.body.message).toContain('at most 64');
+    // Past the entries any JSON array may hold, the body is refused before it is parsed.
+    const huge = await refused(400, 'actions', () => send('POST', '/resource-policies', policy(100_000)));
+    expect(huge.body.message).toContain('more than 10000 entries');
     expect((await send('POST', '/resource-policies', policy(64))).status).toBe(200);
     await refused(400, 'items', () => send('POST', '/subjects/batch', Array.from({ length: 1001 }, (_, i) => ({ tenantId, type: 'user', externalId: `u${i}` }))));
     await refused(400, 'requests', () => send('POST', '/evaluate/batch', { requests: Array.from({ length: 1001 }, () => ({ actor: { subjectId: 's' }, scopeId, action: 'r' })) }));

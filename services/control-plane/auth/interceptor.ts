@@ -9,6 +9,7 @@ import { Code, ConnectError, type Interceptor } from '@connectrpc/connect';
 import { AccessTier, access } from '../../../gen/authz/v1/options_pb.js';
 import { ErrorReason } from '../../../gen/authz/v1/error_reason_pb.js';
 import { connectErrorWithInfo } from '../../transport/errors.js';
+import { callerCheckKey } from '../../transport/caller-check.js';
 import { spanKey, TENANT_ATTRIBUTE } from '../../transport/tracing.js';
 import { principalKey, type KeyKind, type KeyVerifier, type Principal } from './principal.js';
 
@@ -84,12 +85,17 @@ function credentialsFrom(xApiKey: string | null, authorizationHeader: string | n
  * into the handler context under `principalKey`. Missing, unknown, revoked or expired
  * credentials are `unauthenticated` (401); a kind the tier does not admit, or a method without
  * a tier, is `permission_denied` (403). Tenant reach is the handler's job (assertTenantReach),
- * since only it knows which tenant a request addresses.
+ * since only it knows which tenant a request addresses. When the server checked the caller
+ * before reading the body (StartServerOptions `authenticate` = apiKeyCaller), its result is taken
+ * from the context instead of verifying again.
  */
 export function authInterceptor(verifier: KeyVerifier): Interceptor {
   return (next) => async (req) => {
-    const secret = credentialsOf(req.header);
-    const principal = admit(req.method, await verified(verifier, secret));
+    const check = req.contextValues.get(callerCheckKey);
+    let principal: Principal;
+    if (check === undefined) principal = admit(req.method, await verified(verifier, credentialsOf(req.header)));
+    else if (check.ok) principal = check.caller as Principal;
+    else throw check.error;
     req.contextValues.set(principalKey, principal);
     // The key's tenant, where it has one, on the call's span (tracing on).
     if (principal.tenantId) req.contextValues.get(spanKey)?.setAttribute(TENANT_ATTRIBUTE, principal.tenantId);
@@ -98,18 +104,25 @@ export function authInterceptor(verifier: KeyVerifier): Interceptor {
 }
 
 /**
- * The lean decision path's caller (services/decision/lean.ts `caller`): the same checks as
- * authInterceptor, with the same errors, from Node's request headers. Synchronous when the
- * verifier answers from its cache.
+ * The caller of `method` from Node's request headers alone: the same checks as authInterceptor,
+ * with the same errors, before the body is read (the server's `authenticate`). Synchronous when
+ * the verifier answers from its cache.
  */
+export function apiKeyCaller(verifier: KeyVerifier): (req: { headers: IncomingHttpHeaders }, method: DescMethod) => Principal | Promise<Principal> {
+  return (req, method) => {
+    const v = verified(verifier, credentialsOfNode(req.headers));
+    return v instanceof Promise ? v.then((p) => admit(method, p)) : admit(method, v);
+  };
+}
+
+/** apiKeyCaller for the methods of one service by name (the lean paths' `caller`). */
 export function leanCaller(verifier: KeyVerifier, service: DescService): (req: { headers: IncomingHttpHeaders }, method: string) => Principal | Promise<Principal> {
   const methods = new Map<string, DescMethod>(service.methods.map((m) => [m.name, m]));
+  const caller = apiKeyCaller(verifier);
   return (req, name) => {
     const method = methods.get(name);
     if (!method) throw new ConnectError(`${service.typeName}.${name} is not served here`, Code.Unimplemented);
-    const secret = credentialsOfNode(req.headers);
-    const v = verified(verifier, secret);
-    return v instanceof Promise ? v.then((p) => admit(method, p)) : admit(method, v);
+    return caller(req, method);
   };
 }
 

@@ -10,7 +10,7 @@ import { pino } from 'pino';
 import { ResourceService } from '../../../gen/authz/v1/resource_service_pb.js';
 import { createRegistry } from '../../transport/observability.js';
 import type { RunningServer } from '../../transport/server.js';
-import type { NodeServerRequest, NodeServerResponse } from '../../transport/gateway/gateway.js';
+import type { NodeServerRequest, NodeServerResponse } from '../../transport/node-types.js';
 import { KEYS, startFakeServer } from './testkit.js';
 
 const servers: RunningServer[] = [];

@@ -14,7 +14,7 @@ import { EvaluateBatchRequestSchema, EvaluateRequestSchema, GetEffectivePermissi
 import { CreateMembershipRequestSchema } from '../../../gen/authz/v1/membership_service_pb.js';
 import { CreateRoleRequestSchema } from '../../../gen/authz/v1/role_service_pb.js';
 import { CreateTenantRequestSchema } from '../../../gen/authz/v1/tenancy_service_pb.js';
-import { MAX_BODY_BYTES } from '../../transport/gateway/gateway.js';
+import { MAX_BODY_BYTES } from '../../transport/request-limits.js';
 import { startControlPlane, type ControlPlane } from '../app.js';
 import { loadConfig } from '../config.js';
 import { createLogger } from '../../transport/observability.js';

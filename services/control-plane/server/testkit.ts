@@ -18,7 +18,7 @@ import { assertTenantReach, principalOf, type KeyVerifier, type Principal } from
 import { createRegistry } from '../../transport/observability.js';
 import { setRevision } from '../../transport/revision.js';
 import { startServer, type RunningServer, type StartServerOptions } from '../../transport/server.js';
-import { authInterceptor } from '../auth/interceptor.js';
+import { apiKeyCaller, authInterceptor } from '../auth/interceptor.js';
 
 export const KEYS = {
   platform: 'sk_platform_0123456789abcdef0123456789abcdef',
@@ -182,6 +182,8 @@ export async function startFakeServer(
     port: 0,
     logger: pino({ level: 'silent' }),
     registry: createRegistry({ defaultMetrics: false }),
+    // The caller checked before the body is read, as the control plane does.
+    authenticate: apiKeyCaller(verifier),
     ...rest,
     // Authentication first, as the control plane does; `overrides.interceptors` run after it.
     interceptors: [authInterceptor(verifier), ...(interceptors ?? [])],

@@ -15,18 +15,19 @@
  * one was written through (`res.write` returned true, or 'drain' came).
  */
 import type { Http2ServerResponse } from 'node:http2';
-import { fromBinary, toBinary } from '@bufbuild/protobuf';
+import { toBinary } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { codeToString } from '@connectrpc/connect/protocol-connect';
 import { parseTimeout, setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
 import type { Logger } from 'pino';
 import { SnapshotService, WatchRequestSchema, WatchResponseSchema, type RevisionChanges, type WatchResponse } from '../../../gen/authz/v1/snapshot_service_pb.js';
-import { BodyTooLarge, readBodyThen } from '../../transport/body.js';
+import { BodyTooLarge, dropBody, readBodyThen } from '../../transport/body.js';
 import { unaryMessage } from '../../transport/compression.js';
 import { toConnectError } from '../../transport/errors.js';
-import { tooLargeError, type NodeServerRequest, type NodeServerResponse } from '../../transport/gateway/gateway.js';
-import { invalidField } from '../../transport/gateway/json.js';
-import { binaryRequestProblem, checkRequestMessage } from '../../transport/guard.js';
+import { tooLargeError } from '../../transport/gateway/gateway.js';
+import type { NodeServerRequest, NodeServerResponse } from '../../transport/node-types.js';
+import { checkRequestMessage } from '../../transport/guard.js';
+import { decodeBinaryRequest } from '../../transport/binary-scan.js';
 import { headerOf } from '../../transport/headers.js';
 import { startNodeRpcSpan } from '../../transport/tracing.js';
 import type { LeanRpcOptions } from '../../decision/lean.js';
@@ -171,29 +172,28 @@ export function leanWatch(opts: LeanWatchOptions): (req: NodeServerRequest, res:
       end(err);
       return true;
     }
-    readBodyThen(req, opts.maxBodyBytes, (err, body) => {
-      if (err) return end(err);
-      let request;
-      try {
-        // In the order of connect-node's path: the message, then the caller, then the request guard.
-        const payload = unaryMessage(body!);
-        const problem = binaryRequestProblem(WatchRequestSchema, payload);
-        if (problem) throw invalidField(problem.field, problem.field ? problem.message : `the request body ${problem.message}`);
-        request = fromBinary(WatchRequestSchema, payload);
-      } catch (e) {
-        return end(e);
-      }
-      Promise.resolve()
-        .then(() => opts.caller(req, 'Watch'))
-        .then((principal) => {
+    // The caller first, from the headers: a refused one costs no more (its body is dropped unread).
+    Promise.resolve()
+      .then(() => opts.caller(req, 'Watch'))
+      .then((principal) => {
+        if (ended) return;
+        readBodyThen(req, opts.maxBodyBytes, (err, body) => {
+          if (err) return end(err);
           if (ended) return;
-          checkRequestMessage(WatchRequestSchema, request as unknown as Record<string, unknown>);
-          const opened = openWatch(opts.hub, opts.keys, principal, credentialsOfNode(req.headers), request, false);
-          release = opened.release;
-          return relay(opened.stream);
-        })
-        .catch(end);
-    });
+          try {
+            const request = decodeBinaryRequest(WatchRequestSchema, unaryMessage(body!));
+            checkRequestMessage(WatchRequestSchema, request as unknown as Record<string, unknown>);
+            const opened = openWatch(opts.hub, opts.keys, principal, credentialsOfNode(req.headers), request, false);
+            release = opened.release;
+            relay(opened.stream).catch(end);
+          } catch (e) {
+            end(e);
+          }
+        });
+      }, (err: unknown) => {
+        dropBody(req);
+        end(err);
+      });
     return true;
 
     /** Writes the stream's messages until it or the call ends. */

@@ -11,7 +11,7 @@ import { chunkBytes } from './snapshot.js';
 import { ChunkRowBlocks } from './row-blocks.js';
 import { snapshotParts } from './stream.js';
 import { framesOf, takesWatch } from './lean-watch.js';
-import type { NodeServerRequest } from '../../transport/gateway/gateway.js';
+import type { NodeServerRequest } from '../../transport/node-types.js';
 import { RevisionChangesSchema, HeartbeatSchema } from '../../../gen/authz/v1/snapshot_service_pb.js';
 
 /** Three chunks: entities, row blocks (pre-encoded unknown fields), and large enough for a 3-byte length. */

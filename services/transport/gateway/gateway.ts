@@ -11,21 +11,16 @@ import { base64Decode } from '@bufbuild/protobuf/wire';
 import { Code, ConnectError, createContextKey, createContextValues } from '@connectrpc/connect';
 import type { UniversalHandler, UniversalServerRequest } from '@connectrpc/connect/protocol';
 import { codeFromString, codeToHttpStatus, codeToString } from '@connectrpc/connect/protocol-connect';
-import type { universalRequestFromNodeRequest, universalResponseToNodeResponse } from '@connectrpc/connect-node';
-
-/** A request of node:http or node:http2 (compatibility API). */
-export type NodeServerRequest = Parameters<typeof universalRequestFromNodeRequest>[0];
-/** A response of node:http or node:http2 (compatibility API). */
-export type NodeServerResponse = Parameters<typeof universalResponseToNodeResponse>[1];
+import type { NodeServerRequest, NodeServerResponse } from '../node-types.js';
 import type { Logger } from 'pino';
 import { ErrorInfoSchema, ErrorReason, ErrorReasonSchema } from '../../../gen/authz/v1/error_reason_pb.js';
 import { connectErrorWithInfo, INTERNAL_MESSAGE } from '../errors.js';
 import { checkMessage, hasInt64, int64ToNumbers, invalidField, setAtPath, valueFromString } from './json.js';
 import { resolveFieldPath, RouteTable, type Route } from './routes.js';
-import { BodyTooLarge, readJsonBody } from '../body.js';
+import { BodyTooLarge, dropBody, readJsonBody } from '../body.js';
+import { callerCheckKey, type CallerCheck } from '../caller-check.js';
+import { MAX_BODY_BYTES } from '../request-limits.js';
 
-/** The request body limit of every surface (contract §6). */
-export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 /** Set to "rest" in the handler context of calls that arrive through the gateway. */
 export const surfaceKey = createContextKey<'rpc' | 'rest'>('rpc', { description: 'authz.surface' });
@@ -40,6 +35,12 @@ export interface GatewayOptions {
   logger?: Logger;
   /** Told of each request answered before any handler runs (for metrics). */
   onReject?: (reason: RejectReason) => void;
+  /**
+   * The caller of a route's method from the request's headers, before the body is read (see
+   * StartServerOptions `authenticate`); a refused caller's body is dropped unread, and the
+   * handler is called with an empty message and the refusal in its context.
+   */
+  checkCaller?: (req: NodeServerRequest, method: DescMethod) => CallerCheck | Promise<CallerCheck>;
 }
 
 /** Why the gateway answered a request itself, without calling a handler. */
@@ -106,10 +107,14 @@ export function createGateway(opts: GatewayOptions): Gateway {
       return sendError(res, new ConnectError(`${route.method.parent.typeName}.${route.method.name} is not implemented`, Code.Unimplemented));
     }
 
-    let message: JsonObject;
+    const check = opts.checkCaller === undefined ? undefined : await opts.checkCaller(req, route.method);
+    let message: JsonObject = {};
     try {
-      const body = route.body.kind === 'none' ? undefined : await readJsonBody(req, maxBodyBytes);
-      message = buildRequest(route, params, query, body);
+      if (check?.ok === false) dropBody(req);
+      else {
+        const body = route.body.kind === 'none' ? undefined : await readJsonBody(req, maxBodyBytes);
+        message = buildRequest(route, params, query, body);
+      }
     } catch (err) {
       if (err instanceof BodyTooLarge) {
         reject('body_too_large');
@@ -132,6 +137,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     header.set('content-type', JSON_TYPE);
     header.set('connect-protocol-version', '1');
     const contextValues = createContextValues().set(surfaceKey, 'rest');
+    if (check !== undefined) contextValues.set(callerCheckKey, check);
     const uReq: UniversalServerRequest = {
       httpVersion: req.httpVersion,
       url: `http://gateway${handler.requestPath}`,
