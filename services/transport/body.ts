@@ -77,7 +77,7 @@ export function readBodyThen(req: NodeServerRequest, max: number, done: (err: Er
 }
 
 /** Reads and drops the rest of a body; past DRAIN_LIMIT_BYTES the connection is cut. */
-function drain(req: NodeServerRequest, already: number): void {
+export function drain(req: NodeServerRequest, already: number): void {
   let seen = already;
   req.on('data', (chunk: Buffer | string) => {
     seen += chunk.length;
