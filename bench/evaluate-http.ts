@@ -30,7 +30,7 @@ async function main(): Promise<void> {
   try {
     const base = cp.server.url;
     const call = async (method: string, path: string, body?: unknown) => {
-      const r = await fetch(base + path, { method, headers: { 'x-api-key': KEY }, body: body === undefined ? undefined : JSON.stringify(body) });
+      const r = await fetch(base + path, { method, headers: { 'x-api-key': KEY, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
       const json = (await r.json()) as Record<string, string>;
       if (r.status !== 200) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(json)}`);
       return json;

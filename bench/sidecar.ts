@@ -104,7 +104,7 @@ async function startRealControlPlane(): Promise<{ url: string; pid: number | und
   if (scratch) env.DATABASE_URL = scratch.url;
   const { url, child } = track(await startProcess('control-plane', env, { built: true }));
   const call = async (path: string, body: unknown) => {
-    const r = await fetch(url + path, { method: 'POST', headers: { 'x-api-key': CP_KEY }, body: JSON.stringify(body) });
+    const r = await fetch(url + path, { method: 'POST', headers: { 'x-api-key': CP_KEY, 'content-type': 'application/json' }, body: JSON.stringify(body) });
     const json = (await r.json()) as Record<string, string>;
     if (r.status !== 200) throw new Error(`${path}: ${r.status} ${JSON.stringify(json)}`);
     return json;
@@ -121,7 +121,7 @@ async function startRealControlPlane(): Promise<{ url: string; pid: number | und
   const key = await call('/api-keys', { name: 'bench', kind: 'service', tenantId: tenant.id });
   const ask = { actor: { subjectId: subject.id }, scopeId: tenant.scopeId, action: 'read', resource: { resourceId: doc.id } };
   const json = JSON.stringify(ask);
-  const check = await fetch(url + '/evaluate', { method: 'POST', headers: { 'x-api-key': key.secretKey }, body: json });
+  const check = await fetch(url + '/evaluate', { method: 'POST', headers: { 'x-api-key': key.secretKey, 'content-type': 'application/json' }, body: json });
   if (!((await check.json()) as { allowed: boolean }).allowed) throw new Error('the control plane does not allow the bench request');
   writeFileSync(join(dir, 'cp-post.lua'), `wrk.method = "POST"\nwrk.body = '${json}'\nwrk.headers["Content-Type"] = "application/json"\nwrk.headers["x-api-key"] = "${key.secretKey}"\n`);
   writeFileSync(join(dir, 'cp-body.json'), json);

@@ -67,6 +67,8 @@ export async function startSidecar(
     services: [DecisionService],
     readiness: () => f.fresh(),
     corsOrigins: config.corsOrigins,
+    // Always on: decisions need no credentials here, so the name a caller uses is checked.
+    allowedHosts: config.allowedHosts ?? [],
     fastPath: leanDecisions({
       source, caller: () => undefined, maxBodyBytes: MAX_BODY_BYTES, logger, metrics: rpcMetrics(registry), rejected: rejectCounter(registry), tracing,
     }),

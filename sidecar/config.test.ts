@@ -51,6 +51,27 @@ describe('loadSidecarConfig', () => {
     }
   });
 
+  it('reads SIDECAR_ALLOWED_HOSTS or its flag, each host in canonical form; unset: none', () => {
+    expect(loadSidecarConfig(REQUIRED, []).allowedHosts).toBeUndefined();
+    expect(loadSidecarConfig({ ...REQUIRED, SIDECAR_ALLOWED_HOSTS: ' Authz-Sidecar , 10.0.0.7,::1,[FD00:0::7],sidecar.internal.' }, []).allowedHosts)
+      .toEqual(['authz-sidecar', '10.0.0.7', '[::1]', '[fd00::7]', 'sidecar.internal']);
+    expect(loadSidecarConfig(REQUIRED, ['--sidecar-allowed-hosts', 'app']).allowedHosts).toEqual(['app']);
+  });
+
+  it('refuses an entry of SIDECAR_ALLOWED_HOSTS that is not a host name or address, naming the variable and the entry', () => {
+    for (const bad of ['http://app', 'app:8181', '[::1]:8181', 'app/x', 'user@app', '*', '*.example.com', 'a..b', ',', '1.2.3.4.5']) {
+      let err: unknown;
+      try {
+        loadSidecarConfig({ ...REQUIRED, SIDECAR_ALLOWED_HOSTS: bad }, []);
+      } catch (e) {
+        err = e;
+      }
+      expect(err, bad).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).variable, bad).toBe('SIDECAR_ALLOWED_HOSTS');
+      if (bad !== ',') expect((err as ConfigError).message, bad).toContain(`${JSON.stringify(bad)} is not a host name or address`);
+    }
+  });
+
   it('reads flag twins of every variable, and a flag wins over the environment', () => {
     for (const v of SIDECAR_VARIABLES) expect(v.flag).toBe('--' + v.variable.toLowerCase().replace(/_/g, '-'));
     const c = loadSidecarConfig({ ...REQUIRED, SIDECAR_PORT: '9000' }, [

@@ -3,7 +3,7 @@
  * at start and validated (a bad or missing value names its variable).
  */
 import {
-  ConfigError, LOG_LEVELS, REDACTED, decimal, decisionLogTarget, describeSettings, integer, loadSettings, nonEmpty, oneOf, origins, secret,
+  ConfigError, LOG_LEVELS, REDACTED, decimal, decisionLogTarget, describeSettings, hostNames, integer, loadSettings, nonEmpty, oneOf, origins, secret,
   type DecisionLogTarget, type Parser, type Setting,
 } from '../services/common/settings.js';
 import type { LogLevel } from '../services/transport/observability.js';
@@ -21,6 +21,12 @@ export interface SidecarConfig {
   readonly tenantId: string;
   /** Where decisions are answered: loopback by default (the listener is the boundary). */
   readonly host: string;
+  /**
+   * Names (or addresses) a request may give in `Host`, besides loopback ones and `host` itself
+   * when it is a specific address: any other is refused, so that a web page reaching the
+   * listener under a name of its own (DNS rebinding) reads no decision. Absent: none.
+   */
+  readonly allowedHosts?: readonly string[];
   readonly port: number;
   /**
    * A second listener for the kubelet's probes and Prometheus (sidecar/probes.ts): `/healthz`,
@@ -77,6 +83,7 @@ const SETTINGS = [
   { key: 'tenantId', variable: 'SIDECAR_TENANT_ID', parse: tenantId, required: true },
   { key: 'host', variable: 'SIDECAR_HOST', parse: nonEmpty, default: '127.0.0.1' },
   { key: 'port', variable: 'SIDECAR_PORT', parse: integer(0, 65535), default: 8181 },
+  { key: 'allowedHosts', variable: 'SIDECAR_ALLOWED_HOSTS', parse: hostNames },
   { key: 'probeHost', variable: 'SIDECAR_PROBE_HOST', parse: nonEmpty, default: '0.0.0.0' },
   { key: 'probePort', variable: 'SIDECAR_PROBE_PORT', parse: integer(0, 65535), default: 0 },
   { key: 'maxStalenessMs', variable: 'SIDECAR_MAX_STALENESS_MS', parse: integer(1, 86_400_000), default: 30_000 },

@@ -1,4 +1,5 @@
 import { runEntryPoint } from '../services/common/entrypoint.js';
+import { canonicalHost, isLoopbackHost } from '../services/common/hosts.js';
 import { createLogger } from '../services/transport/observability.js';
 import { loadSidecarConfig, redactSidecarConfig } from './config.js';
 import { startSidecar } from './app.js';
@@ -10,14 +11,15 @@ runEntryPoint({
   logger: (config) => createLogger({ logLevel: config.logLevel, name: 'sidecar' }),
   printable: redactSidecarConfig,
   start: (config, logger) => {
-    if (!isLoopback(config.host)) {
+    const host = canonicalHost(config.host);
+    if (host === undefined || !isLoopbackHost(host)) {
       // Callers need no credentials: the listener is the boundary (contract §2).
-      logger.warn({ host: config.host }, 'SIDECAR_HOST is not a loopback address: anything that can reach it gets decisions about this tenant without credentials');
+      logger.warn(
+        { host: config.host, allowedHosts: config.allowedHosts ?? [] },
+        'SIDECAR_HOST is not a loopback address: anything that can reach it gets decisions about this tenant without credentials'
+          + ' (a request must still name in Host a loopback host, an entry of SIDECAR_ALLOWED_HOSTS, or SIDECAR_HOST when it is a specific address)',
+      );
     }
     return startSidecar(config, logger);
   },
 });
-
-function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
-}

@@ -148,6 +148,24 @@ describe('the probe listener', () => {
     expect(text).toMatch(/^authz_rpc_requests_total\{service="authz.v1.DecisionService",method="Evaluate",code="ok"\} 2$/m);
   });
 
+  it('answers the kubelet, whose probes name the pod\'s IP in Host, where the decision listener refuses that name', async () => {
+    const { cp, sidecar } = await setup();
+    (await cp.next()).push(snapshot(2, 0, true, ROWS));
+    await until(() => sidecar.follower.fresh(), 'the snapshot');
+    const probe = (port: number, path: string) => new Promise<string>((resolve, reject) => {
+      // What the kubelet's httpGet sends: the pod's IP and the probe port in Host.
+      const socket = net.connect(port, '127.0.0.1', () => socket.write(`GET ${path} HTTP/1.1\r\nHost: 10.244.1.7:8182\r\nUser-Agent: kube-probe/1.31\r\nAccept: */*\r\nConnection: close\r\n\r\n`));
+      let answer = '';
+      socket.on('data', (d) => (answer += d.toString('latin1')));
+      socket.on('close', () => resolve(answer));
+      socket.on('error', reject);
+    });
+    for (const path of ['/readyz', '/healthz', '/metrics']) {
+      expect(await probe(sidecar.probes!.port, path), path).toMatch(/^HTTP\/1\.1 200 /);
+      expect(await probe(sidecar.server.port, path), path).toMatch(/^HTTP\/1\.1 403 /);
+    }
+  });
+
   it('closes with the sidecar at once, even with connections open', async () => {
     const { sidecar } = await setup();
     const url = sidecar.probes!.url;

@@ -5,6 +5,7 @@
  * the variable and an empty variable counts as unset. A bad value throws a ConfigError naming
  * the variable.
  */
+import { canonicalHost } from './hosts.js';
 
 /** A configuration value is missing or malformed; `variable` names the environment variable. */
 export class ConfigError extends Error {
@@ -65,6 +66,22 @@ export const decimal =
     if (n < min || n > max) throw new ConfigError(variable, `must be a number from ${min} to ${max}, got ${raw}`);
     return n;
   };
+
+/**
+ * A comma-separated list of host names or addresses (`authz-sidecar,10.0.0.7,[fd00::7]`), as
+ * `Host` headers name them but without a port: each kept in canonical form (hosts.ts).
+ */
+export const hostNames: Parser<readonly string[]> = (raw, variable) => {
+  const items = raw.split(',').map((x) => x.trim()).filter((x) => x !== '');
+  if (items.length === 0) throw new ConfigError(variable, 'must list at least one host name or address, e.g. authz-sidecar,10.0.0.7');
+  return Object.freeze(items.map((item) => {
+    const host = canonicalHost(item);
+    if (host === undefined) {
+      throw new ConfigError(variable, `${JSON.stringify(item)} is not a host name or address: give it without scheme, port or path, e.g. authz-sidecar or 10.0.0.7`);
+    }
+    return host;
+  }));
+};
 
 /** Where decision-log lines go (services/decision/log.ts). */
 export type DecisionLogTarget = { kind: 'off' } | { kind: 'stdout' } | { kind: 'file'; path: string };

@@ -40,6 +40,7 @@ import { callerCheckKey, checkCaller, type CallerCheck } from './caller-check.js
 import { createLogger, createRegistry, metricsInterceptor, rejectCounter } from './observability.js';
 import { ErrorInfoSchema, ErrorReason } from '../../gen/authz/v1/error_reason_pb.js';
 import { corsHandler } from './cors.js';
+import { crossSiteBody, hostAllowlist, refuseCrossSiteBody, refuseHost } from './cross-site.js';
 import { grpcFlavour, RPC_PATH, sendConnectError, sendRpcError, unknownMethodError } from './unrouted.js';
 import { Health, healthService } from './health.js';
 import { DescriptorIndex, reflectionServices, ServerReflectionV1, ServerReflectionV1alpha } from './reflection.js';
@@ -107,6 +108,12 @@ export interface StartServerOptions {
   openApi?: string;
   /** Origins allowed to call from a browser (CORS, see cors.ts); none: no CORS headers. */
   corsOrigins?: readonly string[];
+  /**
+   * Host names and addresses a request may name in `Host` (`:authority`), any port, besides the
+   * loopback ones and `host` when it is not `0.0.0.0` or `::`; any other request is refused
+   * (403) before anything else answers (cross-site.ts). Undefined: any `Host`.
+   */
+  allowedHosts?: readonly string[];
 }
 
 export interface RunningServer {
@@ -432,9 +439,22 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
 
   const fastPath = opts.fastPath;
   const cors = opts.corsOrigins?.length ? corsHandler(opts.corsOrigins) : undefined;
+  const hostAllowed = opts.allowedHosts === undefined ? undefined : hostAllowlist(opts.allowedHosts, host);
   const onRequest = (req: NodeServerRequest, res: NodeServerResponse) => {
-    if (cors === undefined) return route(req, res);
-    cors(req, res, () => route(req, res));
+    // First, CORS included: a page that reached the listener under its own name (DNS rebinding) learns nothing.
+    if (hostAllowed !== undefined && !hostAllowed(req)) {
+      rejected.inc({ reason: 'host_not_allowed' });
+      return refuseHost(req, res);
+    }
+    if (cors === undefined) return guarded(req, res);
+    cors(req, res, () => guarded(req, res));
+  };
+  /** After CORS, so that a listed origin can read the refusal. */
+  const guarded = (req: NodeServerRequest, res: NodeServerResponse) => {
+    const media = crossSiteBody(req);
+    if (media === undefined) return route(req, res);
+    rejected.inc({ reason: 'unsupported_media_type' });
+    refuseCrossSiteBody(req, res, media);
   };
   const route = (req: NodeServerRequest, res: NodeServerResponse) => {
     if (fastPath !== undefined && fastPath(req, res, shutdown.signal)) return;

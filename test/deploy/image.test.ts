@@ -242,7 +242,7 @@ describe('dist/ (npm run build)', () => {
     const cp = await startProcess('control-plane', { ...database, SERVICE_PORT: String(cpPort), SERVICE_BOOTSTRAP_API_KEY: key, SERVICE_LOG_LEVEL: 'info' }, { built: true });
     running.push(cp);
     await waitFor200(`${cp.url}/healthz`);
-    const post = async (path: string, body: unknown) => (await fetch(cp.url + path, { method: 'POST', headers: { 'x-api-key': key }, body: JSON.stringify(body) })).json() as Promise<Record<string, string>>;
+    const post = async (path: string, body: unknown) => (await fetch(cp.url + path, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: JSON.stringify(body) })).json() as Promise<Record<string, string>>;
     const tenant = await post('/tenants', { name: 'image' });
     const sidecarKey = await post('/api-keys', { name: 'sidecar', kind: 'service', tenantId: tenant.id });
     const sidecar = await startProcess(

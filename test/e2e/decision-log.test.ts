@@ -98,7 +98,7 @@ describe('the sidecar\'s decision log', () => {
     const path = join(dir, 'sidecar-sampled.jsonl');
     const s = await start({ decisionLog: { kind: 'file', path }, decisionLogSample: 0.25 });
     const body = JSON.stringify({ actor: { subjectId: 'subject_alice' }, scopeId: ROOT, action: 'read' });
-    for (let i = 0; i < 400; i++) await fetch(`${s.server.url}/evaluate`, { method: 'POST', body });
+    for (let i = 0; i < 400; i++) await fetch(`${s.server.url}/evaluate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
     const written = await metric(s.server.url, 'written');
     expect(written + (await metric(s.server.url, 'skipped'))).toBe(400);
     // Binomial(400, 0.25): mean 100, standard deviation 8.7; these bounds are over 6 of them.
@@ -109,7 +109,7 @@ describe('the sidecar\'s decision log', () => {
 
   it('is off by default: no log, no metric', async () => {
     const s = await start({});
-    await fetch(`${s.server.url}/evaluate`, { method: 'POST', body: JSON.stringify({ actor: { subjectId: 'subject_alice' }, scopeId: ROOT, action: 'read' }) });
+    await fetch(`${s.server.url}/evaluate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ actor: { subjectId: 'subject_alice' }, scopeId: ROOT, action: 'read' }) });
     expect(await (await fetch(`${s.server.url}/metrics`)).text()).not.toContain('authz_decision_log');
   });
 });

@@ -232,7 +232,7 @@ describe('REST gateway: malformed requests', () => {
     expect(r.status).toBe(429);
 
     // chunked (no content-length), over HTTP/2
-    const streamed = await h2Request('POST', '/resources/batch', big);
+    const streamed = await h2Request('POST', '/resources/batch', big, { 'content-type': 'application/json' });
     expect(streamed.status).toBe(429);
     expect(JSON.parse(streamed.body).code).toBe('resource_exhausted');
   });

@@ -72,8 +72,9 @@ describe('probes', () => {
     const { server } = await start({ registry });
     await fetch(`${server.url}/no/such/path`, auth);
     await fetch(`${server.url}/resources/resource_x`, { ...auth, method: 'PUT' });
-    await fetch(`${server.url}/resources/batch`, { ...auth, method: 'POST', body: '{not json' });
-    await fetch(`${server.url}/resources/batch`, { ...auth, method: 'POST', body: 'x'.repeat(4 * 1024 * 1024 + 1) });
+    const json = { headers: { ...auth.headers, 'content-type': 'application/json' } };
+    await fetch(`${server.url}/resources/batch`, { ...json, method: 'POST', body: '{not json' });
+    await fetch(`${server.url}/resources/batch`, { ...json, method: 'POST', body: 'x'.repeat(4 * 1024 * 1024 + 1) });
     await fetch(`${server.url}/healthz`, { method: 'DELETE' });
     const text = await (await fetch(`${server.url}/metrics`)).text();
     for (const reason of ['not_found', 'method_not_allowed', 'bad_request', 'body_too_large', 'probe_method']) {
@@ -241,7 +242,7 @@ describe('close()', () => {
     // a request whose body never finishes keeps the connection active
     const sock = net.connect(server.port, '127.0.0.1');
     await new Promise<void>((r) => sock.once('connect', () => r()));
-    sock.write(`POST /resources HTTP/1.1\r\nhost: x\r\nx-api-key: ${KEYS.platform}\r\ncontent-length: 100\r\n\r\n{`);
+    sock.write(`POST /resources HTTP/1.1\r\nhost: x\r\nx-api-key: ${KEYS.platform}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{`);
     sock.on('error', () => undefined);
     await new Promise((r) => setTimeout(r, 50));
     const t0 = Date.now();
