@@ -23,9 +23,11 @@ export class SidecarSource implements DecisionSource<void> {
     return this.follower.gate;
   }
 
-  indexFor(_caller: void, scopeId: string, field: string, freshness: Freshness, deadline: number, signal?: CallSignal): TenantIndex | Promise<TenantIndex> {
+  indexFor(_caller: void, scopeId: string, prefix: string, freshness: Freshness, deadline: number, signal?: CallSignal): TenantIndex | Promise<TenantIndex> {
+    const field = `${prefix}scopeId`;
     if (freshness.fullyConsistent) {
-      throw new DomainError('constraint', 'consistency.fullyConsistent: a sidecar cannot read the database; send consistency.minRevision (a write\'s x-revision) or ask the control plane', 'consistency.fullyConsistent');
+      const at = `${prefix}consistency.fullyConsistent`;
+      throw new DomainError('constraint', `${at}: a sidecar cannot read the database; send consistency.minRevision (a write's x-revision) or ask the control plane`, at);
     }
     if (freshness.minRevision > this.follower.revision) return this.afterWait(scopeId, field, freshness.minRevision, deadline, signal);
     return this.current(scopeId, field);

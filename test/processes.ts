@@ -116,6 +116,25 @@ export function cpuMs(pid: number | undefined): number | undefined {
 }
 const CLOCK_TICKS = 100; // USER_HZ: 100 on every Linux architecture this runs on
 
+/**
+ * CPU time (ms, to the nanosecond) every thread of a process has used so far, from
+ * `/proc/<pid>/task/<tid>/schedstat`: fine enough to price one request (Linux; else undefined).
+ */
+export function threadCpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    let ns = 0;
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+      } catch { /* the thread ended meanwhile */ }
+    }
+    return ns / 1e6;
+  } catch {
+    return undefined;
+  }
+}
+
 /** CPU ms used so far by every `postgres` process of this machine (Linux; 0 elsewhere). */
 export function postgresCpuMs(): number {
   let ms = 0;

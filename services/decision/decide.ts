@@ -67,12 +67,13 @@ export interface DecisionSource<C> {
   gate(index: TenantIndex): GateMode;
   /**
    * The index that answers a request at `scopeId` for `caller`, at least as fresh as asked,
-   * waiting no later than `deadline` (epoch ms) for it. Throws a DomainError: `not_found` for a
+   * waiting no later than `deadline` (epoch ms) for it. `prefix` is where the request's fields are
+   * in the call (`requests[3].` in a batch, else empty), for the field its errors name. Throws a DomainError: `not_found` for a
    * scope it does not know, `permission_denied` out of the caller's reach, `unavailable` when
    * the freshness cannot be had in time (`deadline_exceeded` when the caller's deadline ends
    * the wait first, `canceled` when `signal` ends it: see waitEnded).
    */
-  indexFor(caller: C, scopeId: string, field: string, freshness: Freshness, deadline: number, signal?: CallSignal): TenantIndex | Promise<TenantIndex>;
+  indexFor(caller: C, scopeId: string, prefix: string, freshness: Freshness, deadline: number, signal?: CallSignal): TenantIndex | Promise<TenantIndex>;
   /** Receives internal errors of the engine (which denies on them). */
   onEngineError?: (err: unknown) => void;
   /** Sees every decision answered (metrics). */
@@ -109,8 +110,9 @@ export interface EvaluateInput {
 /** Reads `consistency`; a min revision that is not a non-negative integer is invalid_argument. */
 export function freshnessOf(c: ConsistencyLike | null | undefined, field: string): Freshness {
   const raw = c?.minRevision ?? 0;
-  const minRevision = typeof raw === 'bigint' ? Number(raw) : Number(raw);
-  if (!Number.isSafeInteger(minRevision) || minRevision < 0) throw invalid(`${field}.minRevision`, 'must be a non-negative integer');
+  const minRevision = Number(raw);
+  if (!Number.isInteger(minRevision) || minRevision < 0) throw invalid(`${field}.minRevision`, 'must be a non-negative integer');
+  if (!Number.isSafeInteger(minRevision)) throw invalid(`${field}.minRevision`, `must be at most ${Number.MAX_SAFE_INTEGER} (no tenant reaches a revision past 2^53 - 1)`);
   return { minRevision, fullyConsistent: c?.fullyConsistent === true };
 }
 
@@ -156,7 +158,7 @@ export function decideAll<C>(
   const indexes: TenantIndex[] = [];
   for (let i = 0; i < inputs.length; i++) {
     const { request, freshness, prefix } = inputs[i];
-    const index = source.indexFor(caller, request.scopeId, `${prefix}scopeId`, freshness, deadline, signal);
+    const index = source.indexFor(caller, request.scopeId, prefix, freshness, deadline, signal);
     if (index instanceof Promise) return resolveRest(source, caller, inputs, batch, deadline, signal, indexes, i, index, call);
     indexes.push(index);
   }
@@ -185,7 +187,7 @@ async function resolveRest<C>(
     let { freshness } = inputs[i];
     const read = freshness.fullyConsistent ? readConsistently.find((x) => x.scope(request.scopeId) !== undefined) : undefined;
     if (read !== undefined) freshness = { minRevision: Math.max(freshness.minRevision, read.revision), fullyConsistent: false };
-    resolved(i, await source.indexFor(caller, request.scopeId, `${prefix}scopeId`, freshness, deadline, signal), read === undefined);
+    resolved(i, await source.indexFor(caller, request.scopeId, prefix, freshness, deadline, signal), read === undefined);
   }
   return evaluateAll(source, inputs, indexes, batch, call);
 }
@@ -229,7 +231,7 @@ export async function effectiveFor<C>(
   const subjectId = requireString(req.subjectId, 'subjectId');
   const scopeId = requireString(req.scopeId, 'scopeId');
   const resourceId = optionalString(req.resourceId, 'resourceId');
-  const index = await source.indexFor(caller, scopeId, 'scopeId', freshnessOf(req.consistency, 'consistency'), deadline, signal);
+  const index = await source.indexFor(caller, scopeId, '', freshnessOf(req.consistency, 'consistency'), deadline, signal);
   if (onTenant !== undefined) {
     const tenantId = index.scope(scopeId)?.tenantId;
     if (tenantId !== undefined) onTenant(tenantId);

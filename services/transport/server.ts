@@ -35,6 +35,7 @@ import { encodingOf, inflate, inflateEnvelopes, unaryMessage, type Encoding } fr
 import { checkMessage, invalidField } from './gateway/json.js';
 import { checkBinaryRequest } from './binary-scan.js';
 import { parseJsonBody } from './json-scan.js';
+import { checkConnectGet } from './connect-get.js';
 import { MAX_BODY_BYTES } from './request-limits.js';
 import { callerCheckKey, checkCaller, type CallerCheck } from './caller-check.js';
 import { createLogger, createRegistry, metricsInterceptor, rejectCounter } from './observability.js';
@@ -308,6 +309,7 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
     const check = authenticate === undefined || PUBLIC_NAMES.has(h.service.typeName) ? undefined : checkCaller(authenticate, req, h.method);
     const read = (c: CallerCheck | undefined): Promise<UniversalServerRequest | undefined> => {
       if (c?.ok === false) return Promise.resolve(refusedRequest(h, req, res, c));
+      if (req.method === 'GET') return connectGet(h, req, res, c);
       const unary = unaryConnectBody(req);
       const uReq = unary === undefined ? Promise.resolve(grpcRequest(h, req, res)) : readUnary(h, req, res, unary);
       return c === undefined ? uReq : uReq.then((r) => r && { ...r, contextValues: createContextValues().set(callerCheckKey, c) });
@@ -328,6 +330,19 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
           res.end();
         }
       });
+  };
+
+  /** A Connect GET as connect-node reads it, once its message is checked (connect-get.ts); undefined when refused (answered here). */
+  const connectGet = async (h: UniversalHandler, req: NodeServerRequest, res: NodeServerResponse, c: CallerCheck | undefined) => {
+    try {
+      await checkConnectGet(h.method.input, req.url ?? '', maxBodyBytes);
+    } catch (err) {
+      if (!(err instanceof BodyTooLarge) && !(err instanceof ConnectError)) throw err;
+      rejected.inc({ reason: err instanceof BodyTooLarge ? 'body_too_large' : 'bad_request' });
+      sendConnectError(res, err instanceof BodyTooLarge ? tooLargeError(err) : err);
+      return undefined;
+    }
+    return universalRequestFromNodeRequest(req, res, undefined, c === undefined ? undefined : createContextValues().set(callerCheckKey, c));
   };
 
   /**

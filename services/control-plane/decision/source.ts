@@ -24,7 +24,8 @@ export class ControlPlaneSource implements DecisionSource<Principal> {
     return this.gateMode;
   }
 
-  indexFor(principal: Principal, scopeId: string, field: string, freshness: Freshness, deadline: number, signal?: CallSignal): TenantIndex | Promise<TenantIndex> {
+  indexFor(principal: Principal, scopeId: string, prefix: string, freshness: Freshness, deadline: number, signal?: CallSignal): TenantIndex | Promise<TenantIndex> {
+    const field = `${prefix}scopeId`;
     const ready = freshness.fullyConsistent ? undefined : this.indexes.readyFor(scopeId, freshness.minRevision);
     if (ready === undefined) return this.indexAfterWait(principal, scopeId, field, freshness, deadline, signal);
     return this.checked(principal, ready.tenantId, ready.index, scopeId, field);

@@ -61,6 +61,11 @@ function checkScalar(type: ScalarType, v: unknown, path: string): void {
       const n = Number(v);
       const [min, max] = UNSIGNED.has(type) ? [0, 0xffffffff] : [-0x80000000, 0x7fffffff];
       if (n < min || n > max) throw invalidField(path, `must be between ${min} and ${max}`);
+    } else {
+      // The decoder refuses a 64-bit integer out of range without naming the field.
+      const n = BigInt(typeof v === 'number' ? v : (v as string).trim());
+      const [min, max] = UNSIGNED.has(type) ? [0n, 2n ** 64n - 1n] : [-(2n ** 63n), 2n ** 63n - 1n];
+      if (n < min || n > max) throw invalidField(path, `must be between ${min} and ${max}`);
     }
   } else {
     // float, double
@@ -210,10 +215,10 @@ function scalarPasses(type: ScalarType, v: unknown, storable: boolean): boolean 
     case ScalarType.INT64:
     case ScalarType.SINT64:
     case ScalarType.SFIXED64:
-      return typeof v === 'number' && Number.isInteger(v);
+      return typeof v === 'number' && Number.isSafeInteger(v);
     case ScalarType.UINT64:
     case ScalarType.FIXED64:
-      return typeof v === 'number' && Number.isInteger(v) && v >= 0;
+      return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
     case ScalarType.INT32:
     case ScalarType.SINT32:
     case ScalarType.SFIXED32:
