@@ -73,8 +73,9 @@ interface FieldInfo {
   max: number;
   /** A map: its entries are messages of key (1) and value (2). */
   map: boolean;
-  /** The message it holds (messages, and map entries). */
+  /** The message it holds (messages, and map entries), and that once looked up. */
   inner?: () => MessageInfo;
+  innerInfo?: MessageInfo;
 }
 
 type MessageInfo = Map<number, FieldInfo>;
@@ -192,6 +193,9 @@ class Refusal extends Error {
 export function binaryRequestProblem(desc: DescMessage, bytes: Uint8Array): WireProblem | null {
   const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let frame: Frame = { end: buf.length, info: infoOf(desc), parent: undefined, name: '', index: -1, entry: false, keyStart: 0, keyEnd: 0, counts: undefined };
+  // Frames are reused by depth (a message's frame is done with before its sibling's starts), so a
+  // body of many small messages allocates one frame per level, not one per message.
+  const frames: Frame[] = [frame];
   let depth = 0;
   let pos = 0;
   let values = 0;
@@ -296,12 +300,20 @@ export function binaryRequestProblem(desc: DescMessage, bytes: Uint8Array): Wire
           break;
         case 'string': {
           const len = length(frame, name);
-          const text = buf.subarray(pos, pos + len);
-          if (frame.entry && no === 1) {
-            frame.keyStart = pos;
-            frame.keyEnd = pos + len;
-          }
+          const start = pos;
           pos += len;
+          if (frame.entry && no === 1) {
+            frame.keyStart = start;
+            frame.keyEnd = pos;
+          }
+          // Short ASCII strings (most ids and keys) are checked here; the rest natively.
+          let ascii = len <= 64;
+          for (let i = start; ascii && i < pos; i++) {
+            const b = buf[i];
+            if (b === 0 || b > 0x7f) ascii = false;
+          }
+          if (ascii) break;
+          const text = buf.subarray(start, pos);
           if (!isUtf8(text)) fail(frame, name, 'must be valid UTF-8');
           if (text.indexOf(0) !== -1) fail(frame, name, 'must not contain a NUL character (U+0000)');
           break;
@@ -312,7 +324,17 @@ export function binaryRequestProblem(desc: DescMessage, bytes: Uint8Array): Wire
             // Named by the request field that holds the nesting (its full path would be as deep).
             throw new Refusal({ field: rootOf(pathOf(buf, frame, name)), message: `nests deeper than ${MAX_BINARY_NESTING} messages`, limit: true });
           }
-          frame = { end: pos + len, info: field.inner!(), parent: frame, name, index, entry: field.map, keyStart: 0, keyEnd: 0, counts: undefined };
+          const info = (field.innerInfo ??= field.inner!());
+          let next = frames[depth];
+          if (next === undefined) frames[depth] = next = { end: 0, info, parent: frame, name, index, entry: false, keyStart: 0, keyEnd: 0, counts: undefined };
+          next.end = pos + len;
+          next.info = info;
+          next.name = name;
+          next.index = index;
+          next.entry = field.map;
+          next.keyStart = next.keyEnd = 0;
+          next.counts?.clear();
+          frame = next;
           break;
         }
       }

@@ -113,7 +113,7 @@ function stringEnd(buf: Buffer, open: number): number {
  * may take its time.
  */
 export function pathAt(buf: Buffer, at: number, container = false): string {
-  const stack: { array: boolean; index: number; key: string | undefined }[] = [];
+  const stack: Level[] = [];
   let lastString: [number, number] | undefined;
   for (let i = 0; i < at && i < buf.length; i++) {
     const c = buf[i];
@@ -121,13 +121,13 @@ export function pathAt(buf: Buffer, at: number, container = false): string {
     switch (c) {
       case QUOTE: {
         const end = stringEnd(buf, i);
-        if (end >= at) return render(stack, container);
+        if (end >= at) return render(buf, stack, container);
         lastString = [i + 1, end];
         i = end;
         break;
       }
       case 0x3a: // : the string before it was a key
-        if (top && lastString) top.key = safeKey(buf, lastString);
+        if (top && lastString) top.key = lastString;
         break;
       case 0x7b:
       case 0x5b:
@@ -145,10 +145,17 @@ export function pathAt(buf: Buffer, at: number, container = false): string {
         break;
     }
   }
-  return render(stack, container);
+  return render(buf, stack, container);
 }
 
-function safeKey(buf: Buffer, [from, to]: [number, number]): string {
+/** A container on the way to a byte: an array's index, or an object's key (where its bytes lie). */
+interface Level {
+  array: boolean;
+  index: number;
+  key: [number, number] | undefined;
+}
+
+function keyText(buf: Buffer, [from, to]: [number, number]): string {
   const raw = buf.toString('utf8', from, to);
   try {
     return JSON.parse(`"${raw}"`) as string;
@@ -157,12 +164,14 @@ function safeKey(buf: Buffer, [from, to]: [number, number]): string {
   }
 }
 
-function render(stack: { array: boolean; index: number; key: string | undefined }[], container: boolean): string {
+function render(buf: Buffer, stack: Level[], container: boolean): string {
   let path = '';
   for (const f of container ? stack.slice(0, -1) : stack) {
     if (f.array) path += `[${f.index}]`;
-    else if (f.key !== undefined) path = path === '' ? f.key : `${path}.${f.key}`;
-    else break;
+    else if (f.key !== undefined) {
+      const key = keyText(buf, f.key);
+      path = path === '' ? key : `${path}.${key}`;
+    } else break;
   }
   return path.length <= 160 ? path : `${path.slice(0, 100)}…${path.slice(-50)}`;
 }
