@@ -97,8 +97,9 @@ function wchan(pid: number): string {
 }
 
 /**
- * SIGTERM once it listens on `port`; once its listener is closed and its main thread blocks
- * writing its output (or after a while), the reader goes away. Resolves with how it exited.
+ * SIGTERM once it listens on `port` (its handlers are installed before it starts); once its
+ * listener is closed and its main thread blocks writing its output (or after a while), the
+ * reader goes away. Resolves with how it exited.
  */
 async function terminateWithReaderGone(p: Stuck, port: number) {
   await until(async () => !alive(p.child) || (await accepts(port)), 60_000, 'listening');
