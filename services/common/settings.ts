@@ -55,6 +55,13 @@ export const oneOf =
     return v;
   };
 
+/** `true` or `false`. */
+export const bool: Parser<boolean> = (raw, variable) => {
+  const t = raw.trim();
+  if (t === 'true' || t === 'false') return t === 'true';
+  throw new ConfigError(variable, `must be 'true' or 'false', got ${JSON.stringify(raw)}`);
+};
+
 /** A decimal number from `min` to `max` (`0.25`, `1`, `.5`); no exponents, no `NaN`. */
 export const decimal =
   (min: number, max: number): Parser<number> =>

@@ -5,6 +5,7 @@ describe('loadConfig', () => {
   it('applies the defaults of contract §2', () => {
     const c = loadConfig({}, []);
     expect(c).toEqual({
+      createDatabase: false,
       dataDir: './data',
       port: 8080,
       host: '127.0.0.1',
@@ -87,6 +88,16 @@ describe('loadConfig', () => {
       expect(() => loadConfig({ SERVICE_CORS_ORIGINS: bad }, []), bad).toThrow(/^SERVICE_CORS_ORIGINS: /);
     }
     expect(() => loadConfig({ SERVICE_CORS_ORIGINS: 'https://ok.example,https://bad.example/' }, [])).toThrow('"https://bad.example/" is not an origin');
+  });
+
+  it('creates a missing database only when SERVICE_DATABASE_CREATE (or its flag) says true', () => {
+    expect(loadConfig({ SERVICE_DATABASE_CREATE: 'true' }, []).createDatabase).toBe(true);
+    expect(loadConfig({ SERVICE_DATABASE_CREATE: 'false' }, []).createDatabase).toBe(false);
+    expect(loadConfig({ SERVICE_DATABASE_CREATE: 'true' }, ['--service-database-create', 'false']).createDatabase).toBe(false);
+    expect(loadConfig({}, ['--service-database-create=true']).createDatabase).toBe(true);
+    for (const bad of ['yes', '1', 'TRUE ish']) {
+      expect(() => loadConfig({ SERVICE_DATABASE_CREATE: bad }, []), bad).toThrow(`SERVICE_DATABASE_CREATE: must be 'true' or 'false', got ${JSON.stringify(bad)}`);
+    }
   });
 
   it('treats empty variables as unset', () => {
