@@ -90,6 +90,16 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ SERVICE_CORS_ORIGINS: 'https://ok.example,https://bad.example/' }, [])).toThrow('"https://bad.example/" is not an origin');
   });
 
+  it('refuses wildcard origins in SERVICE_CORS_ORIGINS (they would match nothing), saying to list each origin', () => {
+    for (const bad of ['https://*.example.com', 'https://app.example.com,https://*.example.com', '*', 'https://app.*.com', 'http://localhost:*', 'https://%2A.example.com']) {
+      const entry = bad.split(',').pop()!;
+      expect(() => loadConfig({ SERVICE_CORS_ORIGINS: bad }, []), bad).toThrow(
+        `SERVICE_CORS_ORIGINS: ${JSON.stringify(entry)} has a wildcard, and patterns are not supported: list each origin instead`,
+      );
+    }
+    expect(() => loadConfig({}, ['--service-cors-origins', 'https://*.example.com'])).toThrow(/^SERVICE_CORS_ORIGINS: "https:\/\/\*\.example\.com" has a wildcard.*\(from flag --service-cors-origins\)$/);
+  });
+
   it('creates a missing database only when SERVICE_DATABASE_CREATE (or its flag) says true', () => {
     expect(loadConfig({ SERVICE_DATABASE_CREATE: 'true' }, []).createDatabase).toBe(true);
     expect(loadConfig({ SERVICE_DATABASE_CREATE: 'false' }, []).createDatabase).toBe(false);
