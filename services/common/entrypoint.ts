@@ -74,7 +74,8 @@ export function runEntryPoint<C, P extends { close(): Promise<void> }>(e: EntryP
     } catch (err) {
       return configError(err);
     }
-    if (!stopping) e.started?.(running, config, logger);
+    // Even when a signal came during the start: the control plane's banner shows a key once.
+    e.started?.(running, config, logger);
   };
   main().catch((err: unknown) => {
     process.stderr.write(`${e.name} failed to start: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
