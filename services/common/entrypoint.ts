@@ -11,8 +11,9 @@ import { ConfigError } from './settings.js';
 
 /**
  * How long close() may take after SIGINT/SIGTERM before the process exits anyway, with code 1:
- * a close() that hangs must not hold a pod to its grace period (the manifests leave 10 s after
- * their 5 s preStop). Draining requests takes 0.5 s; the last spans' export the rest.
+ * a close() that hangs must not hold a pod to its grace period (the injector's, the shortest of
+ * the manifests, leaves 10 s after its 5 s preStop). Draining requests takes 0.5 s; exporting
+ * the last spans may take most of the rest.
  */
 export const SHUTDOWN_LIMIT_MS = 8_000;
 
