@@ -26,16 +26,16 @@ describe.skipIf(!admin)('a DATABASE_URL naming a database that does not exist', 
   url.pathname = `/${name}`;
   const env = { DATABASE_URL: url.toString(), SERVICE_PORT: '0', SERVICE_BOOTSTRAP_API_KEY: 'azk_missing_database_bootstrap_0123456789' };
   const exists = async () => (await query('select count(*)::int as n from pg_database where datname = $1', [name])).rows[0].n === 1;
-  let running: RunningProcess | undefined;
+  const running: RunningProcess[] = [];
 
   afterAll(async () => {
-    await running?.stop();
+    for (const p of running) await p.stop();
     await query(`drop database if exists ${name} with (force)`);
   });
 
   it('stops the control plane with exit 2, naming the database and SERVICE_DATABASE_CREATE; nothing is created', async () => {
     const failed = await startProcess('control-plane', env).then(
-      (p) => ((running = p), 'started'),
+      (p) => (running.push(p), 'started'),
       (err: Error) => err.message,
     );
     expect(failed).toMatch(/exited \(2\) before listening/);
@@ -45,8 +45,9 @@ describe.skipIf(!admin)('a DATABASE_URL naming a database that does not exist', 
   });
 
   it('is created with SERVICE_DATABASE_CREATE=true, and the control plane becomes ready', async () => {
-    running = await startProcess('control-plane', { ...env, SERVICE_DATABASE_CREATE: 'true' });
-    await waitFor200(`${running.url}/readyz`);
+    const cp = await startProcess('control-plane', { ...env, SERVICE_DATABASE_CREATE: 'true' });
+    running.push(cp);
+    await waitFor200(`${cp.url}/readyz`);
     expect(await exists()).toBe(true);
   });
 });
