@@ -142,4 +142,13 @@ describe('loadSidecarConfig', () => {
       expect((err as ConfigError).variable).toBe('SIDECAR_CORS_ORIGINS');
     }
   });
+
+  it('refuses wildcard origins in SIDECAR_CORS_ORIGINS (they would match nothing), saying to list each origin', () => {
+    for (const bad of ['https://*.example.com', 'http://localhost:3000,https://*.example.com', '*', 'https://%2A.example.com']) {
+      const entry = bad.split(',').pop()!;
+      expect(() => loadSidecarConfig({ ...REQUIRED, SIDECAR_CORS_ORIGINS: bad }, []), bad).toThrow(
+        `SIDECAR_CORS_ORIGINS: ${JSON.stringify(entry)} has a wildcard, and patterns are not supported: list each origin instead`,
+      );
+    }
+  });
 });

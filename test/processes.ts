@@ -36,19 +36,29 @@ export function freePort(): Promise<number> {
   });
 }
 
-/**
- * Starts a process of `kind` with `env` added to this one's, and resolves once it logs the URL
- * it listens on. `built`: run `dist/` (after `npm run build`) instead of the sources.
- */
-export function startProcess(kind: ProcessKind, env: Record<string, string>, opts: { built?: boolean; nodeArgs?: string[]; entry?: string } = {}): Promise<RunningProcess> {
-  // `entry`: another build's main.js (a benchmark's "before"). The control plane runs with the
-  // V8 flags its deployments give it.
+export interface ProcessOptions {
+  /** Run `dist/` (after `npm run build`) instead of the sources. */
+  built?: boolean;
+  nodeArgs?: string[];
+  /** Another build's main.js (a benchmark's "before"). */
+  entry?: string;
+}
+
+/** The arguments of `node` that run a process of `kind` (the control plane with the V8 flags its deployments give it). */
+export function nodeArgv(kind: ProcessKind, opts: ProcessOptions = {}): string[] {
   const nodeArgs = [...(kind === 'control-plane' ? CONTROL_PLANE_NODE_FLAGS : []), ...(opts.nodeArgs ?? [])];
-  const argv = opts.entry ? [...nodeArgs, opts.entry]
+  return opts.entry ? [...nodeArgs, opts.entry]
     : opts.built
       ? [...nodeArgs, resolve(ROOT, 'dist', `${ENTRY[kind]}.js`)]
       : [...nodeArgs, '--import', 'tsx', resolve(ROOT, `${ENTRY[kind]}.ts`)];
-  const child = spawn(process.execPath, argv, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/**
+ * Starts a process of `kind` with `env` added to this one's, and resolves once it logs the URL
+ * it listens on.
+ */
+export function startProcess(kind: ProcessKind, env: Record<string, string>, opts: ProcessOptions = {}): Promise<RunningProcess> {
+  const child = spawn(process.execPath, nodeArgv(kind, opts), { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
   const exited = new Promise<void>((done) => child.once('exit', () => done()));
   const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {

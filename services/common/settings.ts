@@ -56,6 +56,13 @@ export const oneOf =
     return v;
   };
 
+/** `true` or `false`. */
+export const bool: Parser<boolean> = (raw, variable) => {
+  const t = raw.trim();
+  if (t === 'true' || t === 'false') return t === 'true';
+  throw new ConfigError(variable, `must be 'true' or 'false', got ${JSON.stringify(raw)}`);
+};
+
 /** A decimal number from `min` to `max` (`0.25`, `1`, `.5`); no exponents, no `NaN`. */
 export const decimal =
   (min: number, max: number): Parser<number> =>
@@ -108,12 +115,16 @@ export const secret: Parser<string> = (raw, variable) => {
 /**
  * A comma-separated list of web origins for CORS (`https://app.example.com,http://localhost:5173`):
  * each a scheme (http or https), a host and an optional port, nothing else, as browsers send it
- * in `Origin`. The host is lower-cased and a default port dropped, as browsers do.
+ * in `Origin`. The host is lower-cased and a default port dropped, as browsers do. Origins are
+ * compared whole, so a wildcard (`https://*.example.com`, `*`) is refused: it would match nothing.
  */
 export const origins: Parser<readonly string[]> = (raw, variable) => {
   const items = raw.split(',').map((x) => x.trim()).filter((x) => x !== '');
   if (items.length === 0) throw new ConfigError(variable, 'must list at least one origin, e.g. https://app.example.com');
+  const wildcard = (item: string) =>
+    new ConfigError(variable, `${JSON.stringify(item)} has a wildcard, and patterns are not supported: list each origin instead, e.g. https://app.example.com,https://admin.example.com`);
   return Object.freeze(items.map((item) => {
+    if (item.includes('*')) throw wildcard(item);
     let url: URL | undefined;
     try {
       url = new URL(item);
@@ -124,6 +135,7 @@ export const origins: Parser<readonly string[]> = (raw, variable) => {
     if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || !bare) {
       throw new ConfigError(variable, `${JSON.stringify(item)} is not an origin: give scheme://host[:port] with no path, query or trailing slash, e.g. https://app.example.com`);
     }
+    if (url.origin.includes('*')) throw wildcard(item); // `%2A` in the host
     return url.origin;
   }));
 };

@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
-import { openDatabase, type Database } from '../store/db.js';
+import { MissingDatabaseError, openDatabase, type Database } from '../store/db.js';
 import { ensureBootstrapKey } from './auth/key-store.js';
 import { CachedKeyVerifier } from './auth/key-cache.js';
 import { KeyGuard } from './watch/key-guard.js';
 import { controlPlaneFastPath } from './decision/fast-path.js';
-import type { Config } from './config.js';
+import { ConfigError, flagFor, type Config } from './config.js';
 import { TenantIndexes } from './decision/indexes.js';
 import { ControlPlaneSource } from './decision/source.js';
 import type { Deps } from './handlers/kit.js';
@@ -81,9 +81,12 @@ export async function startControlPlane(
       target: config.decisionLog, sample: config.decisionLogSample, bufferBytes: config.decisionLogBufferBytes,
       service: 'control-plane', variable: 'SERVICE_DECISION_LOG', registry, logger,
     });
-    db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, logger });
+    db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, createDatabase: config.createDatabase, logger });
   } catch (err) {
     await shutdownObservability(tracing, decisionLog);
+    if (err instanceof MissingDatabaseError) {
+      throw new ConfigError('DATABASE_URL', `${err.message}: create it, correct the URL, or set SERVICE_DATABASE_CREATE=true (${flagFor('SERVICE_DATABASE_CREATE')} true) to have it created at start-up`);
+    }
     throw err;
   }
   try {

@@ -5,6 +5,7 @@ describe('loadConfig', () => {
   it('applies the defaults of contract §2', () => {
     const c = loadConfig({}, []);
     expect(c).toEqual({
+      createDatabase: false,
       dataDir: './data',
       port: 8080,
       host: '127.0.0.1',
@@ -87,6 +88,26 @@ describe('loadConfig', () => {
       expect(() => loadConfig({ SERVICE_CORS_ORIGINS: bad }, []), bad).toThrow(/^SERVICE_CORS_ORIGINS: /);
     }
     expect(() => loadConfig({ SERVICE_CORS_ORIGINS: 'https://ok.example,https://bad.example/' }, [])).toThrow('"https://bad.example/" is not an origin');
+  });
+
+  it('refuses wildcard origins in SERVICE_CORS_ORIGINS (they would match nothing), saying to list each origin', () => {
+    for (const bad of ['https://*.example.com', 'https://app.example.com,https://*.example.com', '*', 'https://app.*.com', 'http://localhost:*', 'https://%2A.example.com']) {
+      const entry = bad.split(',').pop()!;
+      expect(() => loadConfig({ SERVICE_CORS_ORIGINS: bad }, []), bad).toThrow(
+        `SERVICE_CORS_ORIGINS: ${JSON.stringify(entry)} has a wildcard, and patterns are not supported: list each origin instead`,
+      );
+    }
+    expect(() => loadConfig({}, ['--service-cors-origins', 'https://*.example.com'])).toThrow(/^SERVICE_CORS_ORIGINS: "https:\/\/\*\.example\.com" has a wildcard.*\(from flag --service-cors-origins\)$/);
+  });
+
+  it('creates a missing database only when SERVICE_DATABASE_CREATE (or its flag) says true', () => {
+    expect(loadConfig({ SERVICE_DATABASE_CREATE: 'true' }, []).createDatabase).toBe(true);
+    expect(loadConfig({ SERVICE_DATABASE_CREATE: 'false' }, []).createDatabase).toBe(false);
+    expect(loadConfig({ SERVICE_DATABASE_CREATE: 'true' }, ['--service-database-create', 'false']).createDatabase).toBe(false);
+    expect(loadConfig({}, ['--service-database-create=true']).createDatabase).toBe(true);
+    for (const bad of ['yes', '1', 'TRUE ish']) {
+      expect(() => loadConfig({ SERVICE_DATABASE_CREATE: bad }, []), bad).toThrow(`SERVICE_DATABASE_CREATE: must be 'true' or 'false', got ${JSON.stringify(bad)}`);
+    }
   });
 
   it('treats empty variables as unset', () => {

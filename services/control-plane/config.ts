@@ -3,7 +3,7 @@
  * boot from the environment and CLI flags and passed down explicitly.
  */
 import {
-  ConfigError, GATE_MODES, LOG_LEVELS, REDACTED, decimal, decisionLogTarget, describeSettings, integer, loadSettings, nonEmpty, oneOf, origins, secret,
+  ConfigError, GATE_MODES, LOG_LEVELS, REDACTED, bool, decimal, decisionLogTarget, describeSettings, integer, loadSettings, nonEmpty, oneOf, origins, secret,
   type DecisionLogTarget, type Parser, type Setting,
 } from '../common/settings.js';
 
@@ -16,6 +16,8 @@ export type ResourceScopeGate = (typeof GATE_MODES)[number];
 export interface Config {
   /** `postgres://…`; unset means embedded PostgreSQL (PGlite) under `dataDir`. Sensitive. */
   readonly databaseUrl?: string;
+  /** Create the database DATABASE_URL names when it does not exist (else start-up stops). */
+  readonly createDatabase: boolean;
   readonly dataDir: string;
   readonly port: number;
   readonly host: string;
@@ -62,6 +64,7 @@ const databaseUrl: Parser<string> = (raw, variable) => {
 
 const SETTINGS = [
   { key: 'databaseUrl', variable: 'DATABASE_URL', parse: databaseUrl },
+  { key: 'createDatabase', variable: 'SERVICE_DATABASE_CREATE', parse: bool, default: false },
   { key: 'dataDir', variable: 'SERVICE_DATA_DIR', parse: nonEmpty, default: './data' },
   { key: 'port', variable: 'SERVICE_PORT', parse: integer(0, 65535), default: 8080 },
   { key: 'host', variable: 'SERVICE_HOST', parse: nonEmpty, default: '127.0.0.1' },

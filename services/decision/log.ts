@@ -7,11 +7,11 @@
 import { open as openFile } from 'node:fs';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { pino } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import type { Decision, EvaluateRequest } from '../engine/mod.js';
 import { ConfigError, type DecisionLogTarget } from '../common/settings.js';
+import { asyncDestination } from '../transport/destination.js';
 
 /** What the decision path knows of the call a decision belongs to. */
 export interface DecisionCall {
@@ -129,9 +129,8 @@ export class DecisionLog {
         throw new ConfigError(opts.variable, `cannot open ${target.path} for appending: ${e.code ?? e.message}`);
       }
     }
-    const dest = pino.destination({
-      dest: fd,
-      sync: false,
+    const dest = asyncDestination({
+      fd,
       // Lines are gathered into writes of up to 8 KiB (one write per line cost more than the
       // line itself under load); a timer writes out what is left (FLUSH_MS).
       minLength: Math.min(8192, Math.floor(opts.bufferBytes / 2)),

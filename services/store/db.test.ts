@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { openDatabase, type Database } from './db.js';
+import { MissingDatabaseError, openDatabase, type Database } from './db.js';
 import { runWrite } from './write.js';
 import { seedTenant } from '../../test/harness.js';
 
@@ -69,6 +69,29 @@ describe.skipIf(!process.env.DATABASE_URL)('migrations on postgres', () => {
       and database = (select oid from pg_database where datname = current_database())`);
     return r.n;
   }
+
+  it('a database that does not exist is not created unless asked: MissingDatabaseError naming it, nothing created', async () => {
+    const name = `authz_test_missing_${randomBytes(6).toString('hex')}`;
+    const url = new URL(admin);
+    url.pathname = `/${name}`;
+    const exists = async () => (await adminQuery(`select count(*)::int as n from pg_database where datname = '${name}'`)).rows[0].n === 1;
+    try {
+      const refused = await openDatabase({ databaseUrl: url.toString(), dataDir: 'memory://' }).then(() => undefined, (err: unknown) => err);
+      expect(refused).toBeInstanceOf(MissingDatabaseError);
+      expect((refused as MissingDatabaseError).database).toBe(name);
+      expect(await exists()).toBe(false);
+
+      const db = await openDatabase({ databaseUrl: url.toString(), dataDir: 'memory://', createDatabase: true });
+      try {
+        expect(await exists()).toBe(true);
+        expectMigratedOnce(await schemaState(db));
+      } finally {
+        await db.close();
+      }
+    } finally {
+      await adminQuery(`drop database if exists ${name} with (force)`);
+    }
+  });
 
   it('opening the same database twice in turn applies the schema once and keeps the data', async () => {
     const fresh = await freshDatabase();

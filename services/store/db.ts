@@ -20,6 +20,19 @@ export interface DatabaseOptions {
   databaseUrl?: string;
   /** Where the embedded database persists; `memory://` keeps it in memory (tests). */
   dataDir: string;
+  /**
+   * Create the database `databaseUrl` names when it does not exist; otherwise opening it throws
+   * MissingDatabaseError (a typo in the URL must not give an empty, working service).
+   */
+  createDatabase?: boolean;
+}
+
+/** The database a `postgres://` URL names does not exist (and was not to be created). */
+export class MissingDatabaseError extends Error {
+  constructor(readonly database: string) {
+    super(`database ${JSON.stringify(database)} does not exist`);
+    this.name = 'MissingDatabaseError';
+  }
 }
 
 export interface Database {
@@ -122,9 +135,13 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     if (dir) mkdirSync(dir, { recursive: true });
     embedded = await startEmbedded(dir, (why) => logger.error({ why }, 'the embedded database is gone: every request now fails'));
     clientUrl = embedded.url;
+  } else {
+    await requireDatabase(clientUrl, opts.createDatabase ?? false);
   }
   const orm = await MikroORM.init({
     clientUrl,
+    // Whether it may be created is decided above: MikroORM would create a missing one silently.
+    ensureDatabase: false,
     entities: ALL_ENTITIES,
     extensions: [Migrator],
     pool: embedded ? { min: 1, max: 1 } : { min: 0, max: 10 },
@@ -207,6 +224,47 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
       if (embedded) await embedded.stop();
     },
   };
+}
+
+/** SQLSTATE invalid_catalog_name: the database named does not exist. */
+const NO_SUCH_DATABASE = '3D000';
+/** SQLSTATE duplicate_database: another replica created it meanwhile. */
+const DATABASE_EXISTS = '42P04';
+
+/**
+ * Connects to the database `url` names once; when it does not exist, creates it (from the
+ * `postgres` maintenance database, with the same credentials) if `create`, else throws
+ * MissingDatabaseError. Other connection failures are thrown as they are.
+ */
+async function requireDatabase(url: string, create: boolean): Promise<void> {
+  const probe = new pg.Client({ connectionString: url });
+  try {
+    await probe.connect();
+    await probe.end();
+    return;
+  } catch (err) {
+    await probe.end().catch(() => undefined);
+    if ((err as { code?: unknown }).code !== NO_SUCH_DATABASE) throw err;
+  }
+  const name = databaseName(url);
+  if (!create) throw new MissingDatabaseError(name);
+  const maintenance = new URL(url);
+  maintenance.pathname = '/postgres';
+  const admin = new pg.Client({ connectionString: maintenance.toString() });
+  await admin.connect();
+  try {
+    await admin.query(`create database ${pg.escapeIdentifier(name)}`);
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== DATABASE_EXISTS) throw err;
+  } finally {
+    await admin.end();
+  }
+}
+
+/** The database a `postgres://` URL names: its path, else (as libpq does) its user name. */
+function databaseName(url: string): string {
+  const u = new URL(url);
+  return decodeURIComponent(u.pathname.slice(1)) || decodeURIComponent(u.username) || 'postgres';
 }
 
 /**

@@ -6,6 +6,7 @@ import { Code, ConnectError, type Interceptor } from '@connectrpc/connect';
 import { codeToString } from '@connectrpc/connect/protocol-connect';
 import { pino, type Logger } from 'pino';
 import { collectDefaultMetrics, Counter, Registry } from 'prom-client';
+import { asyncDestination } from './destination.js';
 import { HotCounter, HotHistogram } from './hot-metrics.js';
 import { REDACTED, type LOG_LEVELS } from '../common/settings.js';
 
@@ -53,7 +54,7 @@ export function createLogger(opts: { logLevel?: LogLevel; name?: string } = {}):
       redact: { paths: REDACT_PATHS, censor: REDACTED },
       serializers: { err: errSerializer },
     },
-    pino.destination({ fd: 2, sync: false }),
+    asyncDestination({ fd: 2 }),
   );
 }
 

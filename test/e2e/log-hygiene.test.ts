@@ -176,7 +176,7 @@ describe.skipIf(!admin)('log hygiene: no secret in the logs of a full run', () =
       (p) => (running.push(p), 'started'),
       (err: Error) => err.message,
     );
-    expect(failed).toMatch(/exited \(1\) before listening/);
+    expect(failed).toMatch(/exited \(2\) before listening/);
     expect(failed).toContain('authz_log_hygiene_missing');
     outputs.push({ name: 'failed control plane', lines: failed.split('\n') });
 

@@ -1,0 +1,64 @@
+/**
+ * Shutdown is bounded whatever close() does: real processes (testdata/entry-point.ts) sent
+ * SIGTERM, with a close() that resolves, one that never settles, one that blocks its thread.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { resolve } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const FIXTURE = resolve(import.meta.dirname, 'testdata', 'entry-point.ts');
+const LIMIT_MS = 300;
+const children: ChildProcess[] = [];
+afterAll(() => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+});
+
+/**
+ * Starts the fixture, sends SIGTERM once it prints `when` (by default once it is up), and
+ * resolves with how it exited and what it printed.
+ */
+function terminate(close: 'ok' | 'hang' | 'block', opts: { when?: string; startMs?: number } = {}): Promise<{ code: number | null; signal: NodeJS.Signals | null; output: string }> {
+  const when = opts.when ?? 'fixture listening';
+  const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE], {
+    env: { ...process.env, FIXTURE_CLOSE: close, FIXTURE_LIMIT_MS: String(LIMIT_MS), FIXTURE_START_MS: String(opts.startMs ?? 0) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let output = '';
+  const onData = (d: Buffer) => {
+    const before = output.includes(when);
+    output += d.toString();
+    if (!before && output.includes(when)) child.kill('SIGTERM');
+  };
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
+  return new Promise((done) => child.once('close', (code, signal) => done({ code, signal, output })));
+}
+
+describe('runEntryPoint on SIGTERM', () => {
+  it('exits 0 once close() resolves', async () => {
+    const r = await terminate('ok');
+    expect(r).toMatchObject({ code: 0, signal: null });
+    expect(r.output).toContain('shutting down');
+    expect(r.output).toContain('fixture closed');
+    expect(r.output).not.toContain('did not finish');
+  });
+
+  it('received while starting, closes once started and exits 0', async () => {
+    // 'starting' is logged in the same turn as the handlers are installed, before the start.
+    const r = await terminate('ok', { when: '"msg":"starting"', startMs: 200 });
+    expect(r).toMatchObject({ code: 0, signal: null });
+    expect(r.output).toContain('fixture closed');
+  });
+
+  it('exits 1 at the limit when close() never settles, saying so', async () => {
+    const r = await terminate('hang');
+    expect(r).toMatchObject({ code: 1, signal: null });
+    expect(r.output).toContain(`"limitMs":${LIMIT_MS},"msg":"shutdown did not finish in time; exiting"`);
+  });
+
+  it('is killed by its watchdog when close() blocks the main thread', async () => {
+    const r = await terminate('block');
+    expect(r).toMatchObject({ code: null, signal: 'SIGKILL' });
+  });
+});
