@@ -32,9 +32,11 @@ const start = (reloadMs = 50, files: Partial<{ certFile: string; keyFile: string
   });
 
 /** GET over HTTP/1.1 on a fresh connection; `alpn` offers protocols (none by default, like curl --no-alpn). */
-function getH1(url: string, path: string, opts: { ca?: string; alpn?: string[] } = {}): Promise<{ status: number; protocol: string | false; fingerprint: string }> {
+function getH1(url: string, path: string, opts: { ca?: string; alpn?: string[] } = {}): Promise<{ status: number; protocol: string | false | null; fingerprint: string }> {
+  // ALPNProtocols reaches tls.connect; Node's typings leave it out of https.RequestOptions.
+  const options: https.RequestOptions & { ALPNProtocols?: string[] } = { ca: opts.ca ?? certs.ca, agent: false, ALPNProtocols: opts.alpn };
   return new Promise((resolve, reject) => {
-    const req = https.request(new URL(path, url), { ca: opts.ca ?? certs.ca, agent: false, ALPNProtocols: opts.alpn }, (res) => {
+    const req = https.request(new URL(path, url), options, (res) => {
       const socket = res.socket as TLSSocket;
       const out = { status: res.statusCode!, protocol: socket.alpnProtocol, fingerprint: socket.getPeerCertificate().fingerprint256 };
       res.resume();
