@@ -3,14 +3,15 @@
  * `/healthz`, `/readyz` and `/metrics`. The serving certificate comes from files (a cert-manager
  * Secret mounted as a volume) and is re-read every `tlsReloadMs`: a renewed pair replaces the
  * served one without a restart; a pair that does not load (half-written, key and certificate
- * not matching) is logged and the previous one kept.
+ * not matching) is logged and the previous one kept. The control plane's CA
+ * (`INJECTOR_CONTROL_PLANE_CA_FILE`), given to every injected sidecar, is re-read the same way.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
-import { notAfterSeconds, readCertificatePair, reloadCertificates, secureContextOptions, type CertificateFiles } from '../transport/certificates.js';
+import { notAfterSeconds, readCaBundle, readCertificatePair, reloadCertificates, secureContextOptions, type CertificateFiles } from '../transport/certificates.js';
 import type { InjectorConfig } from './config.js';
 import { BadReviewError, review } from './inject.js';
 
@@ -20,7 +21,7 @@ export const MAX_REVIEW_BYTES = 4 * 1024 * 1024;
 export interface Injector {
   url: string;
   port: number;
-  /** Re-reads the certificate files now; true when a new pair was loaded. */
+  /** Re-reads the certificate files (and the control plane's CA) now; true when a new pair was loaded. */
   reloadCertificate(): Promise<boolean>;
   close(): Promise<void>;
 }
@@ -33,6 +34,8 @@ function certificateFiles(config: InjectorConfig): CertificateFiles {
 export async function startInjector(config: InjectorConfig, logger: Logger): Promise<Injector> {
   const files = certificateFiles(config);
   const pair = await readCertificatePair(files);
+  const caFile = config.controlPlaneCaFile;
+  let controlPlaneCa = caFile === undefined ? undefined : await readCaBundle(caFile, 'INJECTOR_CONTROL_PLANE_CA_FILE');
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const admissions = new Counter({
@@ -81,7 +84,7 @@ export async function startInjector(config: InjectorConfig, logger: Logger): Pro
     }
     let answer;
     try {
-      answer = review(parsed, config);
+      answer = review(parsed, config, controlPlaneCa);
     } catch (err) {
       if (err instanceof BadReviewError) return send(res, 400, { error: err.message });
       throw err;
@@ -127,6 +130,21 @@ export async function startInjector(config: InjectorConfig, logger: Logger): Pro
     },
   });
 
+  /** A renewed CA goes into the sidecars injected from now on; one that does not load is logged and the previous one kept. */
+  const reloadCa = async (): Promise<void> => {
+    if (caFile === undefined) return;
+    try {
+      const next = await readCaBundle(caFile, 'INJECTOR_CONTROL_PLANE_CA_FILE');
+      if (next === controlPlaneCa) return;
+      controlPlaneCa = next;
+      logger.info({ file: caFile }, 'control plane CA reloaded; sidecars injected from now on get it');
+    } catch (err) {
+      logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'control plane CA did not load; injecting the previous one');
+    }
+  };
+  const caTimer = setInterval(() => void reloadCa(), config.tlsReloadMs);
+  caTimer.unref();
+
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => {
@@ -143,10 +161,14 @@ export async function startInjector(config: InjectorConfig, logger: Logger): Pro
   return {
     url,
     port: addr.port,
-    reloadCertificate: reloader.reload,
+    async reloadCertificate() {
+      const [renewed] = await Promise.all([reloader.reload(), reloadCa()]);
+      return renewed;
+    },
     async close() {
       closing = true;
       reloader.stop();
+      clearInterval(caTimer);
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       // The API server keeps connections open; in-flight reviews get a moment to finish.
