@@ -398,10 +398,10 @@ export class Follower {
       // Like a refused key, it lasts until someone fixes it: said once, retried less often.
       const why = `${untrusted.message} (${untrusted.code})`;
       if (this.untrusted !== why) {
-        this.opts.logger.error(
-          { code: untrusted.code, url: this.opts.controlPlaneUrl },
-          `the control plane's TLS certificate does not verify: ${why}; not following it, retrying (check SIDECAR_CONTROL_PLANE_CA_FILE and the names in its certificate)`,
-        );
+        const what = untrusted.certificate
+          ? `the control plane's TLS certificate does not verify: ${why}; not following it, retrying (check SIDECAR_CONTROL_PLANE_CA_FILE and the names in its certificate)`
+          : `the TLS handshake with the control plane failed: ${why}; not following it, retrying (check that it serves TLS at SIDECAR_CONTROL_PLANE_URL)`;
+        this.opts.logger.error({ code: untrusted.code, url: this.opts.controlPlaneUrl }, what);
       }
       this.untrusted = why;
     } else if (keyRefused) {

@@ -149,14 +149,15 @@ export function nodeCause(err: unknown): { code: string; message: string } | und
 
 /**
  * Why the control plane's TLS cannot be trusted, when that is why a call failed: its certificate
- * does not verify (unknown CA, expired, another name) or the handshake failed (a plain-text
- * server, no common protocol). Undefined for every other failure.
+ * does not verify (unknown CA, expired, another name: `certificate`), or the handshake failed (a
+ * plain-text server, no common protocol). Undefined for every other failure.
  */
-export function tlsFailure(err: unknown): { code: string; message: string } | undefined {
+export function tlsFailure(err: unknown): { code: string; message: string; certificate: boolean } | undefined {
   const cause = nodeCause(err);
   if (cause === undefined) return undefined;
   const { code } = cause;
-  return VERIFY_CODES.has(code) || code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_') || code === 'EPROTO' ? cause : undefined;
+  if (VERIFY_CODES.has(code)) return { ...cause, certificate: true };
+  return code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_') || code === 'EPROTO' ? { ...cause, certificate: false } : undefined;
 }
 
 /** The Watch stream read on a worker thread when `thread`, else on this one. */
