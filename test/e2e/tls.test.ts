@@ -17,6 +17,10 @@ import { createConnectTransport } from '@connectrpc/connect-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DecisionService } from '../../gen/authz/v1/decision_service_pb.js';
+import { startControlPlane } from '../../services/control-plane/app.js';
+import { loadConfig } from '../../services/control-plane/config.js';
+import { ConfigError } from '../../services/common/settings.js';
+import { createLogger } from '../../services/transport/observability.js';
 import { startSidecar } from '../../sidecar/app.js';
 import { loadSidecarConfig } from '../../sidecar/config.js';
 import { testCertificates, type TestCertificates } from '../certificates.js';
@@ -138,6 +142,14 @@ describe('a control plane serving TLS', () => {
     const connect = createClient(DecisionService, createConnectTransport({ baseUrl: cp.url, httpVersion: '1.1', nodeOptions: { ca: certs.ca } }));
     const answer = await connect.evaluate(check(), { headers: { 'x-api-key': BOOTSTRAP } });
     expect(answer.allowed).toBe(true);
+  });
+
+  it('refuses a certificate that does not load before it touches the database, naming the setting', async () => {
+    // A database nothing listens for: reaching it would fail differently.
+    const config = loadConfig({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/authz_unreachable', SERVICE_TLS_CERT_FILE: `${certs.dir}/missing.crt`, SERVICE_TLS_KEY_FILE: certs.keyFile }, []);
+    const started = startControlPlane(config, createLogger({ logLevel: 'silent' }));
+    await expect(started).rejects.toThrow(ConfigError);
+    await expect(started).rejects.toThrow(/^SERVICE_TLS_CERT_FILE: cannot read .*missing\.crt: ENOENT/);
   });
 
   it('is found healthy by the image\'s health check, over HTTPS', () => {
