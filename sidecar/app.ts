@@ -14,6 +14,7 @@ import { SidecarSource } from './source.js';
 import { useWatchThread } from './watch-thread.js';
 import { DecisionLog } from '../services/decision/log.js';
 import { startTracing } from '../services/transport/tracing.js';
+import { readCaBundle } from '../services/transport/certificates.js';
 
 export interface Sidecar {
   server: RunningServer;
@@ -36,6 +37,15 @@ export async function startSidecar(
   /** The `OTEL_*` variables tracing reads (default: the process's environment). */
   otelEnv?: Record<string, string | undefined>,
 ): Promise<Sidecar> {
+  // Before anything starts: a CA file that does not load stops the start, naming its setting.
+  const ca = config.controlPlaneCaFile === undefined ? undefined : await readCaBundle(config.controlPlaneCaFile, 'SIDECAR_CONTROL_PLANE_CA_FILE');
+  const plain = new URL(config.controlPlaneUrl);
+  if (plain.protocol === 'http:' && !isLoopbackHost(plain.hostname)) {
+    logger.warn(
+      { url: config.controlPlaneUrl },
+      'SIDECAR_CONTROL_PLANE_URL is plain http:// to another host: this sidecar\'s API key and its tenant\'s data cross the network unencrypted, and anything on the path can read or change them; use https:// (the Kubernetes manifests do)',
+    );
+  }
   const registry = createRegistry();
   const tracing = startTracing({ serviceName: 'sidecar', logger, env: otelEnv });
   let decisionLog: DecisionLog | undefined;
@@ -54,7 +64,7 @@ export async function startSidecar(
   const watchThread = mode === 'on' || (mode === 'auto' && useWatchThread());
   logger.info({ watchThread, mode }, watchThread ? 'the Watch stream is received on a worker thread' : 'the Watch stream is received on the main thread');
   follower = new Follower({
-    controlPlaneUrl: config.controlPlaneUrl, apiKey: config.apiKey, tenantId: config.tenantId,
+    controlPlaneUrl: config.controlPlaneUrl, ca, apiKey: config.apiKey, tenantId: config.tenantId,
     maxStalenessMs: config.maxStalenessMs, compression: config.watchCompression, watchThread, logger, metrics,
   });
   const f = follower;
@@ -98,4 +108,9 @@ export async function startSidecar(
       await Promise.all([tracing?.shutdown(), decisionLog?.close()]);
     },
   };
+}
+
+/** Whether a URL's host name is this machine's loopback (`localhost`, 127.0.0.0/8, `[::1]`). */
+export function isLoopbackHost(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || hostname === '::1' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
 }

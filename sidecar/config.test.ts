@@ -116,6 +116,16 @@ describe('loadSidecarConfig', () => {
     expect(() => loadSidecarConfig(REQUIRED, ['--service-port=1'])).toThrow(/unknown flag --service-port/);
   });
 
+  it('reads SIDECAR_CONTROL_PLANE_CA_FILE or its flag, for an https:// control plane only', () => {
+    expect(loadSidecarConfig(REQUIRED, []).controlPlaneCaFile).toBeUndefined();
+    const https = { ...REQUIRED, SIDECAR_CONTROL_PLANE_URL: 'https://authz-control-plane.authz.svc:8080' };
+    expect(loadSidecarConfig({ ...https, SIDECAR_CONTROL_PLANE_CA_FILE: '/etc/authz-sidecar/ca/ca.crt' }, []).controlPlaneCaFile).toBe('/etc/authz-sidecar/ca/ca.crt');
+    expect(loadSidecarConfig(https, ['--sidecar-control-plane-ca-file=/ca.pem']).controlPlaneCaFile).toBe('/ca.pem');
+    // a CA for a plain-text control plane: the URL is the likely mistake
+    expect(() => loadSidecarConfig({ ...REQUIRED, SIDECAR_CONTROL_PLANE_CA_FILE: '/ca.pem' }, [])).toThrow(/^SIDECAR_CONTROL_PLANE_CA_FILE: is only for an https:\/\/ control plane, and SIDECAR_CONTROL_PLANE_URL is http:\/\//);
+    expect(() => loadSidecarConfig({ ...https, SIDECAR_CONTROL_PLANE_CA_FILE: ' ' }, [])).toThrow(/^SIDECAR_CONTROL_PLANE_CA_FILE: must not be empty/);
+  });
+
   it('never prints the API key', () => {
     const shown = JSON.stringify(redactSidecarConfig(loadSidecarConfig(REQUIRED, [])));
     expect(shown).not.toContain(REQUIRED.SIDECAR_API_KEY);

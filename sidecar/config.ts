@@ -14,8 +14,13 @@ export const WATCH_THREADS = ['auto', 'on', 'off'] as const;
 export type WatchThreadMode = (typeof WATCH_THREADS)[number];
 
 export interface SidecarConfig {
-  /** The control plane to follow: `http://host:port` (gRPC over h2c) or `https://…`. */
+  /** The control plane to follow: `http://host:port` (gRPC over h2c) or `https://…` (verified). */
   readonly controlPlaneUrl: string;
+  /**
+   * A PEM bundle of CAs trusted for an `https://` control plane besides the default roots (a
+   * private CA: cert-manager's, in Kubernetes); unset: the default roots only.
+   */
+  readonly controlPlaneCaFile?: string;
   /** A `service` or `platform` key of the tenant. Sensitive. */
   readonly apiKey: string;
   readonly tenantId: string;
@@ -79,6 +84,7 @@ const tenantId: Parser<string> = (raw, variable) => {
 
 const SETTINGS = [
   { key: 'controlPlaneUrl', variable: 'SIDECAR_CONTROL_PLANE_URL', parse: url, required: true },
+  { key: 'controlPlaneCaFile', variable: 'SIDECAR_CONTROL_PLANE_CA_FILE', parse: nonEmpty },
   { key: 'apiKey', variable: 'SIDECAR_API_KEY', parse: secret, required: true },
   { key: 'tenantId', variable: 'SIDECAR_TENANT_ID', parse: tenantId, required: true },
   { key: 'host', variable: 'SIDECAR_HOST', parse: nonEmpty, default: '127.0.0.1' },
@@ -105,6 +111,10 @@ export function loadSidecarConfig(
   argv: readonly string[] = process.argv.slice(2),
 ): SidecarConfig {
   const config: SidecarConfig = loadSettings(SETTINGS, env, argv);
+  // A CA for a plain-text control plane would be trusted for nothing: the URL is likely the mistake.
+  if (config.controlPlaneCaFile !== undefined && !config.controlPlaneUrl.startsWith('https:')) {
+    throw new ConfigError('SIDECAR_CONTROL_PLANE_CA_FILE', `is only for an https:// control plane, and SIDECAR_CONTROL_PLANE_URL is ${config.controlPlaneUrl}`);
+  }
   // Checked here, not left to the second listen: the probe listener's default host (0.0.0.0)
   // covers loopback, so the two would collide whatever SIDECAR_HOST says.
   if (config.probePort !== undefined && config.probePort !== 0 && config.probePort === config.port) {

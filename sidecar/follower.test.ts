@@ -22,13 +22,13 @@ afterEach(async () => {
 /** Where the suite below receives the Watch stream (it runs once each way). */
 let watchThread: 'on' | 'off' = 'on';
 
-async function setup(opts: { maxStalenessMs?: number; minRevisionWaitMs?: number; refuse?: () => ConnectError | undefined; logs?: string[] } = {}) {
+async function setup(opts: { maxStalenessMs?: number; minRevisionWaitMs?: number; refuse?: () => ConnectError | undefined; logs?: string[]; url?: (plain: string) => string } = {}) {
   const cp = await scriptedControlPlane(opts.refuse);
   running.push(cp.server);
   const logs = opts.logs;
   const logger = logs ? pino({ level: 'warn' }, { write: (line: string) => void logs.push(JSON.parse(line).msg) }) : pino({ level: 'silent' });
   const sidecar: Sidecar = await startSidecar({
-    controlPlaneUrl: cp.server.url, apiKey: 'azk_sidecar_test_key', tenantId: TENANT, host: '127.0.0.1', port: 0,
+    controlPlaneUrl: opts.url?.(cp.server.url) ?? cp.server.url, apiKey: 'azk_sidecar_test_key', tenantId: TENANT, host: '127.0.0.1', port: 0,
     maxStalenessMs: opts.maxStalenessMs ?? 30_000, minRevisionWaitMs: opts.minRevisionWaitMs ?? 300, watchCompression: 'gzip', watchThread, logLevel: 'silent',
   }, logger);
   running.push(sidecar);
@@ -344,6 +344,21 @@ describe.each(['on', 'off'] as const)('sidecar following a scripted control plan
     s.push(snapshot(1, 0, true, ROWS));
     await until(() => sidecar.follower.fresh(), 'the snapshot', 20_000);
     expect(sidecar.follower.refusedBy).toBeUndefined();
+  });
+
+  it('stays up and not ready when an https:// control plane speaks plain text, saying why once while retrying', async () => {
+    const logs: string[] = [];
+    const { sidecar, until, metric } = await setup({ logs, url: (plain) => plain.replace(/^http:/, 'https:') });
+    const reconnects = async () => Number((await metric('authz_sidecar_reconnects_total')).split(' ').at(-1));
+    for (let end = Date.now() + 10_000; (await reconnects()) < 3; await new Promise((r) => setTimeout(r, 20))) {
+      if (Date.now() > end) throw new Error('three attempts: not within 10 s');
+    }
+    await until(() => sidecar.follower.untrusted !== undefined, 'the failure');
+    const said = logs.filter((m) => m.startsWith('the TLS handshake with the control plane failed: '));
+    expect(said).toHaveLength(1);
+    expect(said[0]).toMatch(/\((ERR_SSL_[A-Z_]+|EPROTO)\); .*serves TLS at SIDECAR_CONTROL_PLANE_URL/);
+    expect((await fetch(`${sidecar.server.url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${sidecar.server.url}/readyz`)).status).toBe(503);
   });
 
   it('fails closed at once when the control plane ends its stream refusing its key, and starts over from a snapshot', async () => {

@@ -13,13 +13,15 @@ import { Change_Op } from '../gen/authz/v1/snapshot_service_pb.js';
 import { ENTITY_KINDS, TenantIndex, type Change, type GateMode, type TenantIndexBuilder } from '../services/engine/mod.js';
 import type { SidecarMetrics } from './metrics.js';
 import { decodeWatchResponse, type RawSnapshotChunk, type RawWatchResponse } from './snapshot-wire.js';
-import { releaseMessage, watchSource, type WatchSource } from './watch-thread.js';
+import { releaseMessage, tlsFailure, watchSource, type WatchSource } from './watch-thread.js';
 
 /** Why a message was refused (the `reason` label of the metric). */
 export type RefusalReason = 'other_tenant' | 'out_of_order' | 'gap' | 'malformed';
 
 export interface FollowerOptions {
   controlPlaneUrl: string;
+  /** PEM certificates trusted for an `https://` control plane besides the default roots. */
+  ca?: string;
   apiKey: string;
   tenantId: string;
   maxStalenessMs: number;
@@ -95,6 +97,8 @@ export class Follower {
   upstreamRevision = 0;
   /** Why the control plane refuses this sidecar, while it does (a key or tenant it rejects). */
   refusedBy: string | undefined;
+  /** Why the control plane's TLS is not trusted, while it is not (a certificate that does not verify). */
+  untrusted: string | undefined;
 
   private readonly source: WatchSource;
   private pending: PendingSnapshot | undefined;
@@ -111,6 +115,7 @@ export class Follower {
     // Messages arrive undecoded, for decodeWatchResponse (see snapshot-wire.ts).
     this.source = watchSource({
       baseUrl: opts.controlPlaneUrl,
+      ca: opts.ca,
       gzip: opts.compression === 'gzip',
       streamWindowBytes: STREAM_WINDOW_BYTES,
       readAheadBytes: READ_AHEAD_BYTES,
@@ -216,6 +221,10 @@ export class Follower {
         if (this.refusedBy !== undefined) {
           this.opts.logger.info({ tenantId: this.opts.tenantId }, 'the control plane accepts this sidecar again');
           this.refusedBy = undefined;
+        }
+        if (this.untrusted !== undefined) {
+          this.opts.logger.info({ url: this.opts.controlPlaneUrl }, 'the control plane\'s TLS certificate verifies again');
+          this.untrusted = undefined;
         }
         try {
           this.receive(msg);
@@ -377,12 +386,25 @@ export class Follower {
     this.opts.metrics.upstreamRevision.set(this.upstreamRevision);
   }
 
-  /** Waits before the next attempt: full jitter over an exponential cap; longer when refused. */
+  /** Waits before the next attempt: full jitter over an exponential cap; longer when refused or not trusted. */
   private async backoff(failure: unknown): Promise<void> {
     const { baseMs, maxMs } = this.opts.backoff ?? { baseMs: 100, maxMs: 5_000 };
     const ce = failure === undefined ? undefined : ConnectError.from(failure);
-    const refused = ce !== undefined && (ce.code === Code.Unauthenticated || ce.code === Code.PermissionDenied || ce.code === Code.NotFound);
-    if (refused) {
+    const untrusted = failure === undefined ? undefined : tlsFailure(failure);
+    const keyRefused = ce !== undefined && (ce.code === Code.Unauthenticated || ce.code === Code.PermissionDenied || ce.code === Code.NotFound);
+    const refused = untrusted !== undefined || keyRefused;
+    if (untrusted !== undefined) {
+      // Nothing is sent (the key least of all) to a control plane that does not prove who it is.
+      // Like a refused key, it lasts until someone fixes it: said once, retried less often.
+      const why = `${untrusted.message} (${untrusted.code})`;
+      if (this.untrusted !== why) {
+        const what = untrusted.certificate
+          ? `the control plane's TLS certificate does not verify: ${why}; not following it, retrying (check SIDECAR_CONTROL_PLANE_CA_FILE and the names in its certificate)`
+          : `the TLS handshake with the control plane failed: ${why}; not following it, retrying (check that it serves TLS at SIDECAR_CONTROL_PLANE_URL)`;
+        this.opts.logger.error({ code: untrusted.code, url: this.opts.controlPlaneUrl }, what);
+      }
+      this.untrusted = why;
+    } else if (keyRefused) {
       if (this.refusedBy !== ce.rawMessage) {
         this.opts.logger.error({ code: Code[ce.code], tenantId: this.opts.tenantId }, `the control plane refuses this sidecar: ${ce.rawMessage}; retrying`);
       }

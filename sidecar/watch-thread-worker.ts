@@ -7,7 +7,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { ConnectError } from '@connectrpc/connect';
-import { rawWatchClient, soleBuffer, type FromWorker, type ToWorker, type WatchThreadConfig } from './watch-thread.js';
+import { nodeCause, rawWatchClient, soleBuffer, type FromWorker, type ToWorker, type WatchThreadConfig } from './watch-thread.js';
 
 const config = workerData as WatchThreadConfig;
 const port = parentPort!;
@@ -66,7 +66,8 @@ async function run(m: Extract<ToWorker, { type: 'open' }>): Promise<void> {
     // A call the main thread cancelled has ended there already.
     if (call.ac.signal.aborted) return;
     const ce = ConnectError.from(err);
-    post({ type: 'error', id: m.id, code: ce.code, rawMessage: ce.rawMessage, metadata: [...ce.metadata] });
+    // The cause's code travels too: the follower tells a certificate that does not verify by it.
+    post({ type: 'error', id: m.id, code: ce.code, rawMessage: ce.rawMessage, metadata: [...ce.metadata], cause: nodeCause(err) });
   } finally {
     calls.delete(m.id);
   }

@@ -17,6 +17,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import { rootCertificates } from 'node:tls';
 import type { Worker } from 'node:worker_threads';
 import { Code, ConnectError, createClient } from '@connectrpc/connect';
 import type * as http2 from 'node:http2';
@@ -26,6 +27,8 @@ import { RAW_SNAPSHOT_SERVICE } from './snapshot-wire.js';
 
 export interface WatchThreadConfig {
   baseUrl: string;
+  /** PEM certificates trusted for an `https://` base URL besides the default roots. */
+  ca?: string;
   gzip: boolean;
   /** HTTP/2 stream window of each Watch call. */
   streamWindowBytes: number;
@@ -93,8 +96,13 @@ export interface WatchSource {
  */
 export class WideWindowSessions extends Http2SessionManager {
   private readonly widened = new WeakSet<http2.ClientHttp2Session>();
-  constructor(baseUrl: string, private readonly windowBytes: number) {
-    super(baseUrl, undefined, { settings: { initialWindowSize: windowBytes } });
+  /** `ca`: PEM certificates trusted besides the default roots (an `https://` URL is always verified). */
+  constructor(baseUrl: string, private readonly windowBytes: number, ca?: string) {
+    super(baseUrl, undefined, {
+      settings: { initialWindowSize: windowBytes },
+      // Node's `ca` replaces its default roots: they are given again, so a public certificate still verifies.
+      ...(ca === undefined ? {} : { ca: [...rootCertificates, ca] }),
+    });
   }
 
   override async request(
@@ -115,8 +123,41 @@ export function rawWatchClient(config: WatchThreadConfig) {
   return createClient(RAW_SNAPSHOT_SERVICE, createGrpcTransport({
     baseUrl: config.baseUrl,
     acceptCompression: config.gzip ? [compressionGzip] : [],
-    sessionManager: new WideWindowSessions(config.baseUrl, config.streamWindowBytes),
+    sessionManager: new WideWindowSessions(config.baseUrl, config.streamWindowBytes, config.ca),
   }));
+}
+
+/**
+ * OpenSSL's certificate verification failures (X509_V_ERR_*, as Node names them in `err.code`)
+ * and Node's host name check.
+ */
+const VERIFY_CODES = new Set([
+  'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_DECRYPT_CERT_SIGNATURE',
+  'UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY', 'CERT_SIGNATURE_FAILURE', 'CERT_NOT_YET_VALID', 'CERT_HAS_EXPIRED', 'ERROR_IN_CERT_NOT_BEFORE_FIELD',
+  'ERROR_IN_CERT_NOT_AFTER_FIELD', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'CERT_CHAIN_TOO_LONG', 'CERT_REVOKED',
+  'INVALID_CA', 'PATH_LENGTH_EXCEEDED', 'INVALID_PURPOSE', 'CERT_UNTRUSTED', 'CERT_REJECTED', 'HOSTNAME_MISMATCH', 'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
+/** The first error of `err`'s cause chain that carries a Node error code (`ECONNREFUSED`, `CERT_HAS_EXPIRED`, …). */
+export function nodeCause(err: unknown): { code: string; message: string } | undefined {
+  for (let e = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (typeof code === 'string') return { code, message: e.message };
+  }
+  return undefined;
+}
+
+/**
+ * Why the control plane's TLS cannot be trusted, when that is why a call failed: its certificate
+ * does not verify (unknown CA, expired, another name: `certificate`), or the handshake failed (a
+ * plain-text server, no common protocol). Undefined for every other failure.
+ */
+export function tlsFailure(err: unknown): { code: string; message: string; certificate: boolean } | undefined {
+  const cause = nodeCause(err);
+  if (cause === undefined) return undefined;
+  const { code } = cause;
+  if (VERIFY_CODES.has(code)) return { ...cause, certificate: true };
+  return code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_') || code === 'EPROTO' ? { ...cause, certificate: false } : undefined;
 }
 
 /** The Watch stream read on a worker thread when `thread`, else on this one. */
@@ -135,7 +176,7 @@ export type FromWorker =
   | { type: 'ready' }
   | { type: 'message'; id: number; buffer: ArrayBuffer; fields: number[] }
   | { type: 'end'; id: number }
-  | { type: 'error'; id: number; code: Code; rawMessage: string; metadata: [string, string][] };
+  | { type: 'error'; id: number; code: Code; rawMessage: string; metadata: [string, string][]; cause?: { code: string; message: string } };
 
 /** `done` ends the iteration; `over` says the worker's side of the call has ended too. */
 type Item = Extract<FromWorker, { type: 'message' }> | { type: 'done'; error?: ConnectError; over: boolean };
@@ -224,7 +265,7 @@ export class WatchThread implements WatchSource {
       if (!call) return;
       if (m.type === 'message') call.push(m);
       else if (m.type === 'end') call.push({ type: 'done', over: true });
-      else call.push({ type: 'done', error: new ConnectError(m.rawMessage, m.code, new Headers(m.metadata)), over: true });
+      else call.push({ type: 'done', error: errorFromWorker(m), over: true });
     });
     const lost = (why: string) => {
       loaded();
@@ -241,6 +282,12 @@ export class WatchThread implements WatchSource {
   private failAll(error: ConnectError): void {
     for (const call of this.calls.values()) call.push({ type: 'done', error, over: true });
   }
+}
+
+/** The worker's error as the connect client on this thread would have thrown it, with its Node cause (see tlsFailure). */
+function errorFromWorker(m: Extract<FromWorker, { type: 'error' }>): ConnectError {
+  const cause = m.cause === undefined ? undefined : Object.assign(new Error(m.cause.message), { code: m.cause.code });
+  return new ConnectError(m.rawMessage, m.code, new Headers(m.metadata), undefined, cause);
 }
 
 function unpack(buffer: ArrayBuffer, fields: number[]): UnknownFields['$unknown'] {

@@ -4,12 +4,13 @@ import { ensureBootstrapKey } from './auth/key-store.js';
 import { CachedKeyVerifier } from './auth/key-cache.js';
 import { KeyGuard } from './watch/key-guard.js';
 import { controlPlaneFastPath } from './decision/fast-path.js';
-import { ConfigError, flagFor, type Config } from './config.js';
+import { ConfigError, flagFor, tlsFilesOf, type Config } from './config.js';
 import { TenantIndexes } from './decision/indexes.js';
 import { ControlPlaneSource } from './decision/source.js';
 import type { Deps } from './handlers/kit.js';
 import { createLogger, createRegistry, rejectCounter, rpcMetrics } from '../transport/observability.js';
 import { startServer, type RunningServer, type StartServerOptions } from '../transport/server.js';
+import { readCertificatePair } from '../transport/certificates.js';
 import { MAX_BODY_BYTES } from '../transport/request-limits.js';
 import { apiKeyCaller, authInterceptor, leanCaller } from './auth/interceptor.js';
 import { leanWatch } from './watch/lean-watch.js';
@@ -76,7 +77,10 @@ export async function startControlPlane(
   const tracing = startTracing({ serviceName: 'control-plane', logger, env: internal.otelEnv });
   let decisionLog: DecisionLog | undefined;
   let db: Database | undefined;
+  const tls = tlsFilesOf(config);
   try {
+    // The listener reads them again; this refuses a certificate before migrations run.
+    if (tls) await readCertificatePair(tls);
     decisionLog = await DecisionLog.open({
       target: config.decisionLog, sample: config.decisionLogSample, bufferBytes: config.decisionLogBufferBytes,
       service: 'control-plane', variable: 'SERVICE_DECISION_LOG', registry, logger,
@@ -108,6 +112,7 @@ export async function startControlPlane(
     const server = await startServer({
       host: config.host,
       port: config.port,
+      tls,
       routes: (router) => registerServices(router, deps),
       services: SERVICES,
       authenticate: apiKeyCaller(verifier),

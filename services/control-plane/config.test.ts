@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, redactConfig } from './config.js';
+import { ConfigError, loadConfig, redactConfig, tlsFilesOf } from './config.js';
 
 describe('loadConfig', () => {
   it('applies the defaults of contract §2', () => {
@@ -108,6 +108,18 @@ describe('loadConfig', () => {
     for (const bad of ['yes', '1', 'TRUE ish']) {
       expect(() => loadConfig({ SERVICE_DATABASE_CREATE: bad }, []), bad).toThrow(`SERVICE_DATABASE_CREATE: must be 'true' or 'false', got ${JSON.stringify(bad)}`);
     }
+  });
+
+  it('reads the TLS certificate files (SERVICE_TLS_CERT_FILE and SERVICE_TLS_KEY_FILE or their flags): both or neither', () => {
+    expect(loadConfig({}, [])).not.toHaveProperty('tlsCertFile');
+    const files = { SERVICE_TLS_CERT_FILE: '/etc/tls/tls.crt', SERVICE_TLS_KEY_FILE: '/etc/tls/tls.key' };
+    expect(loadConfig(files, [])).toMatchObject({ tlsCertFile: '/etc/tls/tls.crt', tlsKeyFile: '/etc/tls/tls.key' });
+    expect(tlsFilesOf(loadConfig(files, []))).toEqual({ certFile: '/etc/tls/tls.crt', keyFile: '/etc/tls/tls.key', certSetting: 'SERVICE_TLS_CERT_FILE', keySetting: 'SERVICE_TLS_KEY_FILE' });
+    expect(tlsFilesOf(loadConfig({}, []))).toBeUndefined();
+    expect(loadConfig({}, ['--service-tls-cert-file=/a.crt', '--service-tls-key-file', '/a.key'])).toMatchObject({ tlsCertFile: '/a.crt', tlsKeyFile: '/a.key' });
+    expect(() => loadConfig({ SERVICE_TLS_CERT_FILE: '/etc/tls/tls.crt' }, [])).toThrow(/^SERVICE_TLS_KEY_FILE: is required when SERVICE_TLS_CERT_FILE is set/);
+    expect(() => loadConfig({}, ['--service-tls-key-file=/a.key'])).toThrow(/^SERVICE_TLS_CERT_FILE: is required when SERVICE_TLS_KEY_FILE is set/);
+    expect(() => loadConfig({ SERVICE_TLS_CERT_FILE: ' ', SERVICE_TLS_KEY_FILE: '/a.key' }, [])).toThrow(/^SERVICE_TLS_CERT_FILE: must not be empty/);
   });
 
   it('treats empty variables as unset', () => {

@@ -7,6 +7,7 @@ import {
   type DecisionLogTarget, type Parser, type Setting,
 } from '../common/settings.js';
 
+import type { CertificateFiles } from '../transport/certificates.js';
 import type { LogLevel } from '../transport/observability.js';
 
 export { ConfigError, flagFor } from '../common/settings.js';
@@ -21,6 +22,12 @@ export interface Config {
   readonly dataDir: string;
   readonly port: number;
   readonly host: string;
+  /**
+   * The serving certificate's PEM files: both set, the port speaks TLS (re-read while running, so
+   * a renewed pair is served without a restart); neither, plain text.
+   */
+  readonly tlsCertFile?: string;
+  readonly tlsKeyFile?: string;
   /** Secret of the platform key created on an empty database. Sensitive. */
   readonly bootstrapApiKey?: string;
   readonly resourceScopeGate: ResourceScopeGate;
@@ -68,6 +75,8 @@ const SETTINGS = [
   { key: 'dataDir', variable: 'SERVICE_DATA_DIR', parse: nonEmpty, default: './data' },
   { key: 'port', variable: 'SERVICE_PORT', parse: integer(0, 65535), default: 8080 },
   { key: 'host', variable: 'SERVICE_HOST', parse: nonEmpty, default: '127.0.0.1' },
+  { key: 'tlsCertFile', variable: 'SERVICE_TLS_CERT_FILE', parse: nonEmpty },
+  { key: 'tlsKeyFile', variable: 'SERVICE_TLS_KEY_FILE', parse: nonEmpty },
   { key: 'bootstrapApiKey', variable: 'SERVICE_BOOTSTRAP_API_KEY', parse: secret },
   { key: 'resourceScopeGate', variable: 'SERVICE_RESOURCE_SCOPE_GATE', parse: oneOf(GATE_MODES), default: 'off' },
   { key: 'watchHeartbeatMs', variable: 'SERVICE_WATCH_HEARTBEAT_MS', parse: integer(1, 3_600_000), default: 1000 },
@@ -93,7 +102,19 @@ export function loadConfig(
   env: Record<string, string | undefined> = process.env,
   argv: readonly string[] = process.argv.slice(2),
 ): Config {
-  return loadSettings(SETTINGS, env, argv);
+  const config: Config = loadSettings(SETTINGS, env, argv);
+  // One without the other would serve plain text where TLS was meant, or nothing at all.
+  if ((config.tlsCertFile === undefined) !== (config.tlsKeyFile === undefined)) {
+    const [missing, given] = config.tlsCertFile === undefined ? ['SERVICE_TLS_CERT_FILE', 'SERVICE_TLS_KEY_FILE'] : ['SERVICE_TLS_KEY_FILE', 'SERVICE_TLS_CERT_FILE'];
+    throw new ConfigError(missing, `is required when ${given} is set: TLS needs both the certificate and its key (or neither, for plain text)`);
+  }
+  return config;
+}
+
+/** The serving certificate's files as the listener takes them (undefined: plain text). */
+export function tlsFilesOf(config: Config): CertificateFiles | undefined {
+  if (config.tlsCertFile === undefined || config.tlsKeyFile === undefined) return undefined;
+  return { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile, certSetting: 'SERVICE_TLS_CERT_FILE', keySetting: 'SERVICE_TLS_KEY_FILE' };
 }
 
 /** A copy of the configuration that is safe to log: the bootstrap key and the database password are redacted. */

@@ -13,8 +13,8 @@
  * flags) and asks its `/healthz`: the image's Docker HEALTHCHECK, whichever command it was started
  * with. Exit 0 when the answer is 200; 1 otherwise, with the reason on stderr. `--wait` retries
  * until 200 or that many seconds have passed (the `container`-mode sidecar's postStart hook).
- * HTTPS is not verified: the target is a process of this container, and the injector's
- * certificate names its Service, not loopback.
+ * HTTPS (the injector, and the control plane with SERVICE_TLS_CERT_FILE) is not verified: the
+ * target is a process of this container, and their certificates name their Services, not loopback.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
@@ -25,10 +25,15 @@ import { loadInjectorConfig } from '../injector/config.js';
 
 /** Entry points by the path that ends their script argument (sources or `dist/`), and how to find their /healthz. */
 const ENTRIES: { script: RegExp; url: (env: Record<string, string | undefined>, argv: string[]) => string }[] = [
-  { script: /services\/control-plane\/main\.[jt]s$/, url: (env, argv) => local('http', loadConfig(env, argv)) },
+  { script: /services\/control-plane\/main\.[jt]s$/, url: (env, argv) => controlPlaneUrl(loadConfig(env, argv)) },
   { script: /sidecar\/main\.[jt]s$/, url: (env, argv) => local('http', loadSidecarConfig(env, argv)) },
   { script: /services\/injector\/main\.[jt]s$/, url: (env, argv) => local('https', loadInjectorConfig(env, argv)) },
 ];
+
+/** The control plane serves TLS when given a certificate (SERVICE_TLS_CERT_FILE), plain text otherwise. */
+function controlPlaneUrl(c: ReturnType<typeof loadConfig>): string {
+  return local(c.tlsCertFile === undefined ? 'http' : 'https', c);
+}
 
 function local(scheme: 'http' | 'https', c: { host: string; port: number }): string {
   const host = c.host === '0.0.0.0' ? '127.0.0.1' : c.host === '::' ? '[::1]' : c.host.includes(':') ? `[${c.host}]` : c.host;

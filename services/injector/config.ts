@@ -23,8 +23,14 @@ export interface InjectorConfig {
   /** The image every sidecar runs (the same image as the injector's, by release). */
   readonly sidecarImage: string;
   readonly sidecarImagePullPolicy: 'Always' | 'IfNotPresent' | 'Never';
-  /** The control plane the sidecars follow, as they reach it (`http://authz-control-plane.authz.svc:8080`). */
+  /** The control plane the sidecars follow, as they reach it (`https://authz-control-plane.authz.svc:8080`). */
   readonly controlPlaneUrl: string;
+  /**
+   * A PEM file of the CA that signed the control plane's certificate (the injector's own mounted
+   * `ca.crt`: one CA signs both), re-read like the serving certificate and given to every sidecar
+   * injected from then on; unset: sidecars trust the default roots only.
+   */
+  readonly controlPlaneCaFile?: string;
   readonly sidecarMode: SidecarMode;
   readonly sidecarPort: number;
   /** Where sidecars' probe listeners listen (`SIDECAR_PROBE_HOST`): `0.0.0.0`, or `::` on IPv6-only clusters. */
@@ -90,6 +96,7 @@ const SETTINGS = [
   { key: 'sidecarImage', variable: 'INJECTOR_SIDECAR_IMAGE', parse: nonEmpty, required: true },
   { key: 'sidecarImagePullPolicy', variable: 'INJECTOR_SIDECAR_IMAGE_PULL_POLICY', parse: oneOf(['Always', 'IfNotPresent', 'Never'] as const), default: 'IfNotPresent' },
   { key: 'controlPlaneUrl', variable: 'INJECTOR_CONTROL_PLANE_URL', parse: url, required: true },
+  { key: 'controlPlaneCaFile', variable: 'INJECTOR_CONTROL_PLANE_CA_FILE', parse: nonEmpty },
   { key: 'sidecarMode', variable: 'INJECTOR_SIDECAR_MODE', parse: oneOf(SIDECAR_MODES), default: 'native' },
   { key: 'sidecarPort', variable: 'INJECTOR_SIDECAR_PORT', parse: integer(1, 65535), default: 8181 },
   { key: 'sidecarProbeHost', variable: 'INJECTOR_SIDECAR_PROBE_HOST', parse: nonEmpty, default: '0.0.0.0' },
@@ -110,5 +117,10 @@ export function loadInjectorConfig(
   env: Record<string, string | undefined> = process.env,
   argv: readonly string[] = process.argv.slice(2),
 ): InjectorConfig {
-  return loadSettings(SETTINGS, env, argv);
+  const config: InjectorConfig = loadSettings(SETTINGS, env, argv);
+  // The sidecar refuses a CA for a plain-text control plane (sidecar/config.ts): every injected pod would fail to start.
+  if (config.controlPlaneCaFile !== undefined && !config.controlPlaneUrl.startsWith('https:')) {
+    throw new ConfigError('INJECTOR_CONTROL_PLANE_CA_FILE', `is only for an https:// control plane, and INJECTOR_CONTROL_PLANE_URL is ${config.controlPlaneUrl}`);
+  }
+  return config;
 }

@@ -7,12 +7,15 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import jsonpatch from 'fast-json-patch';
 import { Pod } from 'kubernetes-models/v1/Pod';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { loadSidecarConfig, SIDECAR_VARIABLES } from '../../sidecar/config.js';
+import { testCertificates } from '../../test/certificates.js';
 import { loadInjectorConfig, type InjectorConfig } from './config.js';
 import {
   ANNOTATIONS,
   BadReviewError,
+  CA_FILE,
+  CA_VOLUME,
   HEALTHCHECK_ENTRY,
   INJECTED_LABEL,
   PROBE_PORT_NAME,
@@ -42,9 +45,9 @@ function withAnnotations(name: string, changes: Record<string, string | undefine
 }
 
 /** Answers `doc` and returns the answer plus the pod after its patch (the original when there is none). */
-function run(doc: Json, config: InjectorConfig = CONFIG) {
+function run(doc: Json, config: InjectorConfig = CONFIG, controlPlaneCa?: string) {
   const before = structuredClone(doc.request?.object);
-  const { review: answer, outcome } = review(doc, config);
+  const { review: answer, outcome } = review(doc, config, controlPlaneCa);
   const response = answer.response!;
   expect(answer).toMatchObject({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' });
   expect(response.uid).toBe(doc.request.uid);
@@ -270,6 +273,64 @@ describe('injection (plain container, for clusters before 1.29)', () => {
   });
 });
 
+describe('the control plane\'s CA', () => {
+  const TLS_CONFIG = loadInjectorConfig(
+    { INJECTOR_SIDECAR_IMAGE: 'img', INJECTOR_CONTROL_PLANE_URL: 'https://authz-control-plane.authz.svc:8080', INJECTOR_CONTROL_PLANE_CA_FILE: '/etc/authz-injector/tls/ca.crt' },
+    [],
+  );
+  let ca: string;
+  beforeAll(async () => {
+    const certs = await testCertificates();
+    ca = certs.ca;
+    certs.remove();
+  });
+
+  for (const [mode, fixtureName] of [['native', 'pod-create-replicaset.json'], ['container', 'pod-create-bare.json']] as const) {
+    it(`reaches the sidecar as a file of a downward API volume over an annotation of the pod (${mode}, ${fixtureName})`, () => {
+      const doc = fixture(fixtureName);
+      const volumesBefore = doc.request.object.spec.volumes ?? [];
+      const { pod, outcome } = run(doc, { ...TLS_CONFIG, sidecarMode: mode }, ca);
+      expect(outcome).toBe('injected');
+      new Pod(pod).validate();
+      expect(pod.metadata.annotations[ANNOTATIONS.controlPlaneCa]).toBe(ca);
+      // the pod's volumes are kept, in order, and one is added
+      expect(pod.spec.volumes.slice(0, -1)).toEqual(volumesBefore);
+      const volume = pod.spec.volumes.at(-1);
+      expect(volume).toEqual({ name: CA_VOLUME, downwardAPI: { items: [{ path: 'ca.crt', fieldRef: { fieldPath: `metadata.annotations['${ANNOTATIONS.controlPlaneCa}']` } }] } });
+      const sidecar = sidecarOf(pod);
+      expect(sidecar.volumeMounts).toEqual([{ name: CA_VOLUME, mountPath: '/etc/authz-sidecar/ca', readOnly: true }]);
+      expect(`${sidecar.volumeMounts[0].mountPath}/${volume.downwardAPI.items[0].path}`).toBe(CA_FILE);
+      const env = envOf(sidecar);
+      expect(env).toMatchObject({ SIDECAR_CONTROL_PLANE_URL: 'https://authz-control-plane.authz.svc:8080', SIDECAR_CONTROL_PLANE_CA_FILE: CA_FILE });
+      // what the sidecar makes of its environment
+      const settings = loadSidecarConfig({ ...env, SIDECAR_API_KEY: 'azk_a_key_from_the_secret' }, []);
+      expect(settings.controlPlaneCaFile).toBe(CA_FILE);
+      // the app containers do not see it
+      for (const c of pod.spec.containers.filter((x: Json) => x.name !== SIDECAR_CONTAINER)) {
+        expect((c.volumeMounts ?? []).map((m: Json) => m.name)).not.toContain(CA_VOLUME);
+      }
+    });
+  }
+
+  it('is left out when the injector has none: no annotation, volume, mount or variable', () => {
+    const { pod, outcome } = run(fixture('pod-create-replicaset.json'), TLS_CONFIG);
+    expect(outcome).toBe('injected');
+    expect(pod.metadata.annotations[ANNOTATIONS.controlPlaneCa]).toBeUndefined();
+    expect(pod.spec.volumes.map((v: Json) => v.name)).not.toContain(CA_VOLUME);
+    expect(sidecarOf(pod).volumeMounts).toBeUndefined();
+    expect(envOf(sidecarOf(pod)).SIDECAR_CONTROL_PLANE_CA_FILE).toBeUndefined();
+  });
+
+  it('refuses a pod that already has a volume of that name, saying so', () => {
+    const doc = fixture('pod-create-replicaset.json');
+    doc.request.object.spec.volumes.push({ name: CA_VOLUME, emptyDir: {} });
+    const { outcome, response, pod } = run(doc, TLS_CONFIG, ca);
+    expect(outcome).toBe('bad_annotation');
+    expect(response.warnings).toEqual([`authz sidecar not injected: the pod already has a volume named ${CA_VOLUME}`]);
+    expect(sidecarOf(pod)).toBeUndefined();
+  });
+});
+
 describe('no injection', () => {
   it('leaves pods without the annotation, or with "false", alone and silent', () => {
     for (const value of [undefined, 'false']) {
@@ -452,6 +513,8 @@ describe('configuration', () => {
     [{ ...ok, INJECTOR_NAMESPACE: 'Authz' }, /INJECTOR_NAMESPACE: must be a namespace name/],
     [{ ...ok, INJECTOR_SIDECAR_PORT: '0' }, /INJECTOR_SIDECAR_PORT: must be between 1 and 65535/],
     [{ ...ok, INJECTOR_SIDECAR_PROBE_HOST: ' ' }, /INJECTOR_SIDECAR_PROBE_HOST: must not be empty/],
+    // sidecars would refuse it, and every injected pod fail to start
+    [{ ...ok, INJECTOR_CONTROL_PLANE_CA_FILE: '/ca.crt' }, /^INJECTOR_CONTROL_PLANE_CA_FILE: is only for an https:\/\/ control plane, and INJECTOR_CONTROL_PLANE_URL is http:\/\/cp:8080/],
   ])('%j is refused, naming the variable', (env, message) => {
     expect(() => loadInjectorConfig(env, [])).toThrow(message);
   });

@@ -5,6 +5,7 @@
  * `allowed: true` with a warning (shown by kubectl) and no patch, so injection can only ever
  * add a sidecar, never block a deployment.
  */
+import { basename, dirname } from 'node:path/posix';
 import { type InjectorConfig, QUANTITY, SECRET_DATA_KEY, SIDECAR_MODES, type SidecarMode } from './config.js';
 import { LOG_LEVELS } from '../common/settings.js';
 
@@ -24,6 +25,8 @@ export const ANNOTATIONS = {
   logLevel: 'authz.io/sidecar-log-level',
   /** Written by the injector: the mode it injected in. */
   injected: 'authz.io/sidecar-injected',
+  /** Written by the injector: the CA the sidecar verifies the control plane with (PEM), see {@link CA_VOLUME}. */
+  controlPlaneCa: 'authz.io/control-plane-ca',
 } as const;
 
 /** Written by the injector on injected pods; the control plane's NetworkPolicy admits them. */
@@ -38,6 +41,16 @@ export const SYSTEM_NAMESPACES = ['kube-system', 'kube-public', 'kube-node-lease
 export const SIDECAR_ENTRY = '/app/dist/sidecar/main.js';
 /** Run inside the container by the `container`-mode postStart wait (the kubelet's probes use the probe port). */
 export const HEALTHCHECK_ENTRY = '/app/dist/services/healthcheck/main.js';
+/**
+ * How the control plane's CA reaches a sidecar in another namespace: as a pod annotation the
+ * injector writes, which a downward API volume turns into the file SIDECAR_CONTROL_PLANE_CA_FILE
+ * names. The injector cannot create a ConfigMap or Secret in the app's namespace (it has no
+ * access to the Kubernetes API, by design), and a pod's own annotation needs no object, no
+ * permission and nothing else installed; a CA certificate is public. The pod keeps the CA it was
+ * created with: after the CA itself is renewed, pods pick the new one up when they are recreated.
+ */
+export const CA_VOLUME = 'authz-sidecar-ca';
+export const CA_FILE = '/etc/authz-sidecar/ca/ca.crt';
 /** Variables every app container gets, pointing at its sidecar (a value the app set itself is kept). */
 export const APP_VARIABLES = ['AUTHZ_URL', 'AUTHZ_GRPC_TARGET'] as const;
 /** How long a sidecar may take to be ready (a large tenant's snapshot) before the kubelet restarts it (`native`) or starts the app anyway (`container`). */
@@ -99,8 +112,9 @@ export class BadReviewError extends Error {
 /**
  * Answers one AdmissionReview. Throws BadReviewError only when the body cannot be answered at all
  * (not `admission.k8s.io/v1`, no `request.uid`); every other case is an answer with `allowed: true`.
+ * `controlPlaneCa`: the PEM text of INJECTOR_CONTROL_PLANE_CA_FILE, given to an injected sidecar.
  */
-export function review(body: unknown, config: InjectorConfig): { review: AdmissionReview; outcome: Outcome; detail?: string } {
+export function review(body: unknown, config: InjectorConfig, controlPlaneCa?: string): { review: AdmissionReview; outcome: Outcome; detail?: string } {
   if (!isObject(body) || body.apiVersion !== 'admission.k8s.io/v1' || body.kind !== 'AdmissionReview') {
     throw new BadReviewError('expected an admission.k8s.io/v1 AdmissionReview');
   }
@@ -111,7 +125,7 @@ export function review(body: unknown, config: InjectorConfig): { review: Admissi
   const uid = request.uid;
   let decision: Decision;
   try {
-    decision = decide(request as AdmissionRequest, config);
+    decision = decide(request as AdmissionRequest, config, controlPlaneCa);
   } catch (err) {
     // A bug here must not keep pods from being created: admit without a sidecar, say so.
     decision = {
@@ -151,7 +165,7 @@ export interface SidecarSettings {
   resources: { requests: Record<string, string>; limits: Record<string, string> };
 }
 
-function decide(request: AdmissionRequest, config: InjectorConfig): Decision {
+function decide(request: AdmissionRequest, config: InjectorConfig, controlPlaneCa: string | undefined): Decision {
   const { kind, resource } = request;
   const isPodCreate =
     kind?.group === '' && kind?.version === 'v1' && kind?.kind === 'Pod' && resource?.resource === 'pods' && !request.subResource && request.operation === 'CREATE';
@@ -217,6 +231,10 @@ function decide(request: AdmissionRequest, config: InjectorConfig): Decision {
       if (p.name === PROBE_PORT_NAME) taken.push(`container ${clip(c.name)} already has a port named ${PROBE_PORT_NAME}`);
     }
   }
+  const volumes = Array.isArray(spec.volumes) ? (spec.volumes as unknown[]) : undefined;
+  if (controlPlaneCa !== undefined && volumes?.some((v) => isObject(v) && v.name === CA_VOLUME)) {
+    taken.push(`the pod already has a volume named ${CA_VOLUME}`);
+  }
   if (taken.length > 0) return bad(taken);
 
   const patch: PatchOperation[] = [];
@@ -246,7 +264,15 @@ function decide(request: AdmissionRequest, config: InjectorConfig): Decision {
       ? { op: 'add', path: `/metadata/labels/${pointer(INJECTED_LABEL)}`, value: INJECTED_LABEL_VALUE }
       : { op: 'add', path: '/metadata/labels', value: { [INJECTED_LABEL]: INJECTED_LABEL_VALUE } },
   );
-  const sidecar = sidecarContainer(settings, config);
+  if (controlPlaneCa !== undefined) {
+    patch.push({ op: 'add', path: `/metadata/annotations/${pointer(ANNOTATIONS.controlPlaneCa)}`, value: controlPlaneCa });
+    const volume = {
+      name: CA_VOLUME,
+      downwardAPI: { items: [{ path: basename(CA_FILE), fieldRef: { fieldPath: `metadata.annotations['${ANNOTATIONS.controlPlaneCa}']` } }] },
+    };
+    patch.push(volumes ? { op: 'add', path: '/spec/volumes/-', value: volume } : { op: 'add', path: '/spec/volumes', value: [volume] });
+  }
+  const sidecar = sidecarContainer(settings, config, controlPlaneCa !== undefined);
   if (settings.mode === 'native') {
     // First, so that the pod's own init containers can already ask it.
     patch.push(initContainers ? { op: 'add', path: '/spec/initContainers/0', value: sidecar } : { op: 'add', path: '/spec/initContainers', value: [sidecar] });
@@ -376,8 +402,8 @@ export function quantityValue(q: string): number {
 
 // ---- the sidecar container ---------------------------------------------------------------------
 
-/** The container added to the pod. */
-export function sidecarContainer(s: SidecarSettings, config: InjectorConfig): Record<string, Json> {
+/** The container added to the pod; `withCa`: it reads the control plane's CA from {@link CA_VOLUME}. */
+export function sidecarContainer(s: SidecarSettings, config: InjectorConfig, withCa = false): Record<string, Json> {
   const probe = (path: string, extra: Record<string, number>): Json => ({
     // Decisions stay on loopback (that listener is their boundary); the kubelet's probes come to
     // the pod's IP, so they go to the probe listener, which answers nothing else.
@@ -392,6 +418,7 @@ export function sidecarContainer(s: SidecarSettings, config: InjectorConfig): Re
     command: ['node', SIDECAR_ENTRY],
     env: [
       { name: 'SIDECAR_CONTROL_PLANE_URL', value: config.controlPlaneUrl },
+      ...(withCa ? [{ name: 'SIDECAR_CONTROL_PLANE_CA_FILE', value: CA_FILE }] : []),
       { name: 'SIDECAR_TENANT_ID', value: s.tenantId },
       { name: 'SIDECAR_API_KEY', valueFrom: { secretKeyRef: { name: s.secretName, key: s.secretKey, optional: false } } },
       { name: 'SIDECAR_HOST', value: '127.0.0.1' },
@@ -417,6 +444,7 @@ export function sidecarContainer(s: SidecarSettings, config: InjectorConfig): Re
     readinessProbe: probe('/readyz', { periodSeconds: 5, failureThreshold: 2 }),
     terminationMessagePolicy: 'FallbackToLogsOnError',
   };
+  if (withCa) container.volumeMounts = [{ name: CA_VOLUME, mountPath: dirname(CA_FILE), readOnly: true }];
   if (s.mode === 'native') {
     container.restartPolicy = 'Always';
     // The kubelet starts the app containers only once this passes: decisions can be answered.

@@ -12,7 +12,8 @@ import selfsigned from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../transport/observability.js';
 import { loadInjectorConfig } from './config.js';
-import { SIDECAR_CONTAINER } from './inject.js';
+import { testCertificates } from '../../test/certificates.js';
+import { ANNOTATIONS, SIDECAR_CONTAINER } from './inject.js';
 import { MAX_REVIEW_BYTES, startInjector, type Injector } from './server.js';
 
 const SERVICE_NAME = 'authz-injector.authz.svc';
@@ -141,6 +142,35 @@ describe('injector over HTTPS', () => {
   it('does not start without its certificate, naming the setting', async () => {
     const c = { ...config(), tlsCertFile: join(dir, 'missing.crt') };
     await expect(startInjector(c, createLogger({ logLevel: 'silent' }))).rejects.toThrow(/INJECTOR_TLS_CERT_FILE: cannot read .*missing\.crt: ENOENT/);
+  });
+
+  it('gives every injected sidecar the control plane\'s CA from INJECTOR_CONTROL_PLANE_CA_FILE, re-read when it changes', async () => {
+    const [ca1, ca2] = await Promise.all([testCertificates(), testCertificates()]);
+    const caFile = join(dir, 'control-plane-ca.crt');
+    writeFileSync(caFile, ca1.ca);
+    const tls = { ...config(), controlPlaneUrl: 'https://authz-control-plane.authz.svc:8080', controlPlaneCaFile: caFile };
+    const other = await startInjector(tls, createLogger({ logLevel: 'silent' }));
+    const injectedCa = async () => {
+      const answer = JSON.parse((await call(other.url, second.cert, { method: 'POST', path: '/mutate', body: review })).body);
+      const pod = jsonpatch.applyPatch(JSON.parse(review).request.object, JSON.parse(Buffer.from(answer.response.patch, 'base64').toString()), true).newDocument;
+      return (pod.metadata.annotations[ANNOTATIONS.controlPlaneCa] as string).trim();
+    };
+    try {
+      expect(await injectedCa()).toBe(ca1.ca.trim());
+      // not a certificate (half-written): the previous CA is still given
+      writeFileSync(caFile, '-----BEGIN CERTIFICATE-----\nnot yet\n');
+      await other.reloadCertificate();
+      expect(await injectedCa()).toBe(ca1.ca.trim());
+      writeFileSync(caFile, ca2.ca);
+      await other.reloadCertificate();
+      expect(await injectedCa()).toBe(ca2.ca.trim());
+      await expect(startInjector({ ...tls, controlPlaneCaFile: join(dir, 'missing-ca.crt') }, createLogger({ logLevel: 'silent' })))
+        .rejects.toThrow(/^INJECTOR_CONTROL_PLANE_CA_FILE: cannot read .*missing-ca\.crt: ENOENT/);
+    } finally {
+      await other.close();
+      ca1.remove();
+      ca2.remove();
+    }
   });
 
   it('stops listening when closed', async () => {

@@ -3,16 +3,15 @@
  * `/healthz`, `/readyz` and `/metrics`. The serving certificate comes from files (a cert-manager
  * Secret mounted as a volume) and is re-read every `tlsReloadMs`: a renewed pair replaces the
  * served one without a restart; a pair that does not load (half-written, key and certificate
- * not matching) is logged and the previous one kept.
+ * not matching) is logged and the previous one kept. The control plane's CA
+ * (`INJECTOR_CONTROL_PLANE_CA_FILE`), given to every injected sidecar, is re-read the same way.
  */
-import { readFile } from 'node:fs/promises';
-import { X509Certificate } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { createSecureContext } from 'node:tls';
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { notAfterSeconds, readCaBundle, readCertificatePair, reloadCertificates, secureContextOptions, type CertificateFiles } from '../transport/certificates.js';
 import type { InjectorConfig } from './config.js';
 import { BadReviewError, review } from './inject.js';
 
@@ -22,41 +21,21 @@ export const MAX_REVIEW_BYTES = 4 * 1024 * 1024;
 export interface Injector {
   url: string;
   port: number;
-  /** Re-reads the certificate files now; true when a new pair was loaded. */
+  /** Re-reads the certificate files (and the control plane's CA) now; true when a new pair was loaded. */
   reloadCertificate(): Promise<boolean>;
   close(): Promise<void>;
 }
 
-interface Pair {
-  cert: Buffer;
-  key: Buffer;
-}
-
-async function readPair(config: InjectorConfig): Promise<Pair> {
-  const read = async (file: string, variable: string) => {
-    try {
-      return await readFile(file);
-    } catch (err) {
-      throw new Error(`${variable}: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
-    }
-  };
-  const [cert, key] = await Promise.all([read(config.tlsCertFile, 'INJECTOR_TLS_CERT_FILE'), read(config.tlsKeyFile, 'INJECTOR_TLS_KEY_FILE')]);
-  // Throws when either is malformed or the key is not the certificate's.
-  createSecureContext({ cert, key });
-  return { cert, key };
-}
-
-function notAfterSeconds(cert: Buffer): number {
-  try {
-    return Math.floor(new Date(new X509Certificate(cert).validTo).getTime() / 1000);
-  } catch {
-    return 0;
-  }
+function certificateFiles(config: InjectorConfig): CertificateFiles {
+  return { certFile: config.tlsCertFile, keyFile: config.tlsKeyFile, certSetting: 'INJECTOR_TLS_CERT_FILE', keySetting: 'INJECTOR_TLS_KEY_FILE' };
 }
 
 /** Starts the injector and resolves once it listens. */
 export async function startInjector(config: InjectorConfig, logger: Logger): Promise<Injector> {
-  let pair = await readPair(config);
+  const files = certificateFiles(config);
+  const pair = await readCertificatePair(files);
+  const caFile = config.controlPlaneCaFile;
+  let controlPlaneCa = caFile === undefined ? undefined : await readCaBundle(caFile, 'INJECTOR_CONTROL_PLANE_CA_FILE');
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const admissions = new Counter({
@@ -73,7 +52,7 @@ export async function startInjector(config: InjectorConfig, logger: Logger): Pro
   notAfter.set(notAfterSeconds(pair.cert));
   let closing = false;
 
-  const server: Server = createServer({ cert: pair.cert, key: pair.key, minVersion: 'TLSv1.2' }, (req, res) => {
+  const server: Server = createServer(secureContextOptions(pair), (req, res) => {
     handle(req, res).catch((err) => {
       logger.error({ err }, 'request failed');
       if (!res.headersSent) send(res, 500, { error: 'internal error' });
@@ -105,7 +84,7 @@ export async function startInjector(config: InjectorConfig, logger: Logger): Pro
     }
     let answer;
     try {
-      answer = review(parsed, config);
+      answer = review(parsed, config, controlPlaneCa);
     } catch (err) {
       if (err instanceof BadReviewError) return send(res, 400, { error: err.message });
       throw err;
@@ -142,29 +121,29 @@ export async function startInjector(config: InjectorConfig, logger: Logger): Pro
     });
   }
 
-  async function reloadCertificate(): Promise<boolean> {
-    let next: Pair;
+  const reloader = reloadCertificates(files, pair, {
+    intervalMs: config.tlsReloadMs,
+    logger,
+    apply: (next) => {
+      server.setSecureContext(secureContextOptions(next));
+      notAfter.set(notAfterSeconds(next.cert));
+    },
+  });
+
+  /** A renewed CA goes into the sidecars injected from now on; one that does not load is logged and the previous one kept. */
+  const reloadCa = async (): Promise<void> => {
+    if (caFile === undefined) return;
     try {
-      const [cert, key] = await Promise.all([readFile(config.tlsCertFile), readFile(config.tlsKeyFile)]);
-      if (cert.equals(pair.cert) && key.equals(pair.key)) return false;
-      next = await readPair(config);
+      const next = await readCaBundle(caFile, 'INJECTOR_CONTROL_PLANE_CA_FILE');
+      if (next === controlPlaneCa) return;
+      controlPlaneCa = next;
+      logger.info({ file: caFile }, 'control plane CA reloaded; sidecars injected from now on get it');
     } catch (err) {
-      logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'certificate files did not load; serving the previous certificate');
-      return false;
+      logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'control plane CA did not load; injecting the previous one');
     }
-    server.setSecureContext({ cert: next.cert, key: next.key, minVersion: 'TLSv1.2' });
-    pair = next;
-    notAfter.set(notAfterSeconds(next.cert));
-    logger.info({ notAfter: new Date(notAfterSeconds(next.cert) * 1000).toISOString() }, 'serving certificate reloaded');
-    return true;
-  }
-  let reloading = false;
-  const timer = setInterval(() => {
-    if (reloading) return;
-    reloading = true;
-    void reloadCertificate().finally(() => (reloading = false));
-  }, config.tlsReloadMs);
-  timer.unref();
+  };
+  const caTimer = setInterval(() => void reloadCa(), config.tlsReloadMs);
+  caTimer.unref();
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -182,10 +161,14 @@ export async function startInjector(config: InjectorConfig, logger: Logger): Pro
   return {
     url,
     port: addr.port,
-    reloadCertificate,
+    async reloadCertificate() {
+      const [renewed] = await Promise.all([reloader.reload(), reloadCa()]);
+      return renewed;
+    },
     async close() {
       closing = true;
-      clearInterval(timer);
+      reloader.stop();
+      clearInterval(caTimer);
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       // The API server keeps connections open; in-flight reviews get a moment to finish.

@@ -3,7 +3,9 @@
  * prior knowledge), gRPC-Web and Connect (HTTP/1.1 and h2c), the REST gateway, and the
  * unauthenticated `/healthz`, `/readyz` and `/metrics`. Plain-text HTTP/2 cannot be negotiated,
  * so each TCP connection is sniffed: the HTTP/2 client preface goes to the http2 server,
- * anything else to the http1 one. What differs between the processes comes in as options:
+ * anything else to the http1 one. With the `tls` option the port speaks TLS instead, and ALPN
+ * (`h2`, `http/1.1`) hands each connection to the same two servers. What differs between the
+ * processes comes in as options:
  * services, interceptors (the control plane's authentication), error classification, readiness.
  * Every process also serves `grpc.health.v1.Health` and gRPC server reflection (v1 and v1alpha)
  * without credentials: the process's interceptors do not run for them. An unknown method is
@@ -14,6 +16,7 @@ import * as http from 'node:http';
 import * as http2 from 'node:http2';
 import { setMaxListeners } from 'node:events';
 import * as net from 'node:net';
+import * as tls from 'node:tls';
 import type { DescMethod, DescService, JsonReadOptions, JsonWriteOptions } from '@bufbuild/protobuf';
 import { Code, ConnectError, createConnectRouter, createContextValues, type ConnectRouter, type Interceptor } from '@connectrpc/connect';
 import { parseContentType } from '@connectrpc/connect/protocol-connect';
@@ -46,6 +49,7 @@ import { grpcFlavour, RPC_PATH, sendConnectError, sendRpcError, unknownMethodErr
 import { Health, healthService } from './health.js';
 import { DescriptorIndex, reflectionServices, ServerReflectionV1, ServerReflectionV1alpha } from './reflection.js';
 import { tracingInterceptor, type Tracing } from './tracing.js';
+import { readCertificatePair, reloadCertificates, secureContextOptions, type CertificateFiles, type CertificateReloader } from './certificates.js';
 
 /**
  * JSON options of every surface: implicit fields are always written (`allowed: false`,
@@ -115,10 +119,16 @@ export interface StartServerOptions {
    * (403) before anything else answers (cross-site.ts). Undefined: any `Host`.
    */
   allowedHosts?: readonly string[];
+  /**
+   * Serve TLS instead of plain text: the certificate's PEM files (a file that does not load stops
+   * the start with a ConfigError naming its setting), re-read every `reloadMs` (default 10 s) so
+   * that a renewed pair is served without a restart (certificates.ts).
+   */
+  tls?: CertificateFiles & { reloadMs?: number };
 }
 
 export interface RunningServer {
-  /** `http://host:port` */
+  /** `http://host:port`, or `https://host:port` with TLS */
   readonly url: string;
   readonly host: string;
   readonly port: number;
@@ -196,6 +206,7 @@ async function* checkedEnvelopes(
 const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 const SNIFF_BYTES = 14; // "PRI * HTTP/2.0"
 const SNIFF_TIMEOUT_MS = 30_000;
+const TLS_RELOAD_MS = 10_000;
 const READINESS_TIMEOUT_MS = 5_000;
 
 /** Services every process serves, to anyone (no credentials): health checks and server reflection. */
@@ -533,43 +544,85 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
     socket.end(`HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`);
   });
 
-  const server = net.createServer((socket) => {
+  /** A connection the h1 or h2 server is about to be given: close() drains it, then ends it. */
+  const track = (socket: net.Socket) => {
     sockets.add(socket);
     socket.once('close', () => {
       sockets.delete(socket);
     });
     socket.on('error', (err) => logger.debug({ err }, 'socket error'));
-    let seen: Buffer = Buffer.alloc(0);
-    const timer = setTimeout(() => socket.destroy(), SNIFF_TIMEOUT_MS);
-    const onData = (chunk: Buffer) => {
-      seen = seen.length === 0 ? chunk : Buffer.concat([seen, chunk]);
-      const n = Math.min(seen.length, SNIFF_BYTES);
-      const isH2Prefix = seen.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
-      if (isH2Prefix && seen.length < SNIFF_BYTES) return; // wait for more bytes
-      clearTimeout(timer);
-      socket.off('data', onData);
-      socket.pause();
-      socket.unshift(seen);
-      if (isH2Prefix) h2Sockets.add(socket);
-      (isH2Prefix ? h2 : h1).emit('connection', socket);
-      process.nextTick(() => socket.resume());
-    };
-    socket.on('data', onData);
-    socket.once('close', () => clearTimeout(timer));
-  });
+  };
+  const handOver = (socket: net.Socket, toH2: boolean) => {
+    if (toH2) h2Sockets.add(socket);
+    (toH2 ? h2 : h1).emit('connection', socket);
+  };
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
+  let server: net.Server;
+  let reloader: CertificateReloader | undefined;
+  // TCP connections of the TLS listener, handshaking or not: close() destroys what is left of them.
+  const tcpSockets = new Set<net.Socket>();
+  if (opts.tls) {
+    const files = opts.tls;
+    const pair = await readCertificatePair(files);
+    const secure = tls.createServer(
+      { ...secureContextOptions(pair), ALPNProtocols: ['h2', 'http/1.1'], handshakeTimeout: SNIFF_TIMEOUT_MS },
+      (socket) => {
+        track(socket);
+        // No ALPN (false) is an HTTP/1.1 client.
+        handOver(socket, socket.alpnProtocol === 'h2');
+      },
+    );
+    secure.on('connection', (socket: net.Socket) => {
+      tcpSockets.add(socket);
+      socket.once('close', () => tcpSockets.delete(socket));
     });
-  });
+    // A client that does not trust the certificate, or speaks plain text here: its failure, not the server's.
+    secure.on('tlsClientError', (err) => logger.debug({ err }, 'TLS handshake failed'));
+    reloader = reloadCertificates(files, pair, {
+      intervalMs: files.reloadMs ?? TLS_RELOAD_MS,
+      logger,
+      apply: (next) => secure.setSecureContext(secureContextOptions(next)),
+    });
+    server = secure;
+  } else {
+    server = net.createServer((socket) => {
+      track(socket);
+      let seen: Buffer = Buffer.alloc(0);
+      const timer = setTimeout(() => socket.destroy(), SNIFF_TIMEOUT_MS);
+      const onData = (chunk: Buffer) => {
+        seen = seen.length === 0 ? chunk : Buffer.concat([seen, chunk]);
+        const n = Math.min(seen.length, SNIFF_BYTES);
+        const isH2Prefix = seen.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
+        if (isH2Prefix && seen.length < SNIFF_BYTES) return; // wait for more bytes
+        clearTimeout(timer);
+        socket.off('data', onData);
+        socket.pause();
+        socket.unshift(seen);
+        handOver(socket, isH2Prefix);
+        process.nextTick(() => socket.resume());
+      };
+      socket.on('data', onData);
+      socket.once('close', () => clearTimeout(timer));
+    });
+  }
+
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  } catch (err) {
+    reloader?.stop();
+    throw err;
+  }
   server.on('error', (err) => logger.error({ err }, 'listener error'));
   const addr = server.address() as net.AddressInfo;
   const urlHost = addr.family === 'IPv6' || addr.address.includes(':') ? `[${addr.address}]` : addr.address;
-  const url = `http://${urlHost}:${addr.port}`;
-  logger.info({ url }, `${name} listening (gRPC, gRPC-Web, Connect, REST)`);
+  const url = `${opts.tls ? 'https' : 'http'}://${urlHost}:${addr.port}`;
+  logger.info({ url }, `${name} listening (gRPC, gRPC-Web, Connect, REST${opts.tls ? ', over TLS' : ''})`);
 
   /**
    * Ends an HTTP/1.1 connection now when no response is under way on it, else once its responses
@@ -591,6 +644,7 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
     closing ??= (async () => {
       // Calls waiting on the signal (a decision waiting for a revision) answer this, not `canceled`.
       shutdown.abort(connectErrorWithInfo('the server is shutting down; retry on another replica', Code.Unavailable, ErrorReason.UNSPECIFIED));
+      reloader?.stop();
       const listenerClosed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const s of sessions) s.close();
       for (const socket of sockets) if (!h2Sockets.has(socket)) endWhenIdle(socket);
@@ -604,6 +658,7 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
       clearTimeout(timer);
       for (const s of sessions) s.destroy();
       for (const s of sockets) s.destroy();
+      for (const s of tcpSockets) s.destroy();
       h1.close();
       h2.close();
       await listenerClosed;

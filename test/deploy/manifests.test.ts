@@ -14,10 +14,10 @@ import jsonpatch from 'fast-json-patch';
 import { Pod } from 'kubernetes-models/v1/Pod';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { CONFIG_VARIABLES } from '../../services/control-plane/config.js';
+import { CONFIG_VARIABLES, loadConfig } from '../../services/control-plane/config.js';
 import { CONTROL_PLANE_NODE_FLAGS } from '../../services/control-plane/node-flags.js';
 import { INJECTOR_VARIABLES, loadInjectorConfig } from '../../services/injector/config.js';
-import { ANNOTATIONS, INJECTED_LABEL, INJECTED_LABEL_VALUE, PROBE_PORT_NAME, SIDECAR_CONTAINER, SYSTEM_NAMESPACES, parseAnnotations, review } from '../../services/injector/inject.js';
+import { ANNOTATIONS, CA_FILE, INJECTED_LABEL, INJECTED_LABEL_VALUE, PROBE_PORT_NAME, SIDECAR_CONTAINER, SYSTEM_NAMESPACES, parseAnnotations, review } from '../../services/injector/inject.js';
 import { CLUSTER_SCOPED, kustomize, podSpecOf, type K8sObject } from './kustomize.js';
 import { validateObjects } from './schemas.js';
 
@@ -161,6 +161,18 @@ function checkHardening(pod: Json, c: Json, objects: K8sObject[]) {
   expect(script).toMatch(/^dist\/.+\.js$/);
   expect(existsSync(join(ROOT, script.replace(/^dist\//, '').replace(/\.js$/, '.ts'))), `${script} has a source`).toBe(true);
 }
+/** A Certificate's Secret mounted (readable by the pod's group only) where a process reads its pair. */
+function checkCertificateMount(pod: Json, c: Json, cert: K8sObject, certFile: string, keyFile: string) {
+  const mount = (c.volumeMounts as Json[]).find((m) => m.mountPath === dirname(certFile));
+  expect(mount, `a volume at ${dirname(certFile)}`).toBeDefined();
+  expect(mount.readOnly).toBe(true);
+  expect(dirname(keyFile)).toBe(mount.mountPath);
+  expect([basename(certFile), basename(keyFile)]).toEqual(['tls.crt', 'tls.key']);
+  const volume = (pod.spec.volumes as Json[]).find((v) => v.name === mount.name);
+  expect(volume.secret.secretName).toBe(cert.spec.secretName);
+  expect(volume.secret.defaultMode).toBe(0o440);
+  expect(pod.spec.securityContext.fsGroup).toBe(pod.spec.securityContext.runAsGroup);
+}
 function checkSelectors(objects: K8sObject[], d: K8sObject, names: { service: string; networkPolicy: string; pdb?: string }) {
   const selector: Record<string, string> = d.spec.selector.matchLabels;
   expect(Object.keys(selector).length).toBeGreaterThan(0);
@@ -202,16 +214,21 @@ function checkService(objects: K8sObject[], expected: { controlPlane: number; in
   checkHardening(cpPod, cp, objects);
   expect(cp.command).toEqual(['node', ...CONTROL_PLANE_NODE_FLAGS, 'dist/services/control-plane/main.js']);
   checkSelectors(objects, cpDeployment, { service: CP, networkPolicy: CP, pdb: CP });
-  const cpPort = resolvePort(cp, 'http');
+  const cpPort = resolvePort(cp, 'https');
   const cpService = one(objects, 'Service', CP);
   expect(cpService.spec.ports).toHaveLength(1);
   expect(resolvePort(cp, cpService.spec.ports[0].targetPort)).toBe(cpPort);
-  expect(cpService.spec.ports[0].appProtocol).toBe('kubernetes.io/h2c');
+  // TLS on the one port: probes, scrapes and meshes speak it too
+  expect(cpService.spec.ports[0].appProtocol).toBe('https');
   expect(cp.readinessProbe.httpGet.path).toBe('/readyz');
   expect(cp.livenessProbe.httpGet.path).toBe('/healthz');
   expect(cp.startupProbe.httpGet.path).toBe('/healthz');
-  for (const p of [cp.readinessProbe, cp.livenessProbe, cp.startupProbe]) expect(resolvePort(cp, p.httpGet.port)).toBe(cpPort);
+  for (const p of [cp.readinessProbe, cp.livenessProbe, cp.startupProbe]) {
+    expect(resolvePort(cp, p.httpGet.port)).toBe(cpPort);
+    expect(p.httpGet.scheme, 'the control plane\'s probes speak TLS').toBe('HTTPS');
+  }
   expect(cpPod.metadata.annotations?.['prometheus.io/scrape']).toBe('true');
+  expect(cpPod.metadata.annotations?.['prometheus.io/scheme']).toBe('https');
   expect(Number(cpPod.metadata.annotations?.['prometheus.io/port'])).toBe(cpPort);
   const cpConfig = configOf(objects, cp);
   for (const name of [...(cp.env as Json[]).map((e) => e.name), ...Object.keys(cpConfig)]) {
@@ -222,6 +239,12 @@ function checkService(objects: K8sObject[], expected: { controlPlane: number; in
   for (const name of ['DATABASE_URL', 'SERVICE_BOOTSTRAP_API_KEY']) expect(cpConfig[name], `${name} must not be in a ConfigMap`).toBeUndefined();
   const tmp = (cp.volumeMounts as Json[]).find((m) => m.mountPath === '/tmp');
   expect((cpPod.spec.volumes as Json[]).find((v) => v.name === tmp?.name)?.emptyDir, '/tmp is writable').toBeDefined();
+  // it serves TLS: cert-manager's Secret mounted where SERVICE_TLS_CERT_FILE and SERVICE_TLS_KEY_FILE point
+  const cpCert = one(objects, 'Certificate', CP);
+  const cpSettings = loadConfig(cpConfig, []);
+  expect(cpSettings.tlsCertFile, 'SERVICE_TLS_CERT_FILE: the control plane serves TLS').toBeDefined();
+  checkCertificateMount(cpPod, cp, cpCert, cpSettings.tlsCertFile!, cpSettings.tlsKeyFile!);
+  expect(cpCert.spec.usages).toContain('server auth');
 
   // who may reach the control plane: its namespace, labelled clients, and injected sidecars
   const np = one(objects, 'NetworkPolicy', CP);
@@ -254,22 +277,16 @@ function checkService(objects: K8sObject[], expected: { controlPlane: number; in
   expect(inj.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'https', scheme: 'HTTPS' });
   expect(inj.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'https', scheme: 'HTTPS' });
   expect(inj.startupProbe.httpGet).toEqual({ path: '/healthz', port: 'https', scheme: 'HTTPS' });
-  // sidecars reach the control plane through its Service
+  // sidecars reach the control plane through its Service, over TLS, by a name its certificate holds
   const cpUrl = new URL(settings.controlPlaneUrl);
+  expect(cpUrl.protocol, 'INJECTOR_CONTROL_PLANE_URL is https://').toBe('https:');
   expect(cpUrl.hostname).toBe(`${CP}.${NAMESPACE}.svc`);
   expect(Number(cpUrl.port)).toBe(cpService.spec.ports[0].port);
+  expect(cpCert.spec.dnsNames).toContain(cpUrl.hostname);
 
   // the certificate: issued by cert-manager into the Secret the injector mounts where it reads it
   const cert = one(objects, 'Certificate', INJECTOR);
-  const mount = (inj.volumeMounts as Json[]).find((m) => m.mountPath === dirname(settings.tlsCertFile));
-  expect(mount, `a volume at ${dirname(settings.tlsCertFile)}`).toBeDefined();
-  expect(dirname(settings.tlsKeyFile)).toBe(mount.mountPath);
-  expect([basename(settings.tlsCertFile), basename(settings.tlsKeyFile)]).toEqual(['tls.crt', 'tls.key']);
-  const volume = (injPod.spec.volumes as Json[]).find((v) => v.name === mount.name);
-  expect(volume.secret.secretName).toBe(cert.spec.secretName);
-  // readable by the injector's group only
-  expect(volume.secret.defaultMode).toBe(0o440);
-  expect(injPod.spec.securityContext.fsGroup).toBe(injPod.spec.securityContext.runAsGroup);
+  checkCertificateMount(injPod, inj, cert, settings.tlsCertFile, settings.tlsKeyFile);
   const injService = one(objects, 'Service', INJECTOR);
   expect(cert.spec.dnsNames).toContain(`${INJECTOR}.${NAMESPACE}.svc`);
   // a CA of its own signs the serving certificate (the caBundle survives renewals)
@@ -277,6 +294,9 @@ function checkService(objects: K8sObject[], expected: { controlPlane: number; in
   const ca = one(objects, 'Certificate', find(objects, 'Certificate').find((c) => c.spec.secretName === issuer.spec.ca?.secretName)?.metadata.name);
   expect(ca.spec.isCA).toBe(true);
   expect(one(objects, 'Issuer', ca.spec.issuerRef.name).spec.selfSigned).toEqual({});
+  // and the control plane's: the `ca.crt` of the injector's Secret is the CA the sidecars are given
+  expect(cpCert.spec.issuerRef, 'one CA signs the injector\'s and the control plane\'s certificates').toEqual(cert.spec.issuerRef);
+  expect(settings.controlPlaneCaFile, 'INJECTOR_CONTROL_PLANE_CA_FILE: sidecars get the CA').toBe(join(dirname(settings.tlsCertFile), 'ca.crt'));
 
   // the webhook: calls the injector's Service over TLS it trusts through cert-manager
   const mwc = one(objects, 'MutatingWebhookConfiguration');
@@ -307,6 +327,7 @@ describe('deploy/ YAML files', () => {
   it('finds the kustomizations', () => {
     expect(KUSTOMIZATIONS.map((k) => rel(k.dir)).sort()).toEqual([
       'deploy/base',
+      'deploy/base/ca',
       'deploy/base/control-plane',
       'deploy/base/database',
       'deploy/base/injector',
@@ -471,6 +492,34 @@ describe('overlays', () => {
   });
 });
 
+// ---- TLS between sidecars and the control plane -------------------------------------------
+
+describe('a rendering without TLS on the Watch stream fails the checks (a test of the test)', () => {
+  const configMap = (objects: K8sObject[], name: string) => find(objects, 'ConfigMap').find((c) => c.metadata.name.startsWith(`${name}-`))!;
+  const controlPlane = (objects: K8sObject[]) => workload(objects, CP, 'control-plane');
+  it.each([
+    ['the control plane without its certificate files', (o: K8sObject[]) => {
+      delete configMap(o, CP).data.SERVICE_TLS_CERT_FILE;
+      delete configMap(o, CP).data.SERVICE_TLS_KEY_FILE;
+    }],
+    ['sidecars sent to http://', (o: K8sObject[]) => {
+      configMap(o, INJECTOR).data.INJECTOR_CONTROL_PLANE_URL = 'http://authz-control-plane.authz.svc:8080';
+      delete configMap(o, INJECTOR).data.INJECTOR_CONTROL_PLANE_CA_FILE;
+    }],
+    ['sidecars given no CA', (o: K8sObject[]) => void delete configMap(o, INJECTOR).data.INJECTOR_CONTROL_PLANE_CA_FILE],
+    ['plain-text probes', (o: K8sObject[]) => void delete controlPlane(o).c.livenessProbe.httpGet.scheme],
+    ['an h2c Service', (o: K8sObject[]) => void (one(o, 'Service', CP).spec.ports[0].appProtocol = 'kubernetes.io/h2c')],
+    ['the certificate not mounted', (o: K8sObject[]) => void (controlPlane(o).c.volumeMounts = controlPlane(o).c.volumeMounts.filter((m: Json) => m.mountPath === '/tmp'))],
+    ['the certificate without the name sidecars use', (o: K8sObject[]) => void (one(o, 'Certificate', CP).spec.dnsNames = [`${CP}.${NAMESPACE}.svc.cluster.local`])],
+    ['the certificate from a CA the sidecars are not given', (o: K8sObject[]) => void (one(o, 'Certificate', CP).spec.issuerRef.name = 'authz-selfsigned')],
+  ])('%s', (_, mutate) => {
+    const objects = render('base');
+    checkService(structuredClone(objects), SERVICE_ENTRIES.base);
+    mutate(objects);
+    expect(() => checkService(objects, SERVICE_ENTRIES.base)).toThrow();
+  });
+});
+
 // ---- the example app ---------------------------------------------------------------------
 
 describe('deploy/examples/app', () => {
@@ -498,12 +547,25 @@ describe('deploy/examples/app', () => {
       kind: 'AdmissionReview',
       request: { uid: 'example', kind: { group: '', version: 'v1', kind: 'Pod' }, resource: { group: '', version: 'v1', resource: 'pods' }, operation: 'CREATE', namespace: d.metadata.namespace, object: pod },
     };
-    const answer = review(request, injectorConfig());
+    // the injector reads the CA from INJECTOR_CONTROL_PLANE_CA_FILE; any PEM stands for it here
+    const caPem = '-----BEGIN CERTIFICATE-----\nTUlJQg==\n-----END CERTIFICATE-----\n';
+    const answer = review(request, injectorConfig(), caPem);
     expect(answer.outcome).toBe('injected');
     const injected = jsonpatch.applyPatch(structuredClone(pod), JSON.parse(Buffer.from(answer.review.response!.patch!, 'base64').toString()), true).newDocument;
     new Pod(injected).validate();
     const sidecar = injected.spec.initContainers.find((c: Json) => c.name === SIDECAR_CONTAINER);
     expect(sidecar.resources.limits.memory).toBe('256Mi');
+    // it follows the control plane over TLS, verified with the CA the injector copied into the pod
+    const sidecarEnv = Object.fromEntries((sidecar.env as Json[]).map((e) => [e.name, e.value]));
+    expect(new URL(sidecarEnv.SIDECAR_CONTROL_PLANE_URL).protocol).toBe('https:');
+    expect(sidecarEnv.SIDECAR_CONTROL_PLANE_CA_FILE).toBe(CA_FILE);
+    expect(injected.metadata.annotations[ANNOTATIONS.controlPlaneCa]).toBe(caPem);
+    const caMount = (sidecar.volumeMounts as Json[]).find((m) => m.mountPath === dirname(CA_FILE));
+    expect((injected.spec.volumes as Json[]).find((v) => v.name === caMount.name).downwardAPI.items)
+      .toEqual([{ path: basename(CA_FILE), fieldRef: { fieldPath: `metadata.annotations['${ANNOTATIONS.controlPlaneCa}']` } }]);
+    // volume types the restricted Pod Security Standard allows
+    const allowed = ['configMap', 'csi', 'downwardAPI', 'emptyDir', 'ephemeral', 'persistentVolumeClaim', 'projected', 'secret'];
+    for (const v of injected.spec.volumes as Json[]) expect(Object.keys(v).filter((k) => k !== 'name').every((k) => allowed.includes(k)), v.name).toBe(true);
     // the kubelet's probes (and Prometheus) reach the sidecar's probe listener on the pod's IP by
     // its named port; decisions stay on loopback, on a port no container declares
     const env = Object.fromEntries((sidecar.env as Json[]).map((e) => [e.name, e.value]));

@@ -51,11 +51,12 @@ export function loadApiPackage(): grpc.GrpcObject {
 export type DynamicClient = grpc.Client & Record<string, (...args: unknown[]) => grpc.ClientUnaryCall>;
 
 /**
- * A plaintext grpc-js client for a fully qualified service (`authz.v1.ScopeService`) at
- * `address` (`127.0.0.1:8080` or `http://127.0.0.1:8080`). Method names are lowerCamelCase
- * and also the proto names (`GetScope`).
+ * A grpc-js client for a fully qualified service (`authz.v1.ScopeService`) at `address`
+ * (`127.0.0.1:8080` or `http://127.0.0.1:8080`): plaintext, or TLS with `credentials`
+ * (`grpc.credentials.createSsl(ca)`). Method names are lowerCamelCase and also the proto names
+ * (`GetScope`).
  */
-export function loadGrpcJsClient(serviceName: string, address: string): DynamicClient {
+export function loadGrpcJsClient(serviceName: string, address: string, credentials = grpc.credentials.createInsecure()): DynamicClient {
   let node: unknown = loadApiPackage();
   for (const part of serviceName.split('.')) {
     node = (node as Record<string, unknown> | undefined)?.[part];
@@ -63,7 +64,7 @@ export function loadGrpcJsClient(serviceName: string, address: string): DynamicC
   if (typeof node !== 'function') throw new Error(`service ${serviceName} is not defined in the .proto files`);
   const Ctor = node as grpc.ServiceClientConstructor;
   const target = address.replace(/^[a-z]+:\/\//, '');
-  return new Ctor(target, grpc.credentials.createInsecure()) as unknown as DynamicClient;
+  return new Ctor(target, credentials) as unknown as DynamicClient;
 }
 
 /** Calls a unary method and resolves with the response, initial metadata and trailers. */
