@@ -298,7 +298,7 @@ function decode(surface: Surface, desc: DescMessage, bytes: Buffer): unknown {
   if (isGrpc(surface)) payload = unaryMessage(bytes);
   if (surface === 'rest' || surface === 'connect-json' || surface === 'grpc-web-json') {
     // An empty body is the empty message in REST and Connect; an envelope holds JSON.
-    const json = parseJsonBody(payload) ?? (surface === 'grpc-web-json' ? undefined : {});
+    const json = parseJsonBody(payload, { desc }) ?? (surface === 'grpc-web-json' ? undefined : {});
     if (json === undefined) throw invalidField('', 'the request message is not valid JSON: it is empty');
     checkMessage(desc, json, '', jsonStringsStorable(payload));
     return json;

@@ -20,6 +20,7 @@ import type { ConnectError } from '@connectrpc/connect';
 import { DomainError } from '../common/errors.js';
 import { toConnectError } from './errors.js';
 import { maxItemsOf } from './guard.js';
+import { jsonValueField } from './field-paths.js';
 import { MAX_BINARY_NESTING, MAX_JSON_ENTRIES, MAX_REQUEST_VALUES, MAX_UNKNOWN_FIELDS } from './request-limits.js';
 
 export interface WireProblem {
@@ -322,7 +323,7 @@ export function binaryRequestProblem(desc: DescMessage, bytes: Uint8Array): Wire
           const len = length(frame, name);
           if (++depth > MAX_BINARY_NESTING) {
             // Named by the request field that holds the nesting (its full path would be as deep).
-            throw new Refusal({ field: rootOf(pathOf(buf, frame, name)), message: `nests deeper than ${MAX_BINARY_NESTING} messages`, limit: true });
+            throw new Refusal({ field: jsonValueField(desc, pathOf(buf, frame, name)), message: `nests deeper than ${MAX_BINARY_NESTING} messages`, limit: true });
           }
           const info = (field.innerInfo ??= field.inner!());
           let next = frames[depth];
@@ -361,10 +362,4 @@ function pathOf(buf: Buffer, frame: Frame, name: string): string {
     else path = path === '' ? s : `${path}.${s}`;
   }
   return path.length <= 160 ? path : `${path.slice(0, 100)}…${path.slice(-50)}`;
-}
-
-/** The top-level field of a path (`metadata` of `metadata.a.b`). */
-export function rootOf(path: string): string {
-  const i = path.search(/[.[]/);
-  return i === -1 ? path : path.slice(0, i);
 }

@@ -15,7 +15,7 @@ import type { JsonValue } from '@bufbuild/protobuf';
 import type { NodeServerRequest } from './node-types.js';
 import { invalidField } from './gateway/json.js';
 import { headerOf } from './headers.js';
-import { parseJsonBody } from './json-scan.js';
+import { parseJsonBody, type JsonBodyOf } from './json-scan.js';
 
 /** How much of a too-large body is read and dropped before the connection is cut. */
 export const DRAIN_LIMIT_BYTES = 64 * 1024 * 1024;
@@ -123,22 +123,14 @@ function drain(req: NodeServerRequest, already: number): void {
 }
 
 /**
- * The body parsed as JSON (undefined when empty). Throws BodyTooLarge, or `invalid_argument`
- * for a compressed or malformed body.
+ * The body parsed as JSON (undefined when empty; see parseJsonBody for `within`). Throws
+ * BodyTooLarge, or `invalid_argument` for a compressed or malformed body.
  */
-export async function readJsonBody(req: NodeServerRequest, max: number): Promise<JsonValue | undefined> {
+export async function readJsonBody(req: NodeServerRequest, max: number, within?: JsonBodyOf): Promise<JsonValue | undefined> {
   const encoding = req.headers['content-encoding'];
   if (encoding && encoding !== 'identity') {
     drain(req, 0);
     throw invalidField('', `content-encoding ${encoding} is not supported; send plain JSON`);
   }
-  return jsonOfBody(await readBody(req, max));
-}
-
-/**
- * A JSON body's value (undefined when empty); `invalid_argument` when it is not JSON, not UTF-8 or
- * past a wire limit (json-scan.ts).
- */
-export function jsonOfBody(bytes: Buffer): JsonValue | undefined {
-  return parseJsonBody(bytes);
+  return parseJsonBody(await readBody(req, max), within);
 }

@@ -35,6 +35,6 @@ export async function checkConnectGet(desc: DescMessage, url: string, maxBytes: 
     if (algorithm === undefined || algorithm === 'identity') return;
     bytes = await inflate(algorithm, Buffer.from(bytes), maxBytes);
   }
-  if (encoding === 'json') checkMessage(desc, parseJsonBody(bytes) ?? {});
+  if (encoding === 'json') checkMessage(desc, parseJsonBody(bytes, { desc }) ?? {});
   else checkBinaryRequest(desc, bytes);
 }

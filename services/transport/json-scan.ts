@@ -8,12 +8,12 @@
  * the first limit passed: a refused body costs at most the bytes before it.
  */
 import { isUtf8 } from 'node:buffer';
-import type { JsonValue } from '@bufbuild/protobuf';
+import type { DescMessage, JsonValue } from '@bufbuild/protobuf';
 import type { ConnectError } from '@connectrpc/connect';
 import { DomainError } from '../common/errors.js';
 import { toConnectError } from './errors.js';
 import { MAX_JSON_DEPTH, MAX_JSON_ENTRIES, MAX_REQUEST_VALUES } from './request-limits.js';
-import { rootOf } from './binary-scan.js';
+import { jsonValueField, rootOf } from './field-paths.js';
 
 /**
  * Bodies up to this size are parsed without the scan: they cannot hold more than MAX_JSON_ENTRIES
@@ -29,17 +29,35 @@ const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 
 /**
+ * What a JSON body is, for the fields its errors name: the request message, and the field the body
+ * fills when it is not the whole message (a REST route's `body: "items"`).
+ */
+export interface JsonBodyOf {
+  desc: DescMessage;
+  field?: string;
+}
+
+/**
  * The JSON value of a request body, undefined when it is empty (or only whitespace). Throws
  * `invalid_argument` naming the field for malformed UTF-8, a limit passed (reason LIMIT) or
  * malformed JSON.
  */
-export function parseJsonBody(bytes: Uint8Array): JsonValue | undefined {
+export function parseJsonBody(bytes: Uint8Array, within?: JsonBodyOf): JsonValue | undefined {
   const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const named = (path: string) => (within?.field ? joinPath(within.field, path) : path);
   if (!isUtf8(buf)) {
     const at = firstInvalidUtf8(buf);
-    throw fieldError(pathAt(buf, at), 'invalid', 'must be valid UTF-8 (the body holds a malformed byte sequence)');
+    throw fieldError(named(pathAt(buf, at)), 'invalid', 'must be valid UTF-8 (the body holds a malformed byte sequence)');
   }
-  if (buf.length > SCAN_ABOVE_BYTES) scanLimits(buf);
+  if (buf.length > SCAN_ABOVE_BYTES) {
+    const refusal = scanLimits(buf);
+    if (refusal !== undefined) {
+      let path = named(refusal.path);
+      // Too deep: named by the field that holds the JSON value (its full path would be as deep).
+      if (refusal.deep) path = within ? jsonValueField(within.desc, path) : rootOf(path);
+      throw fieldError(path, 'limit', refusal.message);
+    }
+  }
   const text = buf.toString('utf8');
   if (text.trim() === '') return undefined;
   try {
@@ -53,8 +71,8 @@ function fieldError(path: string, kind: 'invalid' | 'limit', message: string): C
   return toConnectError(new DomainError(kind, path ? `${path}: ${message}` : `the request body ${message}`, path || undefined));
 }
 
-/** Throws at the first limit the body passes: nesting, entries of one object or array, values in all. */
-function scanLimits(buf: Buffer): void {
+/** The first limit the body passes, if any: nesting, entries of one object or array, values in all. */
+function scanLimits(buf: Buffer): { path: string; message: string; deep: boolean } | undefined {
   const entries = new Int32Array(MAX_BODY_DEPTH + 2);
   let depth = 0;
   let values = 1;
@@ -77,8 +95,7 @@ function scanLimits(buf: Buffer): void {
         break;
       case 0x7b: // {
       case 0x5b: // [
-        // Named by the request field that holds the nesting (its full path would be as deep).
-        if (++depth > MAX_BODY_DEPTH) throw fieldError(rootOf(pathAt(buf, i)), 'limit', `nests deeper than ${MAX_BODY_DEPTH} levels`);
+        if (++depth > MAX_BODY_DEPTH) return { path: pathAt(buf, i), message: `nests deeper than ${MAX_BODY_DEPTH} levels`, deep: true };
         entries[depth] = 0;
         fresh = true;
         break;
@@ -87,11 +104,16 @@ function scanLimits(buf: Buffer): void {
         if (depth > 0) depth--;
         break;
       case 0x2c: // ,
-        if (++entries[depth] > MAX_JSON_ENTRIES) throw fieldError(pathAt(buf, i, true), 'limit', `holds more than ${MAX_JSON_ENTRIES} entries`);
-        if (++values > MAX_REQUEST_VALUES) throw fieldError('', 'limit', `holds more than ${MAX_REQUEST_VALUES} values in all`);
+        if (++entries[depth] > MAX_JSON_ENTRIES) return { path: pathAt(buf, i, true), message: `holds more than ${MAX_JSON_ENTRIES} entries`, deep: false };
+        if (++values > MAX_REQUEST_VALUES) return { path: '', message: `holds more than ${MAX_REQUEST_VALUES} values in all`, deep: false };
         break;
     }
   }
+  return undefined;
+}
+
+function joinPath(field: string, path: string): string {
+  return path === '' ? field : path.startsWith('[') ? `${field}${path}` : `${field}.${path}`;
 }
 
 /** The index of the quote that closes the string opening at `open` (the last index when none does). */

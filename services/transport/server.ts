@@ -160,7 +160,7 @@ function checkBinary(h: UniversalHandler, bytes: Uint8Array): void {
 
 /** Throws `invalid_argument` naming the field when a JSON message is malformed or does not fit its descriptor. */
 function checkJson(h: UniversalHandler, bytes: Uint8Array): void {
-  const json = parseJsonBody(bytes);
+  const json = parseJsonBody(bytes, { desc: h.method.input });
   if (json === undefined) throw invalidField('', 'the request message is not valid JSON: it is empty');
   checkMessage(h.method.input, json);
 }
@@ -402,7 +402,7 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
     try {
       let uReq: UniversalServerRequest;
       if (encoding === 'identity' && codec === 'json') {
-        const body = (await readJsonBody(req, maxBodyBytes)) ?? {};
+        const body = (await readJsonBody(req, maxBodyBytes, { desc: h.method.input })) ?? {};
         checkMessage(h.method.input, body);
         uReq = universalRequestFromNodeRequest(req, res, body, undefined);
       } else {
@@ -410,7 +410,7 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
         // A compressed body is inflated here and passed on plain (connect-node is told it is).
         if (encoding !== 'identity') bytes = await inflate(encoding, bytes, maxBodyBytes);
         if (codec === 'json') {
-          const body = parseJsonBody(bytes) ?? {};
+          const body = parseJsonBody(bytes, { desc: h.method.input }) ?? {};
           checkMessage(h.method.input, body);
           uReq = universalRequestFromNodeRequest(req, res, body, undefined);
         } else {

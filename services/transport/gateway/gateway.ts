@@ -112,7 +112,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     try {
       if (check?.ok === false) dropBody(req);
       else {
-        const body = route.body.kind === 'none' ? undefined : await readJsonBody(req, maxBodyBytes);
+        const body = route.body.kind === 'none' ? undefined : await readJsonBody(req, maxBodyBytes, { desc: route.method.input, field: route.body.kind === 'field' ? route.body.field.jsonName : undefined });
         message = buildRequest(route, params, query, body);
       }
     } catch (err) {
