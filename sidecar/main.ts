@@ -1,7 +1,7 @@
 import { runEntryPoint } from '../services/common/entrypoint.js';
 import { canonicalHost, isLoopbackHost } from '../services/common/hosts.js';
 import { createLogger } from '../services/transport/observability.js';
-import { loadSidecarConfig, redactSidecarConfig } from './config.js';
+import { loadSidecarConfig, redactSidecarConfig, SIDECAR_VARIABLES } from './config.js';
 import { startSidecar } from './app.js';
 
 /** `npm run sidecar`: a policy-decision sidecar. Settings come from the environment or `--flags`. */
@@ -10,6 +10,11 @@ runEntryPoint({
   load: () => loadSidecarConfig(),
   logger: (config) => createLogger({ logLevel: config.logLevel, name: 'sidecar' }),
   printable: redactSidecarConfig,
+  help: {
+    summary: 'The authz policy-decision sidecar: follows one tenant\'s Watch stream and answers decisions on loopback over gRPC, Connect and REST.',
+    usage: 'npm run sidecar -- [--flag value | --flag=value]...   (or node dist/sidecar/main.js …)',
+    settings: SIDECAR_VARIABLES,
+  },
   start: (config, logger) => {
     const host = canonicalHost(config.host);
     if (host === undefined || !isLoopbackHost(host)) {

@@ -3,7 +3,15 @@
  * its index is, how fresh, and what the stream did.
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { Follower } from './follower.js';
+
+/** What the metrics read of the stream's follower at scrape time. */
+export interface FollowerState {
+  readonly revision: number;
+  readonly upstreamRevision: number;
+  /** Epoch ms of the last message taken from the control plane; 0 before the first. */
+  readonly lastMessageAt: number;
+  fresh(): boolean;
+}
 
 export interface SidecarMetrics {
   revision: Gauge;
@@ -15,7 +23,7 @@ export interface SidecarMetrics {
 }
 
 /** Registers the sidecar's metrics; `follower()` is read at scrape time for what is derived. */
-export function sidecarMetrics(registry: Registry, follower: () => Follower | undefined): SidecarMetrics {
+export function sidecarMetrics(registry: Registry, follower: () => FollowerState | undefined): SidecarMetrics {
   new Gauge({
     name: 'authz_sidecar_lag_revisions',
     help: 'Revisions the index is behind the tenant\'s committed revision, as the control plane last said.',

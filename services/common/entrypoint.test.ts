@@ -3,6 +3,7 @@
  * SIGTERM, with a close() that resolves, one that never settles, one that blocks its thread.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
@@ -60,5 +61,32 @@ describe('runEntryPoint on SIGTERM', () => {
   it('is killed by its watchdog when close() blocks the main thread', async () => {
     const r = await terminate('block');
     expect(r).toMatchObject({ code: null, signal: 'SIGKILL' });
+  });
+});
+
+describe('--help and --version', () => {
+  const ROOT = resolve(import.meta.dirname, '..', '..');
+  const run = (entry: string, flag: string) => new Promise<{ code: number | null; out: string }>((done) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', resolve(ROOT, entry), flag], { env: { ...process.env, DATABASE_URL: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    children.push(child);
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    child.once('close', (code) => done({ code, out }));
+  });
+  const version = JSON.parse(readFileSync(resolve(ROOT, 'package.json'), 'utf8')).version as string;
+
+  it.each([
+    ['services/control-plane/main.ts', 'control plane', ['--service-port', 'SERVICE_PORT', 'default 8080', 'DATABASE_URL']],
+    ['sidecar/main.ts', 'sidecar', ['--sidecar-control-plane-url', 'SIDECAR_TENANT_ID', 'SIDECAR_ALLOWED_HOSTS']],
+    ['services/injector/main.ts', 'injector', ['--injector-port', 'INJECTOR_TLS_CERT_FILE']],
+  ])('%s prints its settings and its version, and starts nothing', async (entry, name, settings) => {
+    for (const flag of ['--help', '-h']) {
+      const help = await run(entry, flag);
+      expect(help.code).toBe(0);
+      for (const s of [...settings, 'docs/configuration.md', '--version']) expect(help.out).toContain(s);
+      expect(help.out).not.toContain('listening');
+    }
+    expect(await run(entry, '--version')).toEqual({ code: 0, out: `${name} ${version}\n` });
   });
 });

@@ -5,9 +5,12 @@
  * is bounded: a process exits within SHUTDOWN_LIMIT_MS of the signal (code 1 past it), and is
  * killed WATCHDOG_MS later if even exiting is stuck.
  */
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
-import { ConfigError } from './settings.js';
+import { ConfigError, type describeSettings } from './settings.js';
 
 /**
  * How long close() may take after SIGINT/SIGTERM before the process exits anyway, with code 1:
@@ -35,9 +38,46 @@ export interface EntryPoint<C, P extends { close(): Promise<void> }> {
   started?(running: P, config: C, logger: Logger): void;
   /** SHUTDOWN_LIMIT_MS unless given (tests). */
   shutdownLimitMs?: number;
+  /** What `--help` prints: one line saying what the process is, and its settings. */
+  help: { summary: string; usage: string; settings: ReturnType<typeof describeSettings> };
 }
 
-export function runEntryPoint<C, P extends { close(): Promise<void> }>(e: EntryPoint<C, P>): void {
+/** The product's version, from the package.json above this module (sources or `dist/`). */
+export function productVersion(): string {
+  for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
+    const file = join(dir, 'package.json');
+    if (existsSync(file)) return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
+    if (dirname(dir) === dir) return 'unknown';
+  }
+}
+
+/** `--help`: what the process is, how settings are given, and each one with its flag and default. */
+export function helpText(help: EntryPoint<unknown, { close(): Promise<void> }>['help']): string {
+  const rows = help.settings.map((s) => [s.flag, s.variable, s.default === undefined ? '' : `default ${Array.isArray(s.default) ? s.default.join(',') : String(s.default)}`]);
+  const width = (i: number) => Math.max(...rows.map((r) => r[i].length));
+  const lines = rows.map((r) => `  ${r[0].padEnd(width(0))}  ${r[1].padEnd(width(1))}  ${r[2]}`.trimEnd());
+  return `${help.summary}
+
+Usage: ${help.usage}
+
+Every setting is an environment variable with a flag twin; a flag wins over its variable.
+Settings (see docs/configuration.md for what each one means):
+${lines.join('\n')}
+
+  --help, -h     print this and exit
+  --version      print the version and exit
+`;
+}
+
+export function runEntryPoint<C, P extends { close(): Promise<void> }>(e: EntryPoint<C, P>, argv: readonly string[] = process.argv.slice(2)): void {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(helpText(e.help));
+    return;
+  }
+  if (argv.includes('--version')) {
+    process.stdout.write(`${e.name} ${productVersion()}\n`);
+    return;
+  }
   const configError = (err: unknown) => {
     if (!(err instanceof ConfigError)) throw err;
     process.stderr.write(`configuration error: ${err.message}\n`);

@@ -1,6 +1,6 @@
 import { runEntryPoint } from '../common/entrypoint.js';
 import { createLogger } from '../transport/observability.js';
-import { loadConfig, redactConfig } from './config.js';
+import { CONFIG_VARIABLES, loadConfig, redactConfig } from './config.js';
 import { startControlPlane } from './app.js';
 import { CONTROL_PLANE_NODE_FLAGS, missingNodeFlags } from './node-flags.js';
 
@@ -11,6 +11,11 @@ runEntryPoint({
   logger: (config) => createLogger({ logLevel: config.logLevel, name: 'control-plane' }),
   printable: redactConfig,
   start: (config, logger) => startControlPlane(config, logger),
+  help: {
+    summary: 'The authz control plane: the management API and decisions over gRPC, Connect and REST on one port, and the Watch stream its sidecars follow.',
+    usage: 'npm start -- [--flag value | --flag=value]...   (or node --no-memory-reducer dist/services/control-plane/main.js …)',
+    settings: CONFIG_VARIABLES,
+  },
   started(cp, _config, logger) {
     if (cp.generatedBootstrapKey) {
       process.stderr.write(

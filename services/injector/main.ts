@@ -1,6 +1,6 @@
 import { runEntryPoint } from '../common/entrypoint.js';
 import { createLogger } from '../transport/observability.js';
-import { loadInjectorConfig } from './config.js';
+import { INJECTOR_VARIABLES, loadInjectorConfig } from './config.js';
 import { startInjector } from './server.js';
 
 /** `node dist/services/injector/main.js`: the sidecar injection webhook. Settings come from the environment or `--flags`. */
@@ -10,4 +10,9 @@ runEntryPoint({
   logger: (config) => createLogger({ logLevel: config.logLevel, name: 'injector' }),
   printable: (config) => config,
   start: startInjector,
+  help: {
+    summary: 'The sidecar-injection webhook: adds a policy-decision sidecar to the pods it admits (Kubernetes AdmissionReview over HTTPS).',
+    usage: 'node dist/services/injector/main.js [--flag value | --flag=value]...',
+    settings: INJECTOR_VARIABLES,
+  },
 });

@@ -14,6 +14,7 @@ runEntryPoint({
   logger: () => createLogger({ name: 'fixture' }),
   printable: (config) => config,
   shutdownLimitMs: Number(process.env.FIXTURE_LIMIT_MS),
+  help: { summary: 'A test fixture.', usage: 'entry-point.ts', settings: [] },
   async start(config, logger) {
     await new Promise((r) => setTimeout(r, Number(process.env.FIXTURE_START_MS ?? 0)));
     // Keeps the event loop alive, as a listener would.

@@ -1,0 +1,60 @@
+/**
+ * The import rules of architecture.md, checked by test/architecture.test.ts: no cycles, and
+ * arrows only one way (control plane → store → gen; control plane → engine → gen; sidecar →
+ * engine → gen; the sidecar never touches the store; the engine never touches the network).
+ */
+const part = (folder) => `^${folder.replace(/\//g, '\\/')}/`;
+const ENGINE = part('services/engine');
+const STORE = part('services/store');
+const CONTROL_PLANE = part('services/control-plane');
+const DECISION = part('services/decision');
+const TRANSPORT = part('services/transport');
+const COMMON = part('services/common');
+const INJECTOR = part('services/injector');
+const HEALTHCHECK = part('services/healthcheck');
+const SIDECAR = part('sidecar');
+const TESTS = '\\.test\\.ts$|^test/|/testdata/';
+
+/** `from` (production code, not its tests) may import nothing internal but `allowed`. */
+const onlyImports = (name, from, allowed, comment) => ({
+  name,
+  comment,
+  severity: 'error',
+  from: { path: from, pathNot: TESTS },
+  to: { path: '^(services|sidecar|gen|test|bench)/', pathNot: [from, ...allowed].join('|') },
+});
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      comment: 'A cycle means two modules are one: cut it (a leaf module for what both need, or an interface the lower one owns).',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'no-tests-in-production',
+      comment: 'Production code never imports test code, test helpers or benchmarks.',
+      severity: 'error',
+      from: { path: '^(services|sidecar)/', pathNot: TESTS },
+      to: { path: `${TESTS}|^bench/` },
+    },
+    onlyImports('engine-is-pure', ENGINE, [part('gen')], 'The engine sees only generated types: no I/O, no transport, no store.'),
+    onlyImports('common-is-a-leaf', COMMON, [part('gen')], 'Shared helpers import nothing of the product.'),
+    onlyImports('store-below-the-services', STORE, [COMMON, part('gen')], 'The store knows the database, common helpers and generated types only.'),
+    onlyImports('transport-below-the-services', TRANSPORT, [COMMON, part('gen')], 'The transport serves any process: it knows no engine, store or handler.'),
+    onlyImports('decision-service', DECISION, [ENGINE, TRANSPORT, COMMON, part('gen')], 'DecisionService over a DecisionSource, for both processes: no store.'),
+    onlyImports('sidecar-never-touches-the-store', SIDECAR, [ENGINE, DECISION, TRANSPORT, COMMON, part('gen')], 'The sidecar follows the Watch stream; it never reads the database or imports the control plane.'),
+    onlyImports('injector', INJECTOR, [TRANSPORT, COMMON, part('gen')], 'The webhook is its own process.'),
+    onlyImports('healthcheck', HEALTHCHECK, [TRANSPORT, COMMON], 'The health check imports downward only.'),
+    onlyImports('control-plane', CONTROL_PLANE, [STORE, ENGINE, DECISION, TRANSPORT, COMMON, part('gen')], 'The control plane sits on top.'),
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^(node_modules|dist)/' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { extensions: ['.ts', '.js'] },
+  },
+};
