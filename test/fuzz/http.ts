@@ -1,6 +1,6 @@
 /** Sending one fuzz request over REST or Connect JSON, and what came back. */
 import { gzipSync } from 'node:zlib';
-import type { HttpRequest } from './generator.js';
+import type { HttpRequest } from './requests.js';
 
 export type Surface = 'rest' | 'connect';
 

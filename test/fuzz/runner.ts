@@ -14,9 +14,10 @@ import { rng, type Rng } from '../../services/engine/testdata/generate.js';
 import type { Backend } from '../harness.js';
 import { PLATFORM_SECRET, startFuzzServer, type FuzzServer } from './control-plane.js';
 import {
-  METHODS, comboKey, itemsOf, mutate, needs, pathText, toConnect, toRest, validRequest,
-  type HttpRequest, type MethodInfo, type Mutation, type Payload, type World,
+  METHODS, comboKey, itemsOf, needs, pathText, validRequest, type MethodInfo, type Mutation, type Payload, type World,
 } from './generator.js';
+import { mutate } from './json-mutations.js';
+import { toConnect, toRest, type HttpRequest } from './requests.js';
 import { startHealthPoller, type HealthPoller, type Probe } from './healthz.js';
 import { send, trim, type Answer, type Surface } from './http.js';
 import { diffDigest, snapshot, txSnapshot, type Digest, type LogGap } from './invariants.js';
