@@ -4,7 +4,10 @@ import { Raw, getAt, isObj, serialize, setAt, type Json, type MethodInfo, type P
 export interface HttpRequest {
   method: string;
   path: string;
+  /** JSON text, or the protobuf message on binary surfaces. */
   body?: string | Uint8Array;
+  /** gRPC and gRPC-Web: the whole request body, sent as it is (a mutated envelope) instead of `body` in one. */
+  envelope?: Uint8Array;
 }
 
 /** Percent-encodes like encodeURIComponent, but a lone surrogate becomes its 3 WTF-8 bytes. */
