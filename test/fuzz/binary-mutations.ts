@@ -365,7 +365,7 @@ const APPLIES: Record<WireKind, (ctx: Ctx) => boolean> = {
   hugeMap: (c) => c.frames.some((f) => declared(f, (x) => isStructField(x) || x.fieldKind === 'map').length > 0),
   unknownFields: () => true,
   deepNesting: (c) => c.frames.some((f) => declared(f, isStructField).length > 0),
-  truncated: (c) => c.bytes.length > 1,
+  truncated: (c) => c.top.some((n) => encode([n]).length > 1),
   lengthPastEnd: (c) => c.fields.some((n) => n.wire === LEN),
   invalidUtf8: (c) => c.fields.some((n) => n.text),
   malformed: () => true,
@@ -491,8 +491,10 @@ function deepNesting(ctx: Ctx): Result {
   const { r } = ctx;
   const frame = pick(r, ctx.frames.filter((fr) => declared(fr, isStructField).length > 0));
   const f = pick(r, declared(frame, isStructField));
-  const depth = pick(r, [MAX_JSON_DEPTH + 1, 150, 5_000, 50_000]);
   const list = chance(r, 0.3);
+  // Past the JSON depth the guard checks after decoding, then past the nesting the scan allows
+  // before it (a list level is two messages, an object level three), then far past both.
+  const depth = pick(r, [MAX_JSON_DEPTH + 1, list ? 250 : 150, 5_000, 50_000]);
   // A list is a Struct holding it under "a": { "a": [[[…]]] }.
   const inner = list ? nested(depth, true) : nested(depth, false);
   const struct = list
@@ -508,9 +510,15 @@ function deepNesting(ctx: Ctx): Result {
 }
 
 function truncated(ctx: Ctx): Result {
+  // Cut inside one top-level field (a cut between two fields would leave a shorter valid message).
+  const sizes = ctx.top.map((n) => encode([n]).length);
+  const i = pick(ctx.r, sizes.map((_, k) => k).filter((k) => sizes[k] > 1));
+  const start = sizes.slice(0, i).reduce((a, b) => a + b, 0);
+  const cut = start + int(ctx.r, 1, sizes[i] - 1);
   const b = encoded(ctx);
-  const cut = int(ctx.r, 1, b.length - 1);
-  return { mutation: { kind: 'truncated', path: [], label: `cut after ${cut} of ${b.length} bytes` }, payload: { message: b.subarray(0, cut) } };
+  const node = ctx.top[i];
+  const name = node.raw ? 'a field' : node.field?.name ?? `field ${node.no}`;
+  return { mutation: { kind: 'truncated', path: [], label: `cut after ${cut} of ${b.length} bytes, inside ${name}` }, payload: { message: b.subarray(0, cut) } };
 }
 
 function lengthPastEnd(ctx: Ctx): Result {
@@ -599,6 +607,16 @@ const APPLY: Record<WireKind, (ctx: Ctx) => Result> = {
 };
 
 // --- entry points ---------------------------------------------------------------------------------
+
+/** A valid encoding of `desc` read as the mutations read it and written back (the same bytes). */
+export function rewritten(desc: DescMessage, bytes: Uint8Array): Uint8Array {
+  return encode(decode(bytes, { kind: 'message', desc }, [], undefined));
+}
+
+/** The JSON paths of the fields of a valid encoding, as the mutations name them. */
+export function fieldPaths(desc: DescMessage, bytes: Uint8Array): string[] {
+  return fieldsOf(decode(bytes, { kind: 'message', desc }, [], undefined)).map((n) => n.path.map(String).join('.'));
+}
 
 /** The valid request as protobuf bytes (`toBinary` of its proto JSON). */
 export function validBinary(m: MethodInfo, valid: JsonObj): Uint8Array {

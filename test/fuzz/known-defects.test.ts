@@ -1,0 +1,47 @@
+/**
+ * The known defects of known-defects.ts, each reproduced alone against a real control plane.
+ * Written with `it.fails`: each passes while the defect is there and fails once it is fixed;
+ * then its entry in known-defects.ts and the `.fails` here go, and the fuzz suite fails on it
+ * again should it come back.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_BODY_BYTES } from '../../services/transport/request-limits.js';
+import { startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../harness.js';
+import type { ControlPlane } from '../../services/control-plane/app.js';
+import { closeSessions, envelope, http1 } from './http.js';
+import { KNOWN_DEFECTS } from './known-defects.js';
+
+describe('known defects, until fixed', () => {
+  let cp: ControlPlane & { url: string };
+  beforeAll(async () => {
+    cp = await startTestControlPlane('embedded');
+  });
+  afterAll(async () => {
+    closeSessions();
+    await cp?.close();
+  });
+
+  it('every known defect has its test here', () => {
+    expect(KNOWN_DEFECTS.map((d) => d.id)).toEqual(['rest-batch-nesting-unnamed', 'grpc-oversize-body-left-unread']);
+  });
+
+  it.fails('rest-batch-nesting-unnamed: a REST batch body nested too deep names its field', async () => {
+    const deep = `${'['.repeat(10_000)}${']'.repeat(10_000)}`;
+    const x = await http1(cp.url, 'POST', '/resources/batch', { 'content-type': 'application/json', 'x-api-key': TEST_BOOTSTRAP_KEY }, `[{"attributes":{"a":${deep}}}]`);
+    const body = JSON.parse(x.bytes.toString()) as { message: string; details: { field?: string }[] };
+    expect([x.status, body.message]).toEqual([400, expect.stringContaining('nests deeper than')]);
+    expect(body.details[0]?.field ?? '').toMatch(/^items/);
+  });
+
+  it.fails('grpc-oversize-body-left-unread: after a gRPC-Web body over 4 MiB, the connection still answers', async () => {
+    const message = Buffer.alloc(MAX_BODY_BYTES + 1024 * 1024);
+    message.fill(Buffer.from([0xf8, 0x7c, 0x00])); // unknown field 1999 = 0, over and over
+    const headers = { 'content-type': 'application/grpc-web+proto', 'x-grpc-web': '1', 'x-api-key': TEST_BOOTSTRAP_KEY };
+    const refused = await http1(cp.url, 'POST', '/authz.v1.SubjectService/CreateSubject', headers, envelope(message));
+    expect([refused.status, refused.error]).toEqual([200, undefined]);
+    expect(refused.bytes.toString('latin1')).toMatch(/grpc-status: ?8\r\n/);
+    // The next request on the same kept-alive connection.
+    const next = await http1(cp.url, 'GET', '/healthz', {}, undefined);
+    expect([next.status, next.error]).toEqual([200, undefined]);
+  });
+});
