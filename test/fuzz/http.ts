@@ -81,7 +81,7 @@ export function envelope(message: Uint8Array, flags = 0): Uint8Array {
  * so compressed messages meet every invariant too; a request that brings its own envelope
  * (`req.envelope`, a mutation of the frame) is sent as it is.
  */
-function wire(surface: Surface, req: HttpRequest, key: string | undefined): { headers: Record<string, string>; body?: Uint8Array | string } {
+export function wireOf(surface: Surface, req: HttpRequest, key: string | undefined): { headers: Record<string, string>; body?: Uint8Array | string } {
   const headers: Record<string, string> = {};
   if (key) headers['x-api-key'] = key;
   const odd = req.body !== undefined && Buffer.byteLength(req.body) % 2 === 1;
@@ -183,7 +183,7 @@ export function http1(base: string, method: string, path: string, headers: Recor
 }
 
 async function sendHttp1(base: string, surface: Surface, req: HttpRequest, key: string | undefined, opts: SendOptions, start: number, timeoutMs: number): Promise<Answer> {
-  const { headers, body } = wire(surface, req, key);
+  const { headers, body } = wireOf(surface, req, key);
   const x = await http1(base, surface === 'rest' ? req.method : 'POST', req.path, headers, body, timeoutMs);
   const answer = answerOf(surface, x, opts, start);
   if (x.error) answer.networkError = x.error;
@@ -310,7 +310,7 @@ export function closeSessions(): void {
 }
 
 function sendGrpc(base: string, req: HttpRequest, key: string | undefined, opts: SendOptions, start: number, timeoutMs: number): Promise<Answer> {
-  const { headers, body } = wire('grpc', req, key);
+  const { headers, body } = wireOf('grpc', req, key);
   return new Promise((resolve) => {
     const session = sessionTo(base);
     const stream = session.request({ ':method': 'POST', ':path': req.path, ...headers });

@@ -9,7 +9,7 @@ import { Buffer } from 'node:buffer';
 import type { FuzzChild } from './child.js';
 import { settledCpu, cpuMsBetween } from './cpu.js';
 import { comboKey, itemsOf, pathText, type MethodInfo, type Mutation, type Payload } from './generator.js';
-import { http1, send, trim, type Answer, type Surface } from './http.js';
+import { http1, send, trim, wireOf, type Answer, type Surface } from './http.js';
 import { diffDigest, snapshot, txSnapshot, type LogGap } from './invariants.js';
 import { knownDefect } from './known-defects.js';
 import type { HttpRequest } from './requests.js';
@@ -95,7 +95,7 @@ export function record(s: State, f: FailureInput): void {
   const outcome = f.detailClass ?? (f.answer ? `${f.answer.status} ${f.answer.code ?? ''} ${normalize(f.answer.message)}` : '');
   const classKey = [f.invariant, f.target ?? '-', method, f.surface ?? '-', f.mutation?.kind ?? 'valid', outcome].join(' | ');
   const since = f.since ?? f.answer?.start ?? Date.now() - 1000;
-  const body = f.req?.envelope ?? f.req?.body;
+  const wire = f.req && f.surface ? wireOf(f.surface, f.req, f.key && f.key !== 'none' ? `<${f.key} key>` : undefined) : undefined;
   const failure: Omit<Failure, 'known'> = {
     invariant: f.invariant,
     seed: s.opts.seed,
@@ -109,7 +109,10 @@ export function record(s: State, f: FailureInput): void {
     field: f.mutation ? pathText(f.mutation.path) : '-',
     what: f.what,
     request: requestText(f.req),
-    requestBase64: body !== undefined && Buffer.byteLength(body) <= 1 << 20 ? Buffer.from(body).toString('base64') : undefined,
+    wire: wire && f.req && {
+      method: f.surface === 'rest' ? f.req.method : 'POST', path: f.req.path, headers: wire.headers,
+      bodyBase64: wire.body !== undefined && Buffer.byteLength(wire.body) <= 1 << 20 ? Buffer.from(wire.body).toString('base64') : undefined,
+    },
     answer: answerText(f.answer),
     logs: [], // filled in at the end of the run, when every line has arrived
     logWindow: [since, f.answer?.end ?? Date.now()],

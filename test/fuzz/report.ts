@@ -11,9 +11,11 @@ export const TARGET_CPU_MS = 20;
 
 /** The share of valid requests that must succeed, per RPC and surface, RPC, and surface. */
 export const COVERAGE_FLOOR = 0.9;
-/** Valid requests an RPC (on one surface, or on all) needs before its share is judged: fewer say little. */
-export const MIN_METHOD_SAMPLES = 5;
-/** The same for a surface over every RPC. */
+/** Valid requests an RPC on one surface needs before its share is judged: fewer say little. */
+export const MIN_PAIR_SAMPLES = 5;
+/** An RPC over all surfaces: valid requests all succeed (every run so far), so three tell. */
+export const MIN_METHOD_SAMPLES = 3;
+/** A surface over every RPC. */
 export const MIN_SURFACE_SAMPLES = 10;
 
 /**
@@ -40,7 +42,7 @@ export function coverageShortfalls(byMethod: RunResult['byMethod']): string[] {
         if (!c) continue;
         all = add(all, c);
         bySurface[surface] = add(bySurface[surface] ?? { sent: 0, ok: 0 }, c);
-        if (c.sent >= MIN_METHOD_SAMPLES && share(c) < COVERAGE_FLOOR) out.push(`${target} ${short(name)} over ${surface}: ${c.ok}/${c.sent} valid requests succeeded (${pct(c)})`);
+        if (c.sent >= MIN_PAIR_SAMPLES && share(c) < COVERAGE_FLOOR) out.push(`${target} ${short(name)} over ${surface}: ${c.ok}/${c.sent} valid requests succeeded (${pct(c)})`);
       }
       if (all.sent >= MIN_METHOD_SAMPLES && share(all) < COVERAGE_FLOOR) out.push(`${target} ${short(name)}: ${all.ok}/${all.sent} valid requests succeeded (${pct(all)}) over all surfaces`);
     }
@@ -145,7 +147,7 @@ export function formatResult(res: RunResult): string {
   for (const f of res.known) known.set(f.known!, (known.get(f.known!) ?? 0) + 1);
   return [
     `fuzz ${res.backend}, seed ${res.seed}: sequence ${res.sequence}, ${res.cases} cases in ${Math.round((res.elapsedMs - res.setupMs) / 1000)} s (+${Math.round(res.setupMs / 1000)} s setup)`,
-    `  valid requests: ${res.valid.ok}/${res.valid.sent} succeeded (${pct(res.valid)}); floor ${COVERAGE_FLOOR * 100}% per RPC and surface (judged from ${MIN_METHOD_SAMPLES} requests, a surface from ${MIN_SURFACE_SAMPLES})`,
+    `  valid requests: ${res.valid.ok}/${res.valid.sent} succeeded (${pct(res.valid)}); floor ${COVERAGE_FLOOR * 100}% per RPC and surface (judged from ${MIN_PAIR_SAMPLES} requests), per RPC (from ${MIN_METHOD_SAMPLES}) and per surface (from ${MIN_SURFACE_SAMPLES})`,
     ...coverageTable(res.byMethod),
     `  time: requests ${Math.round(res.timing.requests / 1000)} s, measuring ${Math.round(res.timing.measuring / 1000)} s, invariant checks ${Math.round(res.timing.checks / 1000)} s, spares ${Math.round(res.timing.spares / 1000)} s, replays ${Math.round(res.timing.replays / 1000)} s`,
     costLine('control plane', res.costs['control-plane'], res),

@@ -56,8 +56,8 @@ export interface Failure {
   field: string;
   what: string;
   request: string;
-  /** The request body whole, base64 (up to 1 MiB), for the report file. */
-  requestBase64?: string;
+  /** The request as sent (headers, the key as `<platform key>` …, and the body in base64 up to 1 MiB), for the report file. */
+  wire?: { method: string; path: string; headers: Record<string, string>; bodyBase64?: string };
   answer: string;
   logs: string[];
   /** When the server wrote the log lines of this failure (ms since epoch). */
