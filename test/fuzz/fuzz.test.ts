@@ -19,6 +19,7 @@
  *   FUZZ_TARGET=control-plane|sidecar, FUZZ_BACKEND=postgres|embedded
  *   FUZZ_CPU_BOUND_MS, FUZZ_STALL_MS  the cost bounds (default 100 ms each)
  *   FUZZ_KNOWN_DEFECTS=fail  fail on the known defects (known-defects.ts) too
+ *   FUZZ_TRACE=1         print every case, its answer and what it cost
  *   FUZZ_REPORT_DIR=<dir> write each run's result as JSON there
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -55,6 +56,7 @@ describe.each(backends)('fuzz on %s', (backend) => {
         ...(env.FUZZ_CPU_BOUND_MS ? { cpuMs: Number(env.FUZZ_CPU_BOUND_MS) } : {}),
         ...(env.FUZZ_STALL_MS ? { stallMs: Number(env.FUZZ_STALL_MS) } : {}),
       },
+      trace: env.FUZZ_TRACE === '1',
       log: (line) => process.stdout.write(`${line}\n`),
     });
     process.stdout.write(`${formatResult(res)}\n`);

@@ -331,6 +331,9 @@ function sendGrpc(base: string, req: HttpRequest, key: string | undefined, opts:
       const end = Date.now();
       if (httpStatus === 0) {
         resolve({ status: 0, httpStatus: 0, text: '', fields: [], start, end, networkError: `the stream closed without an answer (RST_STREAM ${stream.rstCode})` });
+        // A client reconnects after a broken call: the next case starts on a new session.
+        sessions.delete(base);
+        session.close();
         return;
       }
       resolve(grpcAnswer(httpStatus, status, Buffer.concat(chunks), opts, start, end));

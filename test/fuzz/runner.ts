@@ -134,6 +134,7 @@ export async function runFuzz(opts: RunOptions): Promise<RunResult> {
       state.recent.push(c);
       if (state.recent.length > 64) state.recent.shift();
       count(byMethod, valid, outcomes, c);
+      if (opts.trace) log(`case ${index} ${target} ${m.name} ${surface} ${key} ${mutation ? `${mutation.kind}: ${mutation.label}` : 'valid'} (${(req.envelope ?? req.body)?.length ?? 0} bytes) → ${answer.networkError ?? `${answer.status} ${answer.code ?? ''}`} cpu ${got.cpu?.totalMs.toFixed(1) ?? '-'} ms stall ${(got.ownLoopMs ?? got.loopMs).toFixed(1)} ms`);
 
       const t2 = Date.now();
       await checkCase(state, c, payload);

@@ -39,6 +39,8 @@ export interface RunOptions {
   /** Only these mutation kinds, plus `valid` if listed (`FUZZ_MUTATION`). */
   mutations?: string[];
   bounds?: Partial<Bounds>;
+  /** Log every case, its answer and its cost (`FUZZ_TRACE`). */
+  trace?: boolean;
   log?: (line: string) => void;
 }
 
