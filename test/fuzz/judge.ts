@@ -47,11 +47,13 @@ export interface Measured {
  * process after (work left behind counts), and the longest event-loop delay meanwhile.
  */
 export async function measured(child: FuzzChild, go: () => Promise<Answer>): Promise<Measured> {
-  await child.loopDelay(); // a fresh window
+  // A process that is gone answers nothing: the checks of the case report it.
+  const gone = { maxMs: 0, ownMs: undefined };
+  await child.loopDelay().catch(() => gone); // a fresh window
   const before = await settledCpu(child.pid);
   const answer = await go();
   const after = await settledCpu(child.pid);
-  const loop = await child.loopDelay();
+  const loop = await child.loopDelay().catch(() => gone);
   return { answer, cpu: cpuMsBetween(before, after), loopMs: loop.maxMs, ownLoopMs: loop.ownMs };
 }
 

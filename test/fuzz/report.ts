@@ -6,7 +6,7 @@ import { SURFACES, type Surface } from './http.js';
 import { KNOWN_DEFECTS } from './known-defects.js';
 import type { Coverage, CostSummary, Failure, MethodStats, RunResult, Target } from './types.js';
 
-/** The target for the CPU of a refused request (ms); the bound the suite enforces has a margin (runner.ts). */
+/** The target for the CPU of a refused request (ms); the bound the suite enforces has a margin (runner.ts). */
 export const TARGET_CPU_MS = 20;
 
 /** The share of valid requests that must succeed, per RPC and surface, RPC, and surface. */
@@ -91,7 +91,7 @@ function costLine(name: string, c: CostSummary, res: RunResult): string {
   ].join('');
 }
 
-/** Mutation kinds whose refusals took more than the target at their slowest: median / max CPU ms. */
+/** Mutation kinds whose refusals took more than the target at their slowest: median / max CPU ms. */
 function refusalsOverTarget(c: CostSummary): string {
   const over = Object.entries(c.refusedByKind).filter(([, k]) => k.maxMs > TARGET_CPU_MS).sort((a, b) => b[1].maxMs - a[1].maxMs);
   if (over.length === 0) return '';

@@ -30,9 +30,9 @@ import { buildWorld, call, ensureSpare } from './world.js';
 export type { RunOptions, RunResult } from './types.js';
 
 /**
- * The issue's target is 20 ms of CPU per refused request; the bound has the margin a busy
- * 2-core machine needs not to flake (refusals of the hostile shapes cost seconds before the wire
- * was bounded, so it still catches a regression). A stall is the loop held 100 ms.
+ * The target is 20 ms of CPU per refused request (report.ts TARGET_CPU_MS); the bound has the
+ * margin a busy 2-core machine needs not to flake, and still catches a regression: a decoder
+ * without bounds spends seconds on the hostile shapes. A stall is the loop held 100 ms.
  */
 export const DEFAULT_BOUNDS: Bounds = { cpuMs: 100, stallMs: 100, hardStallMs: 1_000 };
 
