@@ -10,12 +10,8 @@
  *   message, …), the `id` of a create as a fresh `<namespace>_<token>` or absent, enumerated
  *   strings by their spec spellings, `Struct` as a small object, timestamps in the future. A
  *   short table (`RULES`) covers what names cannot tell; each entry says why it exists.
- * - `mutate` picks one slot of the request (a field, a list element, a key inside a Struct, or
- *   the whole body) and one mutation that applies to it: wrong JSON types, extreme numbers,
- *   NUL, lone surrogates, long strings, deep nesting, huge arrays, ids of the other tenant,
- *   unknown fields, empty and malformed bodies.
- * - `toRest` / `toConnect` turn a request into HTTP: the route's verb, path, query and body,
- *   or `POST /<package.Service>/<Method>` with the proto JSON body.
+ * Mutations of a valid request are in json-mutations.ts (JSON bodies) and binary-mutations.ts
+ * (protobuf bytes); requests.ts turns a request into HTTP.
  *
  * Everything random comes from one seeded `Rng`, so a seed replays the same sequence.
  */
@@ -38,7 +34,7 @@ export type Json = null | boolean | number | string | Raw | Json[] | { [k: strin
 export type JsonObj = { [k: string]: Json };
 export type Path = (string | number)[];
 
-const isObj = (v: unknown): v is JsonObj => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Raw);
+export const isObj = (v: unknown): v is JsonObj => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Raw);
 
 /** JSON text of a value; Raw tokens are spliced in as they are. */
 export function serialize(v: Json | undefined): string {
@@ -60,7 +56,7 @@ export function serialize(v: Json | undefined): string {
 export const pathText = (p: Path): string =>
   p.length === 0 ? '(body)' : p.map((s, i) => (typeof s === 'number' ? `[${s}]` : i === 0 ? s : `.${s}`)).join('');
 
-function getAt(v: Json | undefined, p: Path): Json | undefined {
+export function getAt(v: Json | undefined, p: Path): Json | undefined {
   let cur: Json | undefined = v;
   for (const s of p) {
     if (cur === undefined || cur === null || cur instanceof Raw || typeof cur !== 'object') return undefined;
@@ -199,9 +195,9 @@ interface Ctx {
   m: MethodInfo;
 }
 
-const pick = <T>(r: Rng, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
-const chance = (r: Rng, p: number) => r() < p;
-const int = (r: Rng, lo: number, hi: number) => lo + Math.floor(r() * (hi - lo + 1));
+export const pick = <T>(r: Rng, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
+export const chance = (r: Rng, p: number) => r() < p;
+export const int = (r: Rng, lo: number, hi: number) => lo + Math.floor(r() * (hi - lo + 1));
 export const token = (r: Rng, n = 10) => Array.from({ length: n }, () => '0123456789abcdefghijklmnopqrstuvwxyz'[Math.floor(r() * 36)]).join('');
 
 /** Spec spellings of enumerated string fields, by field name (`kind` is decided per message below). */
@@ -556,15 +552,11 @@ export function needs(m: MethodInfo): { kind: KindName; count: number; fresh?: b
   return [];
 }
 
-// --- mutations ------------------------------------------------------------------------------------
-
-export type MutationKind =
-  | 'wrongType' | 'extremeNumber' | 'nul' | 'surrogate' | 'longString' | 'emptyValue' | 'deepNesting'
-  | 'hugeArray' | 'otherTenantId' | 'unknownId' | 'takenId' | 'spelling' | 'pathChars' | 'badTimestamp'
-  | 'unknownField' | 'emptyBody' | 'malformedBody';
+// --- what is sent -------------------------------------------------------------------------------
 
 export interface Mutation {
-  kind: MutationKind;
+  /** A kind of json-mutations.ts or binary-mutations.ts. */
+  kind: string;
   path: Path;
   /** What was put there, for humans: `1e309`, `10000-deep object`, … */
   label: string;
@@ -572,416 +564,17 @@ export interface Mutation {
   field?: { jsonName: string; protoName: string };
 }
 
-/** A request to send: a JSON tree (field mutations) or a whole body as bytes (body mutations). */
+/** A request to send: a JSON tree (field mutations) or a whole body as bytes (body and binary mutations). */
 export interface Payload {
   tree: Json;
-  /** Replaces the body entirely (REST and Connect), the tree still gives path and query. */
+  /** Replaces the body entirely (the tree still gives path and query): JSON text, or protobuf bytes on binary surfaces. */
   rawBody?: string | Uint8Array;
 }
 
-type SlotType = 'string' | 'int' | 'bool' | 'enum' | 'message' | 'struct' | 'structValue' | 'timestamp' | 'list';
-
-interface Slot {
-  path: Path;
-  type: SlotType;
-  field?: DescField;
-  ref?: KindName | 'target';
-  createId?: boolean;
-  spelled?: boolean;
-  /** The list holds the request's items (batch `items`, evaluate `requests`). */
-  items?: boolean;
-}
-
-const INT_TYPES = new Set([ScalarType.INT32, ScalarType.INT64, ScalarType.UINT32, ScalarType.UINT64, ScalarType.SINT32, ScalarType.SINT64, ScalarType.FIXED32, ScalarType.FIXED64, ScalarType.SFIXED32, ScalarType.SFIXED64, ScalarType.DOUBLE, ScalarType.FLOAT]);
-
-function slotsOf(m: MethodInfo, msg: DescMessage, value: Json | undefined, path: Path, out: Slot[], creates: boolean) {
-  for (const f of msg.fields) {
-    const p = [...path, f.jsonName];
-    const v = isObj(value) ? value[f.jsonName] : undefined;
-    if (f.fieldKind === 'list') {
-      out.push({ path: p, type: 'list', field: f, items: f.listKind === 'message' });
-      if (Array.isArray(v) && v.length > 0) {
-        const i = v.length - 1;
-        if (f.listKind === 'message') slotsOf(m, f.message, v[i], [...p, i], out, creates);
-        else out.push({ path: [...p, i], type: 'string', field: f, ref: refKindOf(msg, f, m.kind) });
-      }
-    } else if (f.fieldKind === 'message') {
-      const tn = f.message.typeName;
-      if (tn === 'google.protobuf.Struct') {
-        out.push({ path: p, type: 'struct', field: f });
-        if (isObj(v)) for (const k of Object.keys(v)) out.push({ path: [...p, k], type: 'structValue', field: f });
-      } else if (tn === 'google.protobuf.Timestamp') out.push({ path: p, type: 'timestamp', field: f });
-      else {
-        out.push({ path: p, type: 'message', field: f });
-        slotsOf(m, f.message, v, p, out, creates);
-      }
-    } else if (f.fieldKind === 'enum') out.push({ path: p, type: 'enum', field: f });
-    else if (f.fieldKind === 'scalar') {
-      const type: SlotType = f.scalar === ScalarType.BOOL ? 'bool' : INT_TYPES.has(f.scalar) ? 'int' : 'string';
-      out.push({
-        path: p, type, field: f,
-        ref: f.jsonName === 'id' ? (creates ? undefined : m.kind) : refKindOf(msg, f, m.kind),
-        createId: f.jsonName === 'id' && creates,
-        spelled: f.jsonName in SPELLINGS,
-      });
-    }
-  }
-}
-
-/** The issue's extreme numbers, drawn more often than the rest. */
-const CORE_NUMBERS = ['1e309', '-1e309', '-0', '9007199254740993', '-2147483649', '"NaN"'];
-const EXTREME_NUMBERS = ['1e309', '-1e309', '-0', '9007199254740993', '-2147483649', '2147483648', '4294967296', '18446744073709551616', '-9223372036854775809', '1e-400', '0.5', '-1', '"NaN"', '"Infinity"', '"-Infinity"', '"1e309"', '"0x10"', '" 12"'];
-const BAD_TIMESTAMPS = ['2024-13-45T00:00:00Z', '2024-02-30T00:00:00Z', '0000-01-01T00:00:00Z', '0001-01-01T00:00:00Z', '9999-12-31T23:59:59.999999999Z', '10000-01-01T00:00:00Z', '2024-01-01', 'now', '', '1e309', '2024-01-01T00:00:00+99:00', '1970-01-01T00:00:00Z', '2024-01-01T00:00:00.0000000000000Z'];
-const DEPTHS = [10_000, 10_000, 10_000, 33, 65, 1_000];
-
-function deep(r: Rng): [Raw, string] {
-  const d = pick(r, DEPTHS);
-  return chance(r, 0.5)
-    ? [new Raw('{"a":'.repeat(d) + '1' + '}'.repeat(d)), `${d}-deep object`]
-    : [new Raw('['.repeat(d) + ']'.repeat(d)), `${d}-deep array`];
-}
-
-/** The JSON type a slot takes (what a wrong type must differ from, also when the field is absent). */
-const JSON_TYPE_OF: Record<SlotType, string> = {
-  string: 'string', int: 'number', bool: 'boolean', enum: 'string', message: 'object', struct: 'object', structValue: 'any', timestamp: 'string', list: 'array',
-};
-
-function wrongTypeFor(r: Rng, current: Json | undefined, slotType: SlotType): [Json, string] {
-  const cur = current === undefined ? JSON_TYPE_OF[slotType] : current === null ? 'null' : Array.isArray(current) ? 'array' : current instanceof Raw ? 'raw' : typeof current;
-  const options: [Json, string][] = [
-    ['x', 'string'], ['123', 'numeric string'], [123, 'number'], [1.5, 'fraction'], [true, 'true'], [false, 'false'],
-    [null, 'null'], [{}, 'empty object'], [{ a: 1 }, 'object'], [[], 'empty array'], [['x'], 'array of strings'], [[1, 2], 'array of numbers'],
-  ];
-  const typeOf = (v: Json) => (v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v);
-  const ok = options.filter(([v]) => typeOf(v) !== cur);
-  const [v, label] = pick(r, ok);
-  return [v, `${label} (${JSON.stringify(v)})`];
-}
-
-function withNul(r: Rng, s: string): [string, string] {
-  return pick(r, [
-    [`${s}\u0000`, 'value + \\u0000'],
-    [`\u0000${s}`, '\\u0000 + value'],
-    [`${s.slice(0, 1)}\u0000${s.slice(1)}`, '\\u0000 inside the value'],
-    ['\u0000', 'just \\u0000'],
-  ] as [string, string][]);
-}
-
-function withSurrogate(r: Rng, s: string): [string, string] {
-  return pick(r, [
-    ['\ud800', 'lone high surrogate \\ud800'],
-    [`${s}\ud800`, 'value + \\ud800'],
-    [`a\udc00b`, 'lone low surrogate \\udc00'],
-    ['\udfff\ud800', 'reversed pair \\udfff\\ud800'],
-  ] as [string, string][]);
-}
-
-function longString(r: Rng): [string, string] {
-  return pick(r, [
-    ['x'.repeat(257), '257 characters'],
-    ['x'.repeat(102_400), '100 KiB string'],
-    ['x'.repeat(256), '256 characters (the limit)'],
-    ['é'.repeat(257), '257 two-byte characters'],
-    ['😀'.repeat(129), '129 emoji (258 UTF-16 units)'],
-  ] as [string, string][]);
-}
-
-function otherId(r: Rng, world: World, kind: KindName, from: TenantWorld): string | undefined {
-  if (kind === 'tenant') return from.tenantId;
-  const pools = kind === 'scopeType' ? world.global : from;
-  const all = [...(pools.core[kind] ?? []), ...(pools.spare[kind] ?? [])];
-  return all.length ? pick(r, all).id : undefined;
-}
-
-/** Relative frequency of each mutation kind (among those that fit the method). */
-const WEIGHTS: Record<MutationKind, number> = {
-  wrongType: 1, extremeNumber: 1, nul: 1, surrogate: 1, longString: 1, deepNesting: 1, hugeArray: 1, otherTenantId: 1,
-  unknownField: 0.6, emptyValue: 0.6, badTimestamp: 0.6, spelling: 0.5, unknownId: 0.4, takenId: 0.4, pathChars: 0.4,
-  emptyBody: 0, malformedBody: 0,
-};
-
-/** The mutations that fit a slot. */
-function kindsFor(slot: Slot): MutationKind[] {
-  switch (slot.type) {
-    case 'string': {
-      const kinds: MutationKind[] = ['wrongType', 'nul', 'surrogate', 'longString', 'emptyValue', 'pathChars'];
-      // Scope types are global: there is no other tenant's scope type to send.
-      if (slot.ref && slot.ref !== 'scopeType') kinds.push('otherTenantId');
-      if (slot.ref && slot.ref !== 'target') kinds.push('unknownId');
-      if (slot.createId) kinds.push('takenId');
-      if (slot.spelled) kinds.push('spelling');
-      return kinds;
-    }
-    case 'int':
-      return ['wrongType', 'extremeNumber'];
-    case 'bool':
-    case 'enum':
-      return ['wrongType'];
-    case 'message':
-      return ['wrongType', 'unknownField', 'deepNesting', 'emptyValue'];
-    case 'struct':
-    case 'structValue':
-      return ['wrongType', 'deepNesting', 'extremeNumber', 'nul', 'surrogate', 'hugeArray', 'longString'];
-    case 'timestamp':
-      return ['wrongType', 'badTimestamp', 'nul', 'surrogate', 'longString'];
-    case 'list':
-      return ['wrongType', 'hugeArray', 'deepNesting', 'emptyValue'];
-  }
-}
-
-/**
- * Picks one slot of the valid request and one mutation for it. `bodyless` routes (GET,
- * DELETE on REST) cannot take body-level mutations on that surface.
- */
-export function mutate(r: Rng, world: World, m: MethodInfo, valid: JsonObj, surface: 'rest' | 'connect'): { mutation: Mutation; payload: Payload } {
-  const creates = m.op === 'create' || m.op === 'batch';
-  const slots: Slot[] = [];
-  slotsOf(m, m.method.input, valid, [], slots, creates);
-  const hasBody = surface === 'connect' || m.route.body.kind !== 'none';
-  if (chance(r, hasBody ? 0.12 : 0.04) || slots.length === 0) return bodyMutation(r, m, valid, surface);
-  // The mutation kind first (every kind that fits some slot, weighted), then a slot it fits:
-  // each kind gets its share whatever the shape of the message.
-  const byKind = new Map<MutationKind, Slot[]>();
-  for (const slot of slots) for (const k of kindsFor(slot)) byKind.set(k, [...(byKind.get(k) ?? []), slot]);
-  const kinds = [...byKind.keys()];
-  let roll = r() * kinds.reduce((n, k) => n + WEIGHTS[k], 0);
-  const kind = kinds.find((k) => (roll -= WEIGHTS[k]) < 0) ?? kinds[kinds.length - 1];
-  const slot = pick(r, byKind.get(kind)!);
-  const cur = getAt(valid, slot.path);
-  const curStr = typeof cur === 'string' ? cur : 'x';
-  let unknownKey: string | undefined;
-  let value: Json | undefined;
-  let label: string;
-  const inStruct = slot.type === 'struct';
-  switch (kind) {
-    case 'wrongType':
-      [value, label] = wrongTypeFor(r, cur, slot.type);
-      break;
-    case 'extremeNumber': {
-      const n = chance(r, 0.6) ? pick(r, CORE_NUMBERS) : pick(r, EXTREME_NUMBERS);
-      value = inStruct ? { n: new Raw(n), ok: 1 } : new Raw(n);
-      label = inStruct ? `{"n": ${n}}` : n;
-      break;
-    }
-    case 'nul': {
-      if (inStruct) {
-        const inKey = chance(r, 0.5);
-        value = inKey ? { 'k\u0000ey': 'v' } : { k: 'a\u0000b' };
-        label = inKey ? '\\u0000 in a key' : '\\u0000 in a value';
-      } else [value, label] = withNul(r, curStr);
-      break;
-    }
-    case 'surrogate': {
-      if (inStruct) {
-        const inKey = chance(r, 0.5);
-        value = inKey ? { 'k\ud800': 'v' } : { k: 'a\ud800' };
-        label = inKey ? 'lone surrogate in a key' : 'lone surrogate in a value';
-      } else [value, label] = withSurrogate(r, curStr);
-      break;
-    }
-    case 'longString': {
-      const [s, l] = longString(r);
-      value = inStruct ? { s } : s;
-      label = inStruct ? `{"s": ${l}}` : l;
-      break;
-    }
-    case 'emptyValue':
-      value = slot.type === 'list' ? [] : slot.type === 'message' ? {} : '';
-      label = JSON.stringify(value);
-      break;
-    case 'pathChars':
-      [value, label] = pick(r, [['../x', '../x'], ['a/b', 'a/b'], ['%2F', '%2F'], ['x?limit=1', 'x?limit=1'], ['#x', '#x'], [' ', 'space'], ['*', '*']] as [string, string][]);
-      break;
-    case 'spelling':
-      [value, label] = pick(r, [[curStr.toUpperCase(), 'upper case'], [` ${curStr}`, 'leading space'], [`${slot.field!.name.toUpperCase()}_${curStr.toUpperCase()}`, 'proto enum style'], ['unknown', '"unknown"']] as [string, string][]);
-      break;
-    case 'otherTenantId': {
-      const refKind = slot.ref === 'target' ? pick(r, ['resource', 'subject', 'scope'] as const) : (slot.ref as KindName);
-      value = otherId(r, world, refKind, world.B) ?? `${namespaceOf(refKind)}_nosuch`;
-      label = `a ${refKind} of the other tenant`;
-      break;
-    }
-    case 'unknownId': {
-      const ns = namespaceOf(slot.ref as KindName);
-      value = `${ns}_${token(r, 12)}`;
-      label = 'a well-formed id that does not exist';
-      break;
-    }
-    case 'takenId': {
-      const own = m.kind ? otherId(r, world, m.kind, chance(r, 0.5) ? world.A : world.B) : undefined;
-      value = own ?? `${m.kind ? namespaceOf(m.kind) : 'x'}_taken`;
-      label = 'the id of an existing entity';
-      break;
-    }
-    case 'badTimestamp':
-      value = pick(r, BAD_TIMESTAMPS);
-      label = JSON.stringify(value);
-      break;
-    case 'unknownField': {
-      const [key, v, l] = pick(r, [['bogusField', 1, '"bogusField": 1'], ['__proto__', { polluted: true }, '"__proto__": {…}'], ['constructor', { prototype: 1 }, '"constructor": {…}']] as [string, Json, string][]);
-      const base = isObj(cur) ? cur : {};
-      // Raw keeps a literal "__proto__" key (an object literal would set the prototype instead).
-      value = new Raw(`{${[...Object.keys(base).map((k) => `${JSON.stringify(k)}:${serialize(base[k])}`), `${JSON.stringify(key)}:${serialize(v)}`].join(',')}}`);
-      label = l;
-      unknownKey = key;
-      break;
-    }
-    case 'deepNesting': {
-      const [v, l] = deep(r);
-      value = slot.type === 'list' && chance(r, 0.5) ? [v] : v;
-      label = Array.isArray(value) ? `[${l}]` : l;
-      // Where a message is expected, a nested object is first of all an unknown field "a".
-      if (v.text.startsWith('{') && (slot.type === 'message' || (slot.type === 'list' && slot.items))) unknownKey = 'a';
-      break;
-    }
-    case 'hugeArray': {
-      if (slot.items) {
-        const n = chance(r, 0.7) ? 1_001 : 1_000;
-        const el = Array.isArray(cur) && cur.length ? cur[0] : {};
-        const one = isObj(el) ? Object.fromEntries(Object.entries(el).filter(([k]) => k !== 'id')) : el;
-        value = new Array(n).fill(one);
-        label = `${n} items`;
-      } else if (slot.type === 'list') {
-        const el = Array.isArray(cur) && cur.length ? cur[0] : 'x';
-        const distinct = chance(r, 0.5);
-        value = distinct ? Array.from({ length: 10_000 }, (_, i) => `${String(el)}-${i}`) : new Array(10_000).fill(el);
-        label = distinct ? '10,000 distinct elements' : '10,000 copies of an element';
-      } else {
-        const inner = chance(r, 0.5) ? new Array(10_000).fill(0) : new Array(10_000).fill({ a: 'b' });
-        value = inStruct ? { xs: inner } : inner;
-        label = inStruct ? '{"xs": [10,000 elements]}' : '[10,000 elements]';
-      }
-      break;
-    }
-    default:
-      throw new Error(`unhandled mutation ${kind}`);
-  }
-    // An unknown field is named by its own key; any other slot by its field.
-  const field = unknownKey ? { jsonName: unknownKey, protoName: unknownKey } : slot.field ? { jsonName: slot.field.jsonName, protoName: slot.field.name } : undefined;
-  return { mutation: { kind, path: slot.path, label, field }, payload: { tree: setAt(valid, slot.path, value) } };
-}
-
-/** Mutations of the body as a whole. */
-function bodyMutation(r: Rng, m: MethodInfo, valid: JsonObj, surface: 'rest' | 'connect'): { mutation: Mutation; payload: Payload } {
-  const hasBody = surface === 'connect' || m.route.body.kind !== 'none';
-  const choices: MutationKind[] = hasBody ? ['emptyBody', 'emptyBody', 'malformedBody', 'wrongType', 'deepNesting', 'unknownField'] : ['unknownField'];
-  const kind = pick(r, choices);
-  const mk = (label: string, payload: Payload) => ({ mutation: { kind, path: [] as Path, label }, payload });
-  switch (kind) {
-    case 'emptyBody': {
-      const [text, label] = pick(r, [['', 'no body'], [' \n', 'whitespace'], ['{}', '{}'], ['[]', '[]'], ['null', 'null'], ['""', '""'], ['0', '0']] as [string, string][]);
-      return mk(label, { tree: valid, rawBody: text });
-    }
-    case 'malformedBody': {
-      const text = serialize(restBodyOf(m, valid, surface));
-      const [body, label] = pick(r, [
-        [text.slice(0, Math.max(1, text.length >> 1)), 'truncated JSON'],
-        [`${text}}`, 'trailing }'],
-        [Buffer.concat([Buffer.from('{"name":"'), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('"}')]), 'invalid UTF-8'],
-        [dupKeys(text), 'a key twice, second value a number'],
-        [`\ufeff${text}`, 'byte order mark'],
-      ] as [string | Uint8Array, string][]);
-      return mk(label, { tree: valid, rawBody: body });
-    }
-    case 'wrongType': {
-      const [v, label] = pick(r, [[[], '[]'], ['x', '"x"'], [1, '1'], [true, 'true'], [[valid], '[valid request]']] as [Json, string][]);
-      return mk(`whole body ${label}`, { tree: valid, rawBody: serialize(v) });
-    }
-    case 'deepNesting': {
-      const [v, label] = deep(r);
-      return mk(`whole body ${label}`, { tree: valid, rawBody: v.text });
-    }
-    case 'unknownField':
-    default: {
-      const tree = { ...valid, bogusField: 'x' };
-      return { mutation: { kind: 'unknownField', path: ['bogusField'], label: '"bogusField": "x" at the top', field: { jsonName: 'bogusField', protoName: 'bogusField' } }, payload: { tree } };
-    }
-  }
-}
-
-function dupKeys(text: string): string {
-  const m = /^\{"([^"]+)":/.exec(text);
-  return m ? `${text.slice(0, -1)}${text.length > 2 ? ',' : ''}"${m[1]}":12345}` : `{"a":1,"a":2}`;
-}
-
-// --- HTTP ----------------------------------------------------------------------------------------
-
-export interface HttpRequest {
-  method: string;
-  path: string;
-  body?: string | Uint8Array;
-}
-
-/** Percent-encodes like encodeURIComponent, but a lone surrogate becomes its 3 WTF-8 bytes. */
-export function pctEncode(s: string): string {
-  let out = '';
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && s.charCodeAt(i + 1) >= 0xdc00 && s.charCodeAt(i + 1) <= 0xdfff) {
-      out += encodeURIComponent(s.slice(i, i + 2));
-      i++;
-    } else if (c >= 0xd800 && c <= 0xdfff) {
-      out += [0xe0 | (c >> 12), 0x80 | ((c >> 6) & 0x3f), 0x80 | (c & 0x3f)].map((b) => `%${b.toString(16).toUpperCase()}`).join('');
-    } else out += encodeURIComponent(s[i]);
-  }
-  return out;
-}
-
-const asText = (v: Json): string => (typeof v === 'string' ? v : v instanceof Raw ? v.text : serialize(v));
-
 /** What the REST body of a request is: the whole message (`*`), one field (`items`), or nothing. */
-function restBodyOf(m: MethodInfo, tree: Json, surface: 'rest' | 'connect'): Json {
+export function restBodyOf(m: MethodInfo, tree: Json, surface: 'rest' | 'connect'): Json {
   if (surface === 'connect') return tree;
   const body = m.route.body;
   if (body.kind === 'field') return isObj(tree) ? (tree[body.field.jsonName] ?? []) : tree;
   return tree;
-}
-
-export function toRest(m: MethodInfo, payload: Payload): HttpRequest {
-  let rest: Json = payload.tree;
-  const parts: string[] = [];
-  for (const seg of m.route.segments) {
-    if (seg.kind === 'literal') {
-      parts.push(seg.value);
-      continue;
-    }
-    const p = seg.fields.map((f) => f.jsonName);
-    const v = getAt(rest, p);
-    parts.push(v === undefined ? '' : pctEncode(asText(v)));
-    if (isObj(rest)) rest = setAt(rest, p, undefined);
-  }
-  let path = '/' + parts.join('/');
-  const body = m.route.body;
-  if (body.kind === 'none') {
-    const query: string[] = [];
-    const add = (prefix: string, v: Json | undefined) => {
-      if (v === undefined) return;
-      if (isObj(v)) for (const [k, x] of Object.entries(v)) add(prefix ? `${prefix}.${k}` : k, x);
-      else if (Array.isArray(v)) for (const x of v) query.push(`${pctEncode(prefix)}=${pctEncode(asText(x))}`);
-      else query.push(`${pctEncode(prefix)}=${pctEncode(asText(v))}`);
-    };
-    if (isObj(rest)) add('', rest);
-    else if (rest !== undefined) query.push(`body=${pctEncode(asText(rest))}`);
-    if (query.length) path += `?${query.join('&')}`;
-    return { method: m.route.verb, path };
-  }
-  if (payload.rawBody !== undefined) return { method: m.route.verb, path, body: payload.rawBody };
-  if (body.kind === 'field') {
-    const inner = isObj(rest) ? rest[body.field.jsonName] : rest;
-    const others = isObj(rest) ? Object.keys(rest).filter((k) => k !== body.field.jsonName) : [];
-    if (others.length && isObj(rest)) {
-      // A field outside the body (a mutation's unknown field) goes to the query, like any other.
-      path += `?${others.map((k) => `${pctEncode(k)}=${pctEncode(asText(rest[k] ?? ''))}`).join('&')}`;
-    }
-    return { method: m.route.verb, path, body: inner === undefined ? '' : serialize(inner) };
-  }
-  return { method: m.route.verb, path, body: serialize(rest) };
-}
-
-export function toConnect(m: MethodInfo, payload: Payload): HttpRequest {
-  return {
-    method: 'POST',
-    path: `/${m.method.parent.typeName}/${m.method.name}`,
-    body: payload.rawBody ?? serialize(payload.tree),
-  };
 }

@@ -1,12 +1,13 @@
 /**
  * The control plane under fuzz, in a process of its own (started by control-plane.ts with
- * `node --import tsx`), so that the `/healthz` latency the suite measures is the server's
- * event loop alone, not the fuzzer's, and so that a crash of the server is seen as a crash.
+ * `node --import tsx`), so that its CPU time and event-loop delay (loop-monitor.ts) are the
+ * server's alone, not the fuzzer's, and so that a crash of the server is seen as a crash.
  *
  * Configuration comes from the environment like `npm start`. Over the IPC channel the parent
  * sends SQL for its invariant checks (run on the server's own database connection: the
  * embedded database is in this process and takes one connection) and asks it to close.
  */
+import './loop-monitor.js';
 import { startControlPlane } from '../../services/control-plane/app.js';
 import { loadConfig } from '../../services/control-plane/config.js';
 import { createLogger } from '../../services/transport/observability.js';

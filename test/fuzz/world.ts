@@ -9,8 +9,9 @@
 import { KINDS, type KindDef, type KindName } from '../../services/store/kinds.js';
 import type { Rng } from '../../services/engine/testdata/generate.js';
 import {
-  METHODS, comboKey, itemsOf, kindOfId, needs, toRest, validRequest, type Entity, type Json, type JsonObj, type MethodInfo, type TenantKey, type TenantWorld, type World,
+  METHODS, comboKey, itemsOf, kindOfId, needs, validRequest, type Entity, type Json, type JsonObj, type MethodInfo, type TenantKey, type TenantWorld, type World,
 } from './generator.js';
+import { toRest } from './requests.js';
 import { send, trim } from './http.js';
 import type { FuzzServer } from './control-plane.js';
 
