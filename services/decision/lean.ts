@@ -218,8 +218,7 @@ export function leanDecisions<C>(opts: LeanOptions<C>): (req: NodeServerRequest,
     });
     // The caller first, from the headers: a refused one costs no more (its body is dropped unread).
     const refuse = (e: unknown) => {
-      dropBody(req);
-      fail(e);
+      void dropBody(req).then(() => fail(e));
     };
     let caller: C | Promise<C>;
     try {

@@ -21,7 +21,7 @@ import { DomainError } from '../common/errors.js';
 import { toConnectError } from './errors.js';
 import { maxItemsOf } from './guard.js';
 import { jsonValueField } from './field-paths.js';
-import { MAX_BINARY_NESTING, MAX_JSON_ENTRIES, MAX_REQUEST_VALUES, MAX_UNKNOWN_FIELDS } from './request-limits.js';
+import { MAX_BINARY_NESTING, MAX_JSON_ENTRIES, MAX_JSON_VALUE_BYTES, MAX_JSON_VALUE_WIRE_BYTES, MAX_REQUEST_VALUES, MAX_UNKNOWN_FIELDS } from './request-limits.js';
 
 export interface WireProblem {
   /** JSON path of the field at fault; empty for the body as a whole. */
@@ -74,6 +74,15 @@ interface FieldInfo {
   max: number;
   /** A map: its entries are messages of key (1) and value (2). */
   map: boolean;
+  /** A JSON value (Struct, Value, ListValue) held by a message that is not one: its bytes are bounded. */
+  jsonRoot?: boolean;
+  /** The type name of the message it holds. */
+  innerType?: string;
+  /**
+   * Inside a JSON value: the fewest bytes of JSON each occurrence becomes (a string's own bytes
+   * added), so that their sum is a lower bound of the value's JSON (JSON_COSTS).
+   */
+  json?: number;
   /** The message it holds (messages, and map entries), and that once looked up. */
   inner?: () => MessageInfo;
   innerInfo?: MessageInfo;
@@ -102,6 +111,19 @@ function scalarWire(t: ScalarType): { wire: number; kind: FieldInfo['kind'] } {
   }
 }
 
+/**
+ * What each field of the JSON types adds, at least, to the JSON of the value it is part of: a
+ * container's closing bracket (its opening one is counted by its first entry or element, or its
+ * comma by the next), a key's quotes and colon, a string's quotes, `null`, `true`, a digit.
+ */
+const JSON_COSTS: Record<string, Record<number, number>> = {
+  'google.protobuf.Struct': { 1: 1 },
+  'google.protobuf.ListValue': { 1: 1 },
+  'google.protobuf.Value': { 1: 4, 2: 1, 3: 2, 4: 4, 5: 1, 6: 1 },
+};
+/** A JSON value's own container, when it is the root (`{}` or `[]`, one bracket counted here). */
+const ROOT_COSTS: Record<string, number> = { 'google.protobuf.Struct': 1, 'google.protobuf.ListValue': 1, 'google.protobuf.Value': 0 };
+
 const infos = new WeakMap<DescMessage, MessageInfo>();
 const entryInfos = new WeakMap<DescField, MessageInfo>();
 
@@ -123,7 +145,7 @@ function infoOf(desc: DescMessage): MessageInfo {
         break;
       case 'message': {
         const m = f.message;
-        info.set(f.number, { name, wire: LEN, kind: 'message', repeated: false, max: 1, map: false, inner: () => infoOf(m) });
+        info.set(f.number, { name, wire: LEN, kind: 'message', repeated: false, max: 1, map: false, inner: () => infoOf(m), jsonRoot: !wrapper && JSON_TYPES.has(m.typeName), innerType: m.typeName });
         break;
       }
       case 'list': {
@@ -145,6 +167,8 @@ function infoOf(desc: DescMessage): MessageInfo {
       }
     }
   }
+  const costs = JSON_COSTS[desc.typeName];
+  if (costs) for (const [no, cost] of Object.entries(costs)) info.get(Number(no))!.json = cost;
   return info;
 }
 
@@ -153,10 +177,12 @@ function entryOf(field: DescField & { fieldKind: 'map' }): MessageInfo {
   let info = entryInfos.get(field);
   if (info) return info;
   info = new Map();
-  info.set(1, { name: '', ...scalarWire(field.mapKey), repeated: false, max: 1, map: false });
+  // A Struct's key becomes `"key":` (three bytes besides its own); its value is counted by the Value.
+  const struct = field.parent.typeName === 'google.protobuf.Struct';
+  info.set(1, { name: '', ...scalarWire(field.mapKey), repeated: false, max: 1, map: false, ...(struct ? { json: 3 } : {}) });
   if (field.mapKind === 'message') {
     const m = field.message;
-    info.set(2, { name: '', wire: LEN, kind: 'message', repeated: false, max: 1, map: false, inner: () => infoOf(m) });
+    info.set(2, { name: '', wire: LEN, kind: 'message', repeated: false, max: 1, map: false, inner: () => infoOf(m), ...(struct ? { json: 0 } : {}) });
   } else {
     const value = field.mapKind === 'enum' ? { wire: VARINT, kind: 'number' as const } : scalarWire(field.scalar);
     info.set(2, { name: '', ...value, repeated: false, max: 1, map: false });
@@ -179,6 +205,14 @@ interface Frame {
   keyEnd: number;
   /** Items seen per repeated field number (made when the first is seen). */
   counts: Map<number, number> | undefined;
+  /** Inside a JSON value: its JSON bytes counted so far (a lower bound), shared by its frames. */
+  budget: JsonBudget | undefined;
+}
+
+/** The JSON value a frame is part of: the frame of its field, and the fewest bytes of JSON seen. */
+interface JsonBudget {
+  root: Frame;
+  bytes: number;
 }
 
 class Refusal extends Error {
@@ -193,7 +227,7 @@ class Refusal extends Error {
  */
 export function binaryRequestProblem(desc: DescMessage, bytes: Uint8Array): WireProblem | null {
   const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  let frame: Frame = { end: buf.length, info: infoOf(desc), parent: undefined, name: '', index: -1, entry: false, keyStart: 0, keyEnd: 0, counts: undefined };
+  let frame: Frame = { end: buf.length, info: infoOf(desc), parent: undefined, name: '', index: -1, entry: false, keyStart: 0, keyEnd: 0, counts: undefined, budget: undefined };
   // Frames are reused by depth (a message's frame is done with before its sibling's starts), so a
   // body of many small messages allocates one frame per level, not one per message.
   const frames: Frame[] = [frame];
@@ -235,6 +269,11 @@ export function binaryRequestProblem(desc: DescMessage, bytes: Uint8Array): Wire
     const len = varint32(at, name);
     if (pos + len > at.end) fail(at, name, 'is not valid protobuf wire data (a length runs past the end of its message)');
     return len;
+  };
+  /** Counts JSON bytes of a value: past MAX_JSON_VALUE_BYTES it is refused, named by its field. */
+  const spend = (budget: JsonBudget, n: number): void => {
+    budget.bytes += n;
+    if (budget.bytes > MAX_JSON_VALUE_BYTES) fail(budget.root, '', `is larger than ${MAX_JSON_VALUE_BYTES} bytes of JSON`, true);
   };
   const count = (at: Frame, no: number, field: FieldInfo, n: number): number => {
     const counts = (at.counts ??= new Map());
@@ -291,6 +330,7 @@ export function binaryRequestProblem(desc: DescMessage, bytes: Uint8Array): Wire
         continue;
       }
       const index = field.repeated ? count(frame, no, field, 1) : -1;
+      if (frame.budget !== undefined && field.json !== undefined) spend(frame.budget, field.json);
       switch (field.kind) {
         case 'number':
           if (wire === VARINT) skipVarint(frame, name, frame.end);
@@ -303,31 +343,36 @@ export function binaryRequestProblem(desc: DescMessage, bytes: Uint8Array): Wire
           const len = length(frame, name);
           const start = pos;
           pos += len;
-          if (frame.entry && no === 1) {
-            frame.keyStart = start;
-            frame.keyEnd = pos;
-          }
+          if (frame.budget !== undefined && field.json !== undefined) spend(frame.budget, len);
+          // A map key names its entry in paths once it is known to be text.
+          const key = frame.entry && no === 1;
           // Short ASCII strings (most ids and keys) are checked here; the rest natively.
           let ascii = len <= 64;
           for (let i = start; ascii && i < pos; i++) {
             const b = buf[i];
             if (b === 0 || b > 0x7f) ascii = false;
           }
-          if (ascii) break;
-          const text = buf.subarray(start, pos);
-          if (!isUtf8(text)) fail(frame, name, 'must be valid UTF-8');
-          if (text.indexOf(0) !== -1) fail(frame, name, 'must not contain a NUL character (U+0000)');
+          if (!ascii) {
+            const text = buf.subarray(start, pos);
+            if (!isUtf8(text)) fail(frame, name, 'must be valid UTF-8');
+            if (text.indexOf(0) !== -1) fail(frame, name, 'must not contain a NUL character (U+0000)');
+          }
+          if (key) {
+            frame.keyStart = start;
+            frame.keyEnd = pos;
+          }
           break;
         }
         case 'message': {
           const len = length(frame, name);
+          if (field.jsonRoot && len > MAX_JSON_VALUE_WIRE_BYTES) fail(frame, name, `is larger than ${MAX_JSON_VALUE_BYTES} bytes of JSON (${len} bytes of protobuf)`, true);
           if (++depth > MAX_BINARY_NESTING) {
             // Named by the request field that holds the nesting (its full path would be as deep).
             throw new Refusal({ field: jsonValueField(desc, pathOf(buf, frame, name)), message: `nests deeper than ${MAX_BINARY_NESTING} messages`, limit: true });
           }
           const info = (field.innerInfo ??= field.inner!());
           let next = frames[depth];
-          if (next === undefined) frames[depth] = next = { end: 0, info, parent: frame, name, index, entry: false, keyStart: 0, keyEnd: 0, counts: undefined };
+          if (next === undefined) frames[depth] = next = { end: 0, info, parent: frame, name, index, entry: false, keyStart: 0, keyEnd: 0, counts: undefined, budget: undefined };
           next.end = pos + len;
           next.info = info;
           next.name = name;
@@ -335,6 +380,7 @@ export function binaryRequestProblem(desc: DescMessage, bytes: Uint8Array): Wire
           next.entry = field.map;
           next.keyStart = next.keyEnd = 0;
           next.counts?.clear();
+          next.budget = field.jsonRoot ? { root: next, bytes: ROOT_COSTS[field.innerType!] ?? 0 } : frame.budget;
           frame = next;
           break;
         }
@@ -351,7 +397,9 @@ function pathOf(buf: Buffer, frame: Frame, name: string): string {
   // Segments from the innermost out: names are joined with dots, indexes appended.
   const segments: string[] = name === '' ? [] : [name];
   for (let f: Frame | undefined = frame; f?.parent !== undefined; f = f.parent) {
-    if (f.entry) segments.push(f.keyEnd > f.keyStart ? buf.toString('utf8', f.keyStart, f.keyEnd) : '');
+    if (f.entry) {
+      if (f.keyEnd > f.keyStart) segments.push(buf.toString('utf8', f.keyStart, f.keyEnd));
+    }
     else if (f.index >= 0) segments.push(`[${f.index}]`);
     if (f.name !== '') segments.push(f.name);
   }

@@ -49,7 +49,7 @@ export function readBodyThen(req: NodeServerRequest, max: number, done: (err: Er
     settled = true;
     req.off('data', onData);
     drain(req, size);
-    done(new BodyTooLarge(max));
+    void answerable(req).then(() => done(new BodyTooLarge(max)));
   };
   const onData = (chunk: Buffer | string) => {
     if (settled) return;
@@ -73,7 +73,7 @@ export function readBodyThen(req: NodeServerRequest, max: number, done: (err: Er
   if (Number.isFinite(declared) && declared > max) {
     settled = true;
     drain(req, size);
-    done(new BodyTooLarge(max));
+    void answerable(req).then(() => done(new BodyTooLarge(max)));
     return;
   }
   req.on('data', onData);
@@ -83,10 +83,24 @@ export function readBodyThen(req: NodeServerRequest, max: number, done: (err: Er
 
 /**
  * Reads and drops the body of a request answered without it (a caller refused from its headers);
- * past DRAIN_LIMIT_BYTES the connection is cut.
+ * past DRAIN_LIMIT_BYTES the connection is cut. Resolves when the answer may be sent: at once on
+ * HTTP/1.1 (the connection closes lingering, see lingerOnClose), once the body has been read on
+ * HTTP/2, where an answer that ends the stream first leaves the client's stream half open, still
+ * sending, and a client that queues whole bodies then runs out of session memory.
  */
-export function dropBody(req: NodeServerRequest): void {
+export function dropBody(req: NodeServerRequest): Promise<void> {
   drain(req, 0);
+  return answerable(req);
+}
+
+/** When a request whose body is being drained may be answered (see dropBody). */
+function answerable(req: NodeServerRequest): Promise<void> {
+  if (!('stream' in req) || req.complete) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    req.once('end', resolve);
+    req.once('close', resolve);
+    req.once('error', resolve);
+  });
 }
 
 /** How long a closing HTTP/1.1 connection keeps reading what the client still sends after the answer. */

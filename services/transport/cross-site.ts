@@ -116,9 +116,10 @@ export function refuseCrossSiteBody(req: NodeServerRequest, res: NodeServerRespo
  */
 function refuse(req: NodeServerRequest, res: NodeServerResponse, ce: ConnectError, status?: number): void {
   if (grpcFlavour(req) !== undefined) return sendRpcError(req, res, ce);
-  dropBody(req);
-  const url = req.url ?? '/';
-  const q = url.indexOf('?');
-  if (RPC_PATH.test(q === -1 ? url : url.slice(0, q))) return sendConnectError(res, ce, status);
-  sendError(res, ce, status);
+  void dropBody(req).then(() => {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    if (RPC_PATH.test(q === -1 ? url : url.slice(0, q))) return sendConnectError(res, ce, status);
+    sendError(res, ce, status);
+  });
 }

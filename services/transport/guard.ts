@@ -19,7 +19,7 @@ import { getOption, hasOption, type DescField, type DescMessage, type JsonValue 
 import type { Interceptor } from '@connectrpc/connect';
 import { invalid, limitExceeded } from '../common/errors.js';
 import { max_items } from '../../gen/authz/v1/options_pb.js';
-import { DEFAULT_MAX_ITEMS, MAX_JSON_DEPTH, MAX_JSON_ENTRIES } from './request-limits.js';
+import { DEFAULT_MAX_ITEMS, MAX_JSON_DEPTH, MAX_JSON_ENTRIES, MAX_JSON_VALUE_BYTES } from './request-limits.js';
 
 /** The range of timestamps as stored: to the millisecond, 0001-01-01T00:00:00Z .. 9999-12-31T23:59:59.999Z. */
 const MIN_MS = -62_135_596_800_000;
@@ -53,6 +53,8 @@ export function checkString(s: string, path: string): void {
  * numbers, storable keys and strings. `path` names the value in errors.
  */
 export function checkJsonValue(value: unknown, path: string): void {
+  // The size first (natively): what is over it is refused before its entries are walked.
+  if (Buffer.byteLength(JSON.stringify(value) ?? '') > MAX_JSON_VALUE_BYTES) throw limitExceeded(clipPath(path), `is larger than ${MAX_JSON_VALUE_BYTES} bytes of JSON`);
   const stack: { v: unknown; path: string; depth: number }[] = [{ v: value, path, depth: 0 }];
   while (stack.length > 0) {
     const { v, path: full, depth } = stack.pop()!;

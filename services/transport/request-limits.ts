@@ -5,13 +5,23 @@
  * the limit allows, however large the body behind it. Validation of what the fields mean comes
  * after, and tighter (16 KiB of JSON per metadata or context, 256 characters per string).
  */
-import { MAX_BATCH } from '../common/validate.js';
+import { MAX_BATCH, MAX_JSON_BYTES } from '../common/validate.js';
 
 /** Request body limit of every surface (contract §6). */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 /** Items a repeated request field may hold without a `(authz.v1.max_items)` option: the batch limit. */
 export const DEFAULT_MAX_ITEMS = MAX_BATCH;
+
+/** Bytes of JSON one JSON value of a request (metadata, attributes, a context, a condition) may take. */
+export const MAX_JSON_VALUE_BYTES = MAX_JSON_BYTES;
+
+/**
+ * Bytes of protobuf a JSON value's field may take: an element of a number list, the densest JSON
+ * (`0,`, two bytes), takes eleven in protobuf (tag, length, Value with its tag and a double), so a
+ * value past this cannot be within MAX_JSON_VALUE_BYTES.
+ */
+export const MAX_JSON_VALUE_WIRE_BYTES = 11 * MAX_JSON_VALUE_BYTES;
 
 /** Nesting levels of a JSON value: above any JSON Logic rule or match definition the engine accepts. */
 export const MAX_JSON_DEPTH = 128;

@@ -33,7 +33,7 @@ import { requestGuard } from './guard.js';
 import { connectErrorWithInfo, errorInterceptor, type ErrorClassifier } from './errors.js';
 import { createGateway, tooLargeError } from './gateway/gateway.js';
 import type { NodeServerRequest, NodeServerResponse } from './node-types.js';
-import { BodyTooLarge, dropBody, readBody, readJsonBody } from './body.js';
+import { BodyTooLarge, DRAIN_LIMIT_BYTES, dropBody, readBody, readJsonBody } from './body.js';
 import { encodingOf, inflate, inflateEnvelopes, unaryMessage, type Encoding } from './compression.js';
 import { checkMessage, invalidField } from './gateway/json.js';
 import { checkBinaryRequest } from './binary-scan.js';
@@ -182,12 +182,16 @@ async function* checkedEnvelopes(
   let size = 0;
   const it = body[Symbol.asyncIterator]();
   for (let r = await it.next(); !r.done; r = await it.next()) {
-    chunks.push(r.value);
     size += r.value.length;
-    if (size > max) {
-      onTooLarge();
-      throw tooLargeError(new BodyTooLarge(max));
-    }
+    if (size <= max) chunks.push(r.value);
+    // Over the limit the rest is read and dropped, not left: leaving the iteration destroys the
+    // request (and an HTTP/1.1 connection with it), and an HTTP/2 answer before the body is
+    // read leaves the client sending (see dropBody).
+    else if (size > DRAIN_LIMIT_BYTES) break;
+  }
+  if (size > max) {
+    onTooLarge();
+    throw tooLargeError(new BodyTooLarge(max));
   }
   let bytes: Buffer = Buffer.concat(chunks, size);
   // Compressed messages are inflated here and passed on plain, so they are checked as well.
@@ -319,7 +323,7 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
     const authenticate = opts.authenticate;
     const check = authenticate === undefined || PUBLIC_NAMES.has(h.service.typeName) ? undefined : checkCaller(authenticate, req, h.method);
     const read = (c: CallerCheck | undefined): Promise<UniversalServerRequest | undefined> => {
-      if (c?.ok === false) return Promise.resolve(refusedRequest(h, req, res, c));
+      if (c?.ok === false) return refusedRequest(h, req, res, c);
       if (req.method === 'GET') return connectGet(h, req, res, c);
       const unary = unaryConnectBody(req);
       const uReq = unary === undefined ? Promise.resolve(grpcRequest(h, req, res)) : readUnary(h, req, res, unary);
@@ -361,8 +365,8 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
    * and replaced by the empty message in the call's own encoding, the refusal in its context, so
    * that the interceptors answer it (and count and trace it) as they answer any refused call.
    */
-  const refusedRequest = (h: UniversalHandler, req: NodeServerRequest, res: NodeServerResponse, check: CallerCheck): UniversalServerRequest => {
-    dropBody(req);
+  const refusedRequest = async (h: UniversalHandler, req: NodeServerRequest, res: NodeServerResponse, check: CallerCheck): Promise<UniversalServerRequest> => {
+    await dropBody(req);
     const contextValues = createContextValues().set(callerCheckKey, check);
     const type = String(req.headers['content-type'] ?? '').toLowerCase();
     const json = /^application\/(?:json|connect\+json|grpc(?:-web)?\+json)(?:;|$)/.test(type);

@@ -9,6 +9,7 @@ import { codeToHttpStatus, errorToJsonBytes } from '@connectrpc/connect/protocol
 import { setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
 import type { ServerHttp2Stream } from 'node:http2';
 import { ErrorReason } from '../../gen/authz/v1/error_reason_pb.js';
+import { dropBody } from './body.js';
 import { connectErrorWithInfo } from './errors.js';
 import type { NodeServerRequest, NodeServerResponse } from './node-types.js';
 
@@ -58,15 +59,16 @@ export function sendRpcError(req: NodeServerRequest, res: NodeServerResponse, ce
   setTrailerStatus(new Headers(), ce).forEach((v, k) => (headers[k] = v));
   // Answer in the subtype asked for (`+proto`, `+json`); the status needs no message codec.
   headers['content-type'] = String(req.headers['content-type']).split(';')[0].trim().toLowerCase();
-  // The request body is not read: it is dropped (HTTP/1.1) or the stream is reset (HTTP/2).
-  req.resume();
-  if (flavour === 'grpc' && 'stream' in res) {
-    // res.writeHead + end would send the status in HEADERS without END_STREAM, then an empty
-    // DATA frame: gRPC clients then wait for trailers. A trailers-only answer is one frame.
-    const stream = (res as unknown as { stream: ServerHttp2Stream }).stream;
-    if (!stream.headersSent && !stream.destroyed) stream.respond({ ':status': 200, ...headers }, { endStream: true });
-    return;
-  }
-  res.writeHead(200, { ...headers, 'content-length': '0' });
-  res.end();
+  // The request body is not read: it is dropped (see dropBody for when the answer may go).
+  void dropBody(req).then(() => {
+    if (flavour === 'grpc' && 'stream' in res) {
+      // res.writeHead + end would send the status in HEADERS without END_STREAM, then an empty
+      // DATA frame: gRPC clients then wait for trailers. A trailers-only answer is one frame.
+      const stream = (res as unknown as { stream: ServerHttp2Stream }).stream;
+      if (!stream.headersSent && !stream.destroyed) stream.respond({ ':status': 200, ...headers }, { endStream: true });
+      return;
+    }
+    res.writeHead(200, { ...headers, 'content-length': '0' });
+    res.end();
+  });
 }

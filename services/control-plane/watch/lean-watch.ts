@@ -191,8 +191,7 @@ export function leanWatch(opts: LeanWatchOptions): (req: NodeServerRequest, res:
           }
         });
       }, (err: unknown) => {
-        dropBody(req);
-        end(err);
+        void dropBody(req).then(() => end(err));
       });
     return true;
 

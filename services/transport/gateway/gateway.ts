@@ -110,7 +110,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     const check = opts.checkCaller === undefined ? undefined : await opts.checkCaller(req, route.method);
     let message: JsonObject = {};
     try {
-      if (check?.ok === false) dropBody(req);
+      if (check?.ok === false) await dropBody(req);
       else {
         const body = route.body.kind === 'none' ? undefined : await readJsonBody(req, maxBodyBytes, { desc: route.method.input, field: route.body.kind === 'field' ? route.body.field.jsonName : undefined });
         message = buildRequest(route, params, query, body);
