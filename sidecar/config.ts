@@ -3,7 +3,7 @@
  * at start and validated (a bad or missing value names its variable).
  */
 import {
-  ConfigError, LOG_LEVELS, REDACTED, decimal, decisionLogTarget, describeSettings, hostNames, integer, loadSettings, nonEmpty, oneOf, origins, secret,
+  ConfigError, LOG_LEVELS, REDACTED, decimal, decisionLogTarget, describeSettings, hostNames, httpUrl, integer, loadSettings, nonEmpty, oneOf, origins, secret,
   type DecisionLogTarget, type Parser, type Setting,
 } from '../services/common/settings.js';
 import type { LogLevel } from '../services/transport/observability.js';
@@ -65,17 +65,6 @@ export interface SidecarConfig {
   readonly decisionLogBufferBytes?: number;
 }
 
-const url: Parser<string> = (raw, variable) => {
-  let u: URL;
-  try {
-    u = new URL(raw.trim());
-  } catch {
-    throw new ConfigError(variable, `must be an http:// or https:// URL, got ${JSON.stringify(raw)}`);
-  }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ConfigError(variable, `must be an http:// or https:// URL, got scheme ${u.protocol}`);
-  return u.toString().replace(/\/$/, '');
-};
-
 const tenantId: Parser<string> = (raw, variable) => {
   const v = nonEmpty(raw, variable).trim();
   if (!/^tenant_[A-Za-z0-9_-]{1,64}$/.test(v)) throw new ConfigError(variable, `must be a tenant id (tenant_…), got ${JSON.stringify(raw.slice(0, 80))}`);
@@ -83,7 +72,7 @@ const tenantId: Parser<string> = (raw, variable) => {
 };
 
 const SETTINGS = [
-  { key: 'controlPlaneUrl', variable: 'SIDECAR_CONTROL_PLANE_URL', parse: url, required: true },
+  { key: 'controlPlaneUrl', variable: 'SIDECAR_CONTROL_PLANE_URL', parse: httpUrl, required: true },
   { key: 'controlPlaneCaFile', variable: 'SIDECAR_CONTROL_PLANE_CA_FILE', parse: nonEmpty },
   { key: 'apiKey', variable: 'SIDECAR_API_KEY', parse: secret, required: true },
   { key: 'tenantId', variable: 'SIDECAR_TENANT_ID', parse: tenantId, required: true },

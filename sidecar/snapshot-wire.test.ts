@@ -11,17 +11,11 @@ import { describe, expect, it } from 'vitest';
 import { HeartbeatSchema, RevisionChangesSchema, RowBlockSchema, SnapshotChunkSchema, WatchResponseSchema, Change_Op } from '../gen/authz/v1/snapshot_service_pb.js';
 import { ENTITY_KINDS } from '../services/engine/mod.js';
 import { RAW_SNAPSHOT_SERVICE, decodeWatchResponse } from './snapshot-wire.js';
+import { mulberry32 } from '../test/seeded-random.js';
 
-/** A small seeded generator (mulberry32), so that a failure can be replayed. */
+/** A seeded generator, so that a failure can be replayed. */
 function rng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = mulberry32(seed);
   const int = (n: number) => Math.floor(next() * n);
   return { next, int, pick: <T>(xs: readonly T[]) => xs[int(xs.length)] };
 }

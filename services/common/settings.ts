@@ -105,6 +105,18 @@ export const decisionLogTarget: Parser<DecisionLogTarget> = (raw, variable) => {
   throw new ConfigError(variable, `must be 'off', 'stdout' or 'file:<path>', got ${JSON.stringify(raw)}`);
 };
 
+/** An http:// or https:// URL, without a trailing slash (the control plane's, as a sidecar reaches it). */
+export const httpUrl: Parser<string> = (raw, variable) => {
+  let u: URL;
+  try {
+    u = new URL(raw.trim());
+  } catch {
+    throw new ConfigError(variable, `must be an http:// or https:// URL, got ${JSON.stringify(raw)}`);
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ConfigError(variable, `must be an http:// or https:// URL, got scheme ${u.protocol}`);
+  return u.toString().replace(/\/$/, '');
+};
+
 /** An API-key secret: it travels in an HTTP header, so visible ASCII only. */
 export const secret: Parser<string> = (raw, variable) => {
   if (raw === '') throw new ConfigError(variable, 'must not be empty');

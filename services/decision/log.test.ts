@@ -13,22 +13,12 @@ import { ConfigError } from '../common/settings.js';
 import { loadConfig } from '../control-plane/config.js';
 import { loadSidecarConfig } from '../../sidecar/config.js';
 import { DecisionLog, traceIdOf, type DecisionLogOptions } from './log.js';
+import { mulberry32 } from '../../test/seeded-random.js';
 
 const logger = pino({ level: 'silent' });
 const dir = mkdtempSync(join(tmpdir(), 'decision-log-'));
 let n = 0;
 
-/** A deterministic uniform generator (mulberry32). */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 async function open(over: Partial<DecisionLogOptions> = {}) {
   const path = join(dir, `log-${n++}.jsonl`);
@@ -87,10 +77,10 @@ describe('DecisionLog', () => {
     expect(none.lines()).toEqual([]);
     expect(await none.counts()).toEqual({ written: 0, dropped: 0, skipped: 500 });
 
-    const some = await open({ sample: 0.3, random: seeded(42) });
+    const some = await open({ sample: 0.3, random: mulberry32(42) });
     for (let i = 0; i < 2000; i++) some.log.record({ ...request, action: `a${i}` }, allowed, 'tenant_acme', { start: performance.now(), method: 'Evaluate' });
     await some.log.close();
-    const replay = seeded(42);
+    const replay = mulberry32(42);
     const expected = Array.from({ length: 2000 }, (_, i) => i).filter(() => replay() < 0.3).map((i) => `a${i}`);
     expect(some.lines().map((l) => l.action)).toEqual(expected);
     expect(expected.length).toBeGreaterThan(540); // about 600 of 2,000

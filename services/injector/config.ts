@@ -3,7 +3,7 @@
  * start and validated (a bad or missing value names its variable). They say how to serve the
  * webhook and what every injected sidecar gets unless a pod's annotations say otherwise.
  */
-import { ConfigError, LOG_LEVELS, describeSettings, integer, loadSettings, nonEmpty, oneOf, type Parser, type Setting } from '../common/settings.js';
+import { ConfigError, LOG_LEVELS, describeSettings, httpUrl, integer, loadSettings, nonEmpty, oneOf, type Parser, type Setting } from '../common/settings.js';
 import type { LogLevel } from '../transport/observability.js';
 
 export const SIDECAR_MODES = ['native', 'container'] as const;
@@ -48,17 +48,6 @@ export interface InjectorConfig {
   readonly logLevel: LogLevel;
 }
 
-const url: Parser<string> = (raw, variable) => {
-  let u: URL;
-  try {
-    u = new URL(raw.trim());
-  } catch {
-    throw new ConfigError(variable, `must be an http:// or https:// URL, got ${JSON.stringify(raw)}`);
-  }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ConfigError(variable, `must be an http:// or https:// URL, got scheme ${u.protocol}`);
-  return u.toString().replace(/\/$/, '');
-};
-
 /** A Kubernetes resource quantity (`100m`, `0.5`, `128Mi`, `1G`, `1e3`), or `""` where `optional`. */
 export const QUANTITY = /^[+]?(\d+(\.\d*)?|\.\d+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?\d+)?$/;
 const quantity =
@@ -95,7 +84,7 @@ const SETTINGS = [
   { key: 'namespace', variable: 'INJECTOR_NAMESPACE', parse: namespace, default: 'authz' },
   { key: 'sidecarImage', variable: 'INJECTOR_SIDECAR_IMAGE', parse: nonEmpty, required: true },
   { key: 'sidecarImagePullPolicy', variable: 'INJECTOR_SIDECAR_IMAGE_PULL_POLICY', parse: oneOf(['Always', 'IfNotPresent', 'Never'] as const), default: 'IfNotPresent' },
-  { key: 'controlPlaneUrl', variable: 'INJECTOR_CONTROL_PLANE_URL', parse: url, required: true },
+  { key: 'controlPlaneUrl', variable: 'INJECTOR_CONTROL_PLANE_URL', parse: httpUrl, required: true },
   { key: 'controlPlaneCaFile', variable: 'INJECTOR_CONTROL_PLANE_CA_FILE', parse: nonEmpty },
   { key: 'sidecarMode', variable: 'INJECTOR_SIDECAR_MODE', parse: oneOf(SIDECAR_MODES), default: 'native' },
   { key: 'sidecarPort', variable: 'INJECTOR_SIDECAR_PORT', parse: integer(1, 65535), default: 8181 },
