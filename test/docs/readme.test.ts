@@ -9,11 +9,10 @@
  * The blocks need `jq`: CI installs it and sets AUTHZ_TEST_JQ_REQUIRED=1, so a machine without
  * it fails there; elsewhere the test is skipped, saying why.
  */
-import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../processes.js';
 
@@ -22,8 +21,6 @@ const REQUIRED = process.env.AUTHZ_TEST_JQ_REQUIRED === '1';
 const jq = spawnSync('jq', ['--version'], { encoding: 'utf8' });
 const missing = jq.status === 0 ? undefined : 'jq is not on PATH; install it (apt-get install jq)';
 if (missing && !REQUIRED) console.warn(`skipping the README quick start test: ${missing}`);
-
-const run = promisify(execFile);
 
 interface ShellBlock {
   heading: string;
@@ -106,11 +103,33 @@ describe('the README quick start', () => {
     const paste = blocks.map((b) => b.script).join('\n');
     const answers = blocks.flatMap((b) => b.answers);
 
-    /** Runs `script` in one bash, from the repository as the README says; resolves with the lines it printed. */
-    const inBash = async (script: string) => {
-      const { stdout } = await run('bash', ['-c', script], { cwd: ROOT, env, timeout: 150_000 });
-      return stdout.split('\n').filter((l) => l !== '');
-    };
+    /**
+     * Runs `script` in one bash, from the repository as the README says, in a process group of
+     * its own, which is ended afterwards: a sidecar a failing paste left running goes with it.
+     * Resolves with the lines it printed; rejects when bash fails or takes over 150 s.
+     */
+    const inBash = (script: string) =>
+      new Promise<string[]>((resolve, reject) => {
+        const bash = spawn('bash', ['-c', script], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+        let stdout = '';
+        let stderr = '';
+        bash.stdout!.on('data', (b: Buffer) => (stdout += b.toString()));
+        bash.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
+        const endGroup = () => {
+          try {
+            process.kill(-bash.pid!, 'SIGTERM');
+          } catch {
+            // the group is gone already
+          }
+        };
+        const timer = setTimeout(endGroup, 150_000);
+        bash.once('close', (code, signal) => {
+          clearTimeout(timer);
+          endGroup();
+          if (code === 0) resolve(stdout.split('\n').filter((l) => l !== ''));
+          else reject(new Error(`bash ended with ${code ?? signal}:\n${stdout}\n${stderr}`));
+        });
+      });
 
     beforeAll(async () => {
       dataDir = mkdtempSync(join(tmpdir(), 'authz-readme-'));
