@@ -2,7 +2,7 @@
  * Benchmarks that host a control plane in their own process call this first: when node was
  * started without the control plane's V8 flags (services/control-plane/node-flags.ts), it runs
  * the benchmark again under them and exits with its status, so the control plane is measured as
- * it is deployed. `BENCH_CONTROL_PLANE_FLAGS=off` runs it without them (the "before" of the flags).
+ * it is deployed. `BENCH_CONTROL_PLANE_FLAGS=off` runs it without them, for comparison.
  */
 import { spawnSync } from 'node:child_process';
 import { missingNodeFlags } from '../services/control-plane/node-flags.js';

@@ -17,7 +17,6 @@
  * DRAM-sized buffer) that bounds what a check touching a large tenant can cost.
  */
 import { readFileSync } from 'node:fs';
-import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { newEnforcer, newModelFromString, type Enforcer } from 'casbin';
 import { evaluate, type EvaluateRequest } from '../services/engine/evaluate.js';
@@ -26,6 +25,7 @@ import { TenantIndex } from '../services/engine/index.js';
 import type { Change, TenantSnapshot } from '../services/engine/model.js';
 import { generateTenant as generate, type Shape } from './engine-tenant.js';
 import { rng } from '../services/engine/testdata/generate.js';
+import { writeResults } from './results-file.js';
 
 const QUICK = process.argv.includes('--quick');
 /** Exponent of the secondary, skewed request distribution (YCSB's default). */
@@ -488,10 +488,8 @@ async function main(): Promise<void> {
   console.log(`targets met: ${JSON.stringify(targets.met)}`);
   console.log(hardwareLine());
 
-  const out = {
-    generatedAt: new Date().toISOString(),
-    command: `node --expose-gc --import tsx bench/engine.ts${QUICK ? ' --quick' : ''}`,
-    hardware,
+  const results = {
+    cpu: { caches: hardware.caches, virtualised: hardware.virtualised, v8: hardware.v8 },
     method:
       `role-based checks on resources without policies, uniformly random over the whole tenant; ${nRequests} requests × ${rounds} rounds after one warm-up pass, ` +
       'each timed with process.hrtime.bigint() (timer overhead included); rows and requests decoded from JSON as a server receives them (flat strings; see bench/engine-tenant.ts)',
@@ -520,9 +518,8 @@ async function main(): Promise<void> {
       'and with a cache-resident working set the ratio is cacheResident.medianRatioLargestOverSmallest.',
     elapsedSec: Math.round((Date.now() - started) / 1000),
   };
-  mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
-  writeFileSync(new URL('./results/engine.json', import.meta.url), JSON.stringify(out, null, 2) + '\n');
-  console.log(`wrote bench/results/engine.json in ${out.elapsedSec}s`);
+  const file = writeResults('engine', { command: `npm run bench:engine${QUICK ? ' -- --quick' : ''}`, results, loadAtStart: hardware.loadAverageAtStart });
+  console.log(`wrote ${file} in ${results.elapsedSec}s`);
 }
 
 main().catch((e) => {

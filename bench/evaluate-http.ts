@@ -1,9 +1,10 @@
 /**
  * The control plane's `POST /evaluate` end to end: a real server on a free port (PostgreSQL
- * from DATABASE_URL, else the embedded database in memory), the README's tenant, and REST calls
- * with an API key, one at a time and 16 at once, on the lean decision path. Each call verifies
- * the key from the key cache (no query once cached), catches the tenant index up to the
- * committed revision (one query) and runs the engine.
+ * from DATABASE_URL, else the embedded database in memory), the README quick start's tenant, and
+ * REST calls with an API key, one at a time and 16 at once, on the lean decision path. Each call
+ * verifies the key from the key cache (no query once cached), catches the tenant's index up to the
+ * committed revision the process knows from NOTIFY (no query) and runs the engine. Results go to
+ * bench/results/evaluate-http-<database>.json.
  *
  *   npm run bench:evaluate-http
  *
@@ -14,6 +15,7 @@ import { startControlPlane } from '../services/control-plane/app.js';
 import { loadConfig } from '../services/control-plane/config.js';
 import { createLogger } from '../services/transport/observability.js';
 import { createScratchDatabase } from '../test/databases.js';
+import { loadAverageNow, writeResults } from './results-file.js';
 
 const KEY = 'azk_bench_bootstrap_key_0123456789abcdefghijkl';
 const SEQUENTIAL = 3000;
@@ -21,6 +23,7 @@ const CONCURRENCY = 16;
 const CONCURRENT_CALLS = 6000;
 
 async function main(): Promise<void> {
+  const loadAtStart = loadAverageNow();
   const admin = process.env.DATABASE_URL;
   const scratch = admin ? await createScratchDatabase(admin, 'authz_bench') : undefined;
   const env: Record<string, string> = { SERVICE_PORT: '0', SERVICE_BOOTSTRAP_API_KEY: KEY, SERVICE_DATA_DIR: 'memory://' };
@@ -70,6 +73,13 @@ async function main(): Promise<void> {
     console.log(`database: ${scratch ? 'PostgreSQL' : 'embedded (PGlite)'}`);
     console.log(`one at a time: median ${q(0.5)} ms, p99 ${q(0.99)} ms over ${SEQUENTIAL} calls`);
     console.log(`${CONCURRENCY} at once: ${perSec} calls/s over ${CONCURRENT_CALLS} calls`);
+    const results = {
+      database: scratch ? 'postgres' : 'embedded',
+      oneAtATime: { calls: SEQUENTIAL, medianMs: Number(q(0.5)), p99Ms: Number(q(0.99)) },
+      concurrent: { concurrency: CONCURRENCY, calls: CONCURRENT_CALLS, callsPerSec: perSec },
+    };
+    const command = `${scratch ? 'DATABASE_URL=… ' : ''}npm run bench:evaluate-http`;
+    console.log(`wrote ${writeResults(`evaluate-http-${results.database}`, { command, results, loadAtStart })}`);
   } finally {
     await cp.close();
     await scratch?.drop();

@@ -1,14 +1,15 @@
 /**
- * `npm run bench:hardening`: the cost bounds of issue 7, reproduced. For the reported inputs, what
- * they cost without the bounds (the libraries alone: json-logic-js on the 2 KB condition, re2js
- * compiling the 5.4 KB pattern) against what the service does with them now (refused at write
+ * `npm run bench:hardening`: the cost bounds of untrusted rules. For two hostile inputs (a 2 KB
+ * condition of three nested loops over literal arrays, a 5.4 KB pattern), what they cost without
+ * the bounds (the libraries alone: json-logic-js on the 2 KB condition, re2js
+ * compiling the 5.4 KB pattern) against what the service does with them (refused at write
  * time through the real handlers; a copy stored before the bounds existed, seeded straight into
  * the store, errors and fails closed); then the slowest decisions the API accepts: one condition
  * spending its whole budget over the largest context array a request can carry, ten policies
  * whose conditions together spend a decision's budget, a collection of adversarial patterns.
  * Medians and p99 over `--runs` decisions each. Results go to bench/results/hardening.json.
  *
- * Then the wire (issue 25): the CPU time a control-plane process and a sidecar process spend on
+ * Then the wire: the CPU time a control-plane process and a sidecar process spend on
  * each refused hostile body (test/conformance/hostile.ts), read from /proc per request, median and
  * max of `--wire-runs`; with `--before DIR` (another checkout, e.g. `git worktree add /tmp/before
  * <commit>` with node_modules linked), the same against that checkout's processes in the same run.
@@ -16,16 +17,15 @@
  * Usage: tsx bench/hardening.ts [--runs 200] [--wire-runs 5] [--before DIR] [--only wire]
  * (embedded database; DATABASE_URL=… for PostgreSQL)
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadavg } from 'node:os';
 import jsonLogic from 'json-logic-js';
 import { RE2JS } from 're2js';
 import type { JsonObject } from '@bufbuild/protobuf';
 import { seedRows, seedTenant, startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../test/harness.js';
 import { runAsDeployed } from './as-deployed.js';
 import { wireCosts } from './wire-costs.js';
+import { loadAverageNow, writeResults } from './results-file.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const args = new Map<string, string>();
@@ -55,9 +55,10 @@ async function timed<T>(f: () => Promise<T>): Promise<[number, T]> {
   return [performance.now() - t0, v];
 }
 
-const results: Record<string, unknown> = { backend, runs: RUNS, at: new Date().toISOString(), loadAverage: loadavg()[0] };
+const loadAtStart = loadAverageNow();
+const results: Record<string, unknown> = { backend, runs: RUNS };
 
-// Without the bounds: the libraries alone (what the service did before).
+// Without the bounds: the libraries alone (what an unbounded evaluator spends).
 if (!ONLY_WIRE) {
   const t0 = performance.now();
   jsonLogic.apply(reportedCondition() as never, {});
@@ -79,10 +80,8 @@ if (!ONLY_WIRE) await conditionBounds();
 // The wire: refused bodies priced in the processes that refuse them.
 results.wire = { runs: WIRE_RUNS, after: await wireCosts(ROOT, WIRE_RUNS), ...(BEFORE ? { before: await wireCosts(resolve(BEFORE), WIRE_RUNS) } : {}) };
 
-const out = join(ROOT, 'bench/results/hardening.json');
-mkdirSync(dirname(out), { recursive: true });
-writeFileSync(out, JSON.stringify(results, null, 2) + '\n');
-console.log(`written to ${out}`);
+const command = ['npm run bench:hardening --', ...process.argv.slice(2)].join(' ').replace(/ --$/, '');
+console.log(`written to ${writeResults('hardening', { command, results, loadAtStart })}`);
 
 async function conditionBounds(): Promise<void> {
   const app = await startTestControlPlane(backend);

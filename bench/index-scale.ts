@@ -5,27 +5,27 @@
  * 1,200 role permissions, 3 collections, 20 policies, 5 tag groups, 25 tags, 2,000 tag
  * assignments, 2 tag bindings) and parent edges for 10% of the resources (under 1% folders).
  *
- *   node --expose-gc --import tsx bench/index-scale.ts [--streamed] [--resources N] [--grants N] [--subjects N] [--no-per-kind] [--out FILE]
+ *   node --expose-gc --import tsx bench/index-scale.ts [--streamed] [--resources N] [--grants N] [--subjects N] [--no-per-kind] [--out NAME]
  *   npm run bench:index-scale [-- --streamed]
  *
  * Rows are generated deterministically in the shape the Watch stream carries them (every field
  * of the message, UUIDv7-style ids), turned into one JSON string each and parsed back one at a
  * time, as the sidecar does (sidecar/follower.ts parseRow); the parse is timed separately from
- * `TenantIndex.fromSnapshot` (all rows parsed first, as the follower does today) or, with
+ * `TenantIndex.fromSnapshot` (all rows parsed first, then indexed) or, with
  * `--streamed`, from `TenantIndex.builder().add` (each row indexed as it is parsed). Then the parsed rows are dropped and, after GC, the figures are
  * those of a process holding only the index: JS heap used, ArrayBuffers (the IdTables), RSS.
  * A second pass builds the same tenant kind by kind through `apply` to attribute bytes to kinds.
  * Last, decision latency for four typical checks (role through a membership, ownership grant,
  * inheritance from a granted folder, a denied check that walks) and hash lookups per check.
- * Writes bench/results/index-scale.json.
+ * Writes bench/results/index-scale.json (index-scale-streamed.json with `--streamed`; `<NAME>.json` with `--out`).
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { evaluate, type EvaluateRequest } from '../services/engine/evaluate.js';
 import { IdTable } from '../services/engine/id-table.js';
 import { TenantIndex } from '../services/engine/index.js';
 import type { Change, EntityKind, TenantSnapshot } from '../services/engine/model.js';
 import { rng } from '../services/engine/testdata/generate.js';
+import { writeResults } from './results-file.js';
 
 const arg = (name: string, dflt: number): number => {
   const i = process.argv.indexOf(`--${name}`);
@@ -403,8 +403,8 @@ function main(): void {
   console.log(`node ${process.version}, ${os.cpus()[0]?.model ?? 'cpu'} × ${os.cpus().length}; empty process: heap ${empty.heapUsedMiB} MiB, RSS ${empty.rssMiB} MiB`);
   const t = tenant();
 
-  // 1. The snapshot, from JSON rows: all parsed, then fromSnapshot (what sidecar/follower.ts
-  // does today), or with --streamed each row parsed and handed to TenantIndex.builder at once.
+  // 1. The snapshot, from JSON rows: all parsed, then fromSnapshot, or with --streamed each row
+  // parsed and handed to TenantIndex.builder at once (what sidecar/follower.ts does).
   const counts: Record<string, number> = {};
   let parseMs = 0;
   let buildMs = 0;
@@ -521,14 +521,7 @@ function main(): void {
     if (idx.revision < 0) console.log('unreachable'); // keep idx alive until here
   }
 
-  const result = {
-    date: new Date().toISOString(),
-    loadAverageAtStart: LOAD_AT_START,
-    loadAverageAtEnd: os.loadavg().map(round3),
-    command: 'npm run bench:index-scale',
-    node: process.version,
-    cpu: os.cpus()[0]?.model,
-    cores: os.cpus().length,
+  const results = {
     shape: { resources: N_RESOURCES, grants: N_GRANTS, subjects: N_SUBJECTS },
     emptyProcess: empty,
     build,
@@ -537,12 +530,11 @@ function main(): void {
     perKind,
     seconds: Math.round((Date.now() - started) / 1000),
   };
-  mkdirSync('bench/results', { recursive: true });
-  const file = process.argv.includes('--out')
+  const name = process.argv.includes('--out')
     ? String(process.argv[process.argv.indexOf('--out') + 1])
-    : `bench/results/index-scale${STREAMED ? '-streamed' : ''}.json`;
-  writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
-  console.log(`wrote ${file} (${result.seconds} s)`);
+    : `index-scale${STREAMED ? '-streamed' : ''}`;
+  const command = ['npm run bench:index-scale --', ...process.argv.slice(2)].join(' ').replace(/ --$/, '');
+  console.log(`wrote ${writeResults(name, { command, results, loadAtStart: LOAD_AT_START })} (${results.seconds} s)`);
 }
 
 main();

@@ -21,13 +21,14 @@
  * Usage: npm run bench:instructions [-- --rounds 4 --requests 2000 --warmup 24000]
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { EVALUATE, TENANT, scriptedControlPlane } from './decision-tenant.js';
 import { freePort } from '../test/processes.js';
+import { loadAverageNow, writeResults } from './results-file.js';
 
 const run = promisify(execFile);
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -113,6 +114,7 @@ async function measure(t: Target): Promise<{ name: string; perRequest: number[];
 }
 
 async function main() {
+  const loadAtStart = loadAverageNow();
   for (const tool of ['valgrind', 'callgrind_control', 'hey']) {
     await run('sh', ['-c', `command -v ${tool}`]).catch(() => {
       throw new Error(`${tool} is not installed: apt-get install -y valgrind hey`);
@@ -122,7 +124,7 @@ async function main() {
   // Work that runs on a clock (a heartbeat's handling) is counted per request in proportion to
   // how slowly the requests go, so heartbeats are rare here: every 8 s, just inside the 10 s a
   // sidecar waits on a silent stream before it reconnects (and reloads the snapshot, which
-  // refuses the round; at 30 s every sidecar round but the warmest was refused).
+  // refuses the round; at 30 s every sidecar round but the warmest is refused).
   const cp = await scriptedControlPlane(10_000, 8_000);
   const sidecarEnv = {
     SIDECAR_CONTROL_PLANE_URL: cp.url, SIDECAR_API_KEY: 'azk_bench', SIDECAR_TENANT_ID: TENANT, SIDECAR_LOG_LEVEL: 'warn',
@@ -139,15 +141,14 @@ async function main() {
   await cp.close();
   const min = (xs: number[]) => Math.min(...xs);
   const baseline = min(results[0].perRequest);
-  const summary: Record<string, unknown> = { when: new Date().toISOString(), rounds: ROUNDS, requests: REQUESTS, warmup: WARMUP };
+  const summary: Record<string, unknown> = { rounds: ROUNDS, requests: REQUESTS, warmup: WARMUP };
   for (const r of results) {
     const m = min(r.perRequest);
     summary[r.name] = { instructionsPerRequest: Math.round(m), rounds: r.perRequest.map(Math.round), refusedRounds: r.refused, ratio: Number((baseline / m).toFixed(3)) };
     console.log(`${r.name}: ${Math.round(m)} instructions per request (rounds ${r.perRequest.map((x) => Math.round(x)).join(', ')}${r.refused ? `; ${r.refused} refused: snapshot reloaded` : ''}); constant ÷ this: ${(baseline / m).toFixed(2)}`);
   }
-  const out = join(ROOT, 'bench/results/instructions.json');
-  mkdirSync(dirname(out), { recursive: true });
-  writeFileSync(out, JSON.stringify(summary, null, 1) + '\n');
+  const command = ['npm run bench:instructions --', ...process.argv.slice(2)].join(' ').replace(/ --$/, '');
+  console.log(`wrote ${writeResults('instructions', { command, results: summary, baseline: { nodeHttpInstructionsPerRequest: Math.round(baseline) }, loadAtStart })}`);
 }
 
 main()

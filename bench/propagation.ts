@@ -9,18 +9,15 @@
  * sidecar answers as soon as its index reaches that revision. Propagation is the time from the
  * write's answer (the commit precedes it) to the decision's answer, so it includes one loopback
  * round trip of the decision itself; `sinceSent` is the same from the moment the write was sent
- * (an upper bound on commit → decision). Targets: p50 ≤ 10 ms, p99 ≤ 50 ms. The results are
- * merged into bench/results/sidecar.json under `propagation`.
+ * (an upper bound on commit → decision). Targets: p50 ≤ 10 ms, p99 ≤ 50 ms. Results go to
+ * bench/results/propagation.json.
  *
  * Usage: npm run build && tsx bench/propagation.ts [-- --writes 1000]
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { createScratchDatabase } from '../test/databases.js';
 import { startProcess, waitFor200, type RunningProcess } from '../test/processes.js';
+import { loadAverageNow, writeResults } from './results-file.js';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
 const WRITES = Number(args.get('writes') ?? 1000);
@@ -36,6 +33,7 @@ async function call(base: string, method: string, path: string, body: unknown, k
 const pct = (xs: number[], q: number) => xs[Math.min(xs.length - 1, Math.floor(q * xs.length))];
 
 async function main() {
+  const loadAtStart = loadAverageNow();
   const scratch = await createScratchDatabase(process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres', 'authz_bench_propagation');
   const processes: RunningProcess[] = [];
   try {
@@ -86,10 +84,8 @@ async function main() {
     console.log(`propagation over ${WRITES} writes (${stale} stale): write answered → sidecar decision p50 ${f(propagation.afterWriteAnswerMs.p50)} ms, ` +
       `p99 ${f(propagation.afterWriteAnswerMs.p99)} ms, max ${f(propagation.afterWriteAnswerMs.max)} ms (targets ≤ 10 / ≤ 50); ` +
       `from the write sent: p50 ${f(propagation.sinceWriteSentMs.p50)} ms, p99 ${f(propagation.sinceWriteSentMs.p99)} ms`);
-    const out = join(ROOT, 'bench/results/sidecar.json');
-    mkdirSync(dirname(out), { recursive: true });
-    const results = existsSync(out) ? JSON.parse(readFileSync(out, 'utf8')) : {};
-    writeFileSync(out, JSON.stringify({ ...results, propagation: { when: new Date().toISOString(), ...propagation } }, null, 1) + '\n');
+    const command = ['npm run build && tsx bench/propagation.ts', ...process.argv.slice(2)].join(' ');
+    console.log(`wrote ${writeResults('propagation', { command, results: propagation, loadAtStart })}`);
   } finally {
     await Promise.all(processes.map((p) => p.stop('SIGTERM')));
     await scratch.drop();

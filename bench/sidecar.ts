@@ -14,7 +14,7 @@
  * other: the first did better in 5 rounds of 6, by up to 0.3 of node:http's rate; perhaps the
  * process loaded just before is still collecting its garbage), so every other round runs its
  * loads in reverse order, each after a pause. Even so, an A/A run (`--variants before` with a copy
- * of the same build) was not even (README, Measured): read a variant's ratio as ±0.3. Each load also
+ * of the same build) was not even: read a variant's ratio as ±0.3. Each load also
  * reads the serving process's CPU time from /proc: CPU µs per request is a cost that does not move
  * with whatever else the machine runs, where req/s on a shared 2-core machine does (the load
  * generator competes with the server). Then latency p50/p99 at half of each surface's measured
@@ -33,8 +33,8 @@
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createServer as createHttpServer } from 'node:http';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -43,6 +43,7 @@ import { EvaluateRequestSchema } from '../gen/authz/v1/decision_service_pb.js';
 import { cpuMs, startProcess, waitFor200, type RunningProcess } from '../test/processes.js';
 import { createScratchDatabase } from '../test/databases.js';
 import { EVALUATE, TENANT, scriptedControlPlane } from './decision-tenant.js';
+import { loadAverageNow, writeResults } from './results-file.js';
 
 const run = promisify(execFile);
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -213,6 +214,7 @@ async function metricOf(url: string, prefix: string): Promise<number> {
 }
 
 async function main() {
+  const loadAtStart = loadAverageNow();
   const cp = await scriptedControlPlane(RESOURCES);
   const { found: httpPort, pid: httpPid } = await spawnUntil(process.execPath, ['--import', 'tsx', 'bench/constant-servers.ts', 'http'], {}, (l) => /^listening (\d+)/.exec(l)?.[1]);
   const { found: grpcPort, pid: grpcPid } = await spawnUntil(process.execPath, ['--import', 'tsx', 'bench/constant-servers.ts', 'grpc'], {}, (l) => /^listening (\d+)/.exec(l)?.[1]);
@@ -339,8 +341,12 @@ async function main() {
   for (const [k, v] of Object.entries(half)) console.log(`  at half rate, ${k}: p50 ${v.p50ms?.toFixed(2)} ms, p99 ${v.p99ms?.toFixed(2)} ms`);
   const last = rounds[rounds.length - 1];
   for (const [k, v] of Object.entries(last)) console.log(`  at saturation, ${k}: p50 ${v.p50ms?.toFixed(2)} ms, p99 ${v.p99ms?.toFixed(2)} ms`);
-  mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
-  writeFileSync(join(ROOT, 'bench/results/sidecar.json'), JSON.stringify({ when: new Date().toISOString(), load: loadavg(), resources: RESOURCES, readyMs, rounds, ratios: summary, costRatios, halfRate: half, variants: variantSummary }, null, 1) + '\n');
+  const command = ['npm run build && tsx bench/sidecar.ts', ...process.argv.slice(2)].join(' ');
+  const file = writeResults('sidecar', {
+    command, loadAtStart, baseline: { nodeHttpRps: Math.round(rate('nodeHttp')) },
+    results: { resources: RESOURCES, readyMs, rounds, ratios: summary, costRatios, halfRate: half, variants: variantSummary },
+  });
+  console.log(`wrote ${file}`);
 }
 
 main()

@@ -7,39 +7,36 @@
  * bench/watch-snapshot.ts). Reported:
  * time from spawn to ready, resident memory once ready (and of a sidecar holding a ten-row tenant,
  * the baseline), bytes per entity above that baseline, and that ownership decisions answer.
- * Targets: ready ≤ 10 s, resident memory ≤ 1 GiB. Results merge into bench/results/sidecar.json
- * under `snapshotScale`.
+ * Targets: ready ≤ 10 s, resident memory ≤ 1 GiB. Results go to bench/results/snapshot-scale.json.
  *
  * The sidecar runs with `SIDECAR_WATCH_THREAD=on` (the stream received on a worker thread, what
  * `auto` picks with two CPUs), and then, side by side, `off` (the default, and what `auto` picks
  * on one CPU); the ratio of the two is printed and saved. `--watch-thread on|off|auto` runs that
  * mode alone.
  *
- * `--format entities` sends each row as a JSON Entity (as before row blocks, and to a client that
- * does not ask for them) instead of in row blocks.
+ * `--format entities` sends each row as a JSON Entity (what a client that does not ask for row
+ * blocks gets) instead of in row blocks.
  *
  * `--entry` loads another build's `dist/sidecar/main.js` instead (e.g. the code before a change, for
  * alternating runs); its result is printed, not saved.
  *
  * Usage: npm run build && tsx bench/snapshot-scale.ts [-- --resources 1000000 --grants 1000000 --subjects 100000 --entry /path/dist/sidecar/main.js --watch-thread on]
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
 import http2 from 'node:http2';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { WatchResponseSchema } from '../gen/authz/v1/snapshot_service_pb.js';
 import { ROOT_SCOPE, TENANT, id, snapshotMessages } from './scale-tenant.js';
 import { cpuMs, rssOf, startProcess, waitFor200 } from '../test/processes.js';
+import { loadAverageNow, writeResults } from './results-file.js';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
 const RESOURCES = Number(args.get('resources') ?? 1_000_000);
 const GRANTS = Number(args.get('grants') ?? 1_000_000);
 const SUBJECTS = Number(args.get('subjects') ?? 100_000);
 const ENTRY = args.get('entry') ? resolve(args.get('entry') as string) : undefined;
-/** How the scripted endpoint sends rows: row blocks (what the control plane sends a sidecar) or one JSON Entity each (before). */
+/** How the scripted endpoint sends rows: row blocks (what the control plane sends a sidecar) or one JSON Entity each. */
 const FORMAT = (args.get('format') ?? 'blocks') as 'blocks' | 'entities';
 const MODES = args.get('watch-thread') ? [args.get('watch-thread') as string] : ['on', 'off'];
 
@@ -143,17 +140,16 @@ async function measure(watchThread: string) {
 }
 
 async function main() {
+  const loadAtStart = loadAverageNow();
   const runs = [];
   for (const mode of MODES) runs.push(await measure(mode));
   const [on, off] = runs;
   const ratio = off ? { readyOnOverOff: +(on.readyMs / off.readyMs).toFixed(2), rssOnOverOff: +(on.rssBytes / off.rssBytes).toFixed(2) } : undefined;
   if (ratio) console.log(`worker thread against main thread: ready ${ratio.readyOnOverOff}×, RSS ${ratio.rssOnOverOff}× (one run each, side by side)`);
   if (ENTRY) return;
-  const out = join(ROOT, 'bench/results/sidecar.json');
-  mkdirSync(dirname(out), { recursive: true });
-  const results = existsSync(out) ? JSON.parse(readFileSync(out, 'utf8')) : {};
-  const snapshotScale = { when: new Date().toISOString(), resources: RESOURCES, grants: GRANTS, subjects: SUBJECTS, runs, ...ratio };
-  writeFileSync(out, JSON.stringify({ ...results, snapshotScale }, null, 1) + '\n');
+  const command = ['npm run build && tsx bench/snapshot-scale.ts', ...process.argv.slice(2)].join(' ');
+  const results = { resources: RESOURCES, grants: GRANTS, subjects: SUBJECTS, runs, ...ratio };
+  console.log(`wrote ${writeResults('snapshot-scale', { command, results, loadAtStart })}`);
 }
 
 main().catch((err) => {

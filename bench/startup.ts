@@ -3,26 +3,23 @@
  * database) and the sidecar (following a control plane that holds a small tenant), each run three
  * ways:
  *
- * - `tsx` (cold): the TypeScript sources through tsx with its compile cache off, which is what
- *   every new container of the old image did (its cache lived in an emptyDir `/tmp`);
+ * - `tsx` (cold): the TypeScript sources through tsx with its compile cache off: a first
+ *   `npm start`, or a container running the sources with nowhere to keep the cache;
  * - `tsx` (warm): the same with tsx's cache filled, a developer's second `npm start`;
- * - `dist`: the compiled JavaScript of `npm run build`, what the image runs now.
+ * - `dist`: the compiled JavaScript of `npm run build`, what the image runs.
  *
  * The three are interleaved `--runs` times, in a rotating order, so that a loaded machine slows
  * them alike and none always goes first. Each start reports wall time and the CPU time the
  * process used until ready (from /proc); medians are printed and written to
  * bench/results/startup.json with the load average around the run.
  *
- * Usage: npm run build && DATABASE_URL=postgres://… tsx bench/startup.ts [--runs 7]
+ * Usage: DATABASE_URL=postgres://… npm run bench:startup [-- --runs 7]
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { cpuMs, startProcess, waitFor200, type ProcessKind } from '../test/processes.js';
 import { createScratchDatabase } from '../test/databases.js';
+import { loadAverageNow, writeResults } from './results-file.js';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
 const RUNS = Number(args.get('runs') ?? 7);
@@ -49,6 +46,7 @@ async function timeToReady(kind: ProcessKind, env: Record<string, string>, varia
   }
 }
 
+const loadAtStart = loadAverageNow();
 const load = [loadavg()[0]];
 const scratch = await createScratchDatabase(process.env.DATABASE_URL, 'authz_bench_startup');
 try {
@@ -109,9 +107,8 @@ try {
   }
   const loadAverage = { min: Math.min(...load), max: Math.max(...load) };
   console.log(`load average (1 min) during the run: ${loadAverage.min.toFixed(1)}–${loadAverage.max.toFixed(1)}`);
-  const out = join(ROOT, 'bench/results/startup.json');
-  mkdirSync(dirname(out), { recursive: true });
-  writeFileSync(out, JSON.stringify({ when: new Date().toISOString(), node: process.version, runs: RUNS, loadAverage, result, samples: times, cpuSamples: cpu }, null, 1) + '\n');
+  const command = ['npm run bench:startup --', ...process.argv.slice(2)].join(' ').replace(/ --$/, '');
+  console.log(`wrote ${writeResults('startup', { command, results: { runs: RUNS, loadAverage, result, samples: times, cpuSamples: cpu }, loadAtStart })}`);
 } finally {
   await scratch.drop();
 }

@@ -7,7 +7,7 @@
  * process and of PostgreSQL.
  *
  * The clients accept nothing compressed, as sidecars by default, so the control plane serves them
- * on its lean Watch path; `--lean-watch off` leaves them to connect-node (the path before it).
+ * on its lean Watch path; `--lean-watch off` leaves them to connect-node (the general path).
  *
  * Usage: DATABASE_URL=postgres://… tsx bench/watch-fanout.ts [--streams 100 --writes 300 --lean-watch on|off]
  */
@@ -19,7 +19,9 @@ import { startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../test/harness.js';
 import { postgresCpuMs } from '../test/processes.js';
 import { populate, restClient } from '../services/control-plane/watch/testing.js';
 import { runAsDeployed } from './as-deployed.js';
+import { loadAverageNow, writeResults } from './results-file.js';
 
+const loadAtStart = loadAverageNow();
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
 const STREAMS = Number(args.get('streams') ?? 100);
@@ -60,7 +62,7 @@ try {
   });
   const start = Number(((await cp.db.orm.em.fork().execute('select revision from tenants where id = ?', [t.tenantId])) as { revision: string }[])[0].revision);
   await reach(start);
-  // `reads` is missing on builds before the shared reads (a before/after run from an older checkout).
+  // `reads` is absent from a checkout without shared reads (a comparison run against an older commit).
   const reads0 = { db: cp.watch.reads?.databaseReads ?? NaN, shared: cp.watch.reads?.sharedReads ?? NaN };
   const cpu0 = { own: process.cpuUsage(), pg: postgresCpuMs() };
   const spread: number[] = [];
@@ -79,6 +81,14 @@ try {
   console.log(`lean Watch ${LEAN}: ${STREAMS} streams, ${WRITES} writes in ${(wall / 1000).toFixed(1)} s: change-log reads ${(cp.watch.reads?.databaseReads ?? NaN) - reads0.db} from the database, ` +
     `${(cp.watch.reads?.sharedReads ?? NaN) - reads0.shared} shared; write answered → every stream holds it: p50 ${q(0.5)} ms, p99 ${q(0.99)} ms; ` +
     `CPU per write: this process ${((own.user + own.system) / 1000 / WRITES).toFixed(2)} ms, PostgreSQL ${(pg / WRITES).toFixed(2)} ms`);
+  const results = {
+    streams: STREAMS, writes: WRITES, leanWatch: LEAN, wallSec: Number((wall / 1000).toFixed(1)),
+    logReads: { database: (cp.watch.reads?.databaseReads ?? NaN) - reads0.db, shared: (cp.watch.reads?.sharedReads ?? NaN) - reads0.shared },
+    writeToEveryStreamMs: { p50: Number(q(0.5)), p99: Number(q(0.99)) },
+    cpuMsPerWrite: { thisProcess: Number(((own.user + own.system) / 1000 / WRITES).toFixed(2)), postgres: Number((pg / WRITES).toFixed(2)) },
+  };
+  const command = ['DATABASE_URL=… tsx bench/watch-fanout.ts', ...process.argv.slice(2)].join(' ');
+  console.log(`wrote ${writeResults('watch-fanout', { command, results, loadAtStart })}`);
 } finally {
   ac.abort();
   await cp.close();

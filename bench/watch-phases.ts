@@ -1,7 +1,7 @@
 /**
  * Where a Watch snapshot's time goes on the control plane, per row, phase by phase, over a tenant
  * of N resources (inserted straight into the table): reading pages through the ORM (`em.find`,
- * 2,000 a page, as before) or with plain SQL (`tenantRows`, a cursor read 500 rows a batch), turning rows into
+ * 2,000 a page) or with plain SQL (`tenantRows`, a cursor read 500 rows a batch), turning rows into
  * entities (proto JSON), encoding the chunks (protobuf-es `toBinary`, or by hand as
  * `snapshotChunks` does), gzip of the encoded
  * chunks (what connect-node does when the client accepts it), and decoding them (the sidecar's

@@ -17,7 +17,7 @@
  * Usage: npm run build && DATABASE_URL=postgres://… tsx bench/watch-sidecar.ts [--resources 1000000 --grants 1000000 --subjects 100000 --runs 2 --snapshot-cache keep|off]
  * Extra `SIDECAR_*` variables in the environment reach the sidecar (e.g. SIDECAR_WATCH_COMPRESSION);
  * `--lean-watch off` serves the sidecars' Watch calls by connect-node instead of the lean path.
- * `--save 1` merges the runs into bench/results/sidecar.json (`snapshotEndToEnd`).
+ * `--save 1` writes the runs to bench/results/watch-sidecar.json.
  * BENCH_SIDECAR_NODE_ARGS its `node` (e.g. `--trace-gc`; sets separated by `|` alternate over
  * the runs), and BENCH_SIDECAR_OUTPUT=/path keeps
  * what each run's sidecar printed in /path.<run>.
@@ -28,7 +28,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { cpuMs, postgresCpuMs, rssOf, startProcess, waitFor200 } from '../test/processes.js';
 import { insertBigTenant } from './big-tenant.js';
 import { runAsDeployed } from './as-deployed.js';
+import { loadAverageNow, writeResults } from './results-file.js';
 
+const loadAtStart = loadAverageNow();
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length; i += 2) args.set(process.argv[i].replace(/^--/, ''), process.argv[i + 1]);
 const RESOURCES = Number(args.get('resources') ?? 1_000_000);
@@ -57,7 +59,7 @@ const CACHE = args.get('snapshot-cache') ?? 'keep';
 if (CACHE !== 'keep' && CACHE !== 'off') throw new Error('--snapshot-cache keep|off');
 // The control plane in this process runs with its deployed V8 flags.
 runAsDeployed();
-// `--lean-watch off`: the sidecars' Watch calls served by connect-node (the path before the lean one).
+// `--lean-watch off`: the sidecars' Watch calls served by connect-node instead of the lean path.
 const LEAN = args.get('lean-watch') ?? 'on';
 if (LEAN !== 'on' && LEAN !== 'off') throw new Error('--lean-watch on|off');
 const cp = await startTestControlPlane('postgres', { SERVICE_WATCH_SNAPSHOT_CACHE_BYTES: CACHE === 'off' ? '0' : String(1024 * 1024 * 1024) }, { leanWatch: LEAN === 'on' });
@@ -117,12 +119,10 @@ try {
     }
   }
   if (args.has('save')) {
-    // Merged into bench:sidecar's results, beside the sidecar's own load (snapshotScale).
-    const out = resolve(import.meta.dirname, 'results/sidecar.json');
-    const saved = JSON.parse(readFileSync(out, 'utf8')) as Record<string, unknown>;
     const controlPlaneNode = process.execArgv.filter((a) => a.startsWith('--') && !a.startsWith('--import') && !a.startsWith('--require'));
-    saved.snapshotEndToEnd = { when: new Date().toISOString(), resources: RESOURCES, grants: GRANTS, subjects: SUBJECTS, snapshotCache: CACHE, leanWatch: LEAN, controlPlaneNode, targetMs: 10_000, runs: results };
-    writeFileSync(out, JSON.stringify(saved, null, 1) + '\n');
+    const command = ['npm run build && DATABASE_URL=… tsx bench/watch-sidecar.ts', ...process.argv.slice(2)].join(' ');
+    const saved = { resources: RESOURCES, grants: GRANTS, subjects: SUBJECTS, snapshotCache: CACHE, leanWatch: LEAN, controlPlaneNode, targetMs: 10_000, runs: results };
+    console.log(`wrote ${writeResults('watch-sidecar', { command, results: saved, loadAtStart })}`);
   }
 } finally {
   await cp.close();

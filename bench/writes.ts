@@ -32,6 +32,7 @@ import { runWrite } from '../services/store/write.js';
 import { startControlPlane, type ControlPlane } from '../services/control-plane/app.js';
 import { loadConfig } from '../services/control-plane/config.js';
 import { createScratchDatabase } from '../test/databases.js';
+import { loadAverageNow, writeResults } from './results-file.js';
 
 const CALLS = 10;
 const PER_CALL = 1000;
@@ -142,6 +143,7 @@ async function round(paths: Record<string, (() => Promise<number>)[]>, r: number
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function main() {
+  const loadAtStart = loadAverageNow();
   const admin = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
   const { url, drop } = await createScratchDatabase(admin, 'authz_bench');
   let cp: ControlPlane | undefined;
@@ -193,6 +195,12 @@ async function main() {
       const cm = median(results.map((t) => t.connect));
       console.log(`median: connect (binary BatchCreateResources, real server) ${cm.toFixed(0)} ms; ratio ${(cm / b).toFixed(2)} (for information)`);
     }
+    const command = ['npm run bench:writes --', ...process.argv.slice(2)].join(' ').replace(/ --$/, '');
+    const saved = {
+      calls: CALLS, perCall: PER_CALL, rounds: ROUNDS, grow: GROW, apiMedianMs: Math.round(a), rawMedianMs: Math.round(b),
+      ratio: Number(ratio.toFixed(2)), maxRatio: MAX_RATIO, roundsMs: results.map((t) => Object.fromEntries(Object.entries(t).map(([k, v]) => [k, Math.round(v)]))),
+    };
+    console.log(`wrote ${writeResults('writes', { command, results: saved, loadAtStart })}`);
     if (ratio > MAX_RATIO) {
       console.error(`FAIL: the batch path is ${ratio.toFixed(2)}× raw inserts; at most ${MAX_RATIO}× is allowed`);
       process.exitCode = 1;

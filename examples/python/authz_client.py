@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The README's first decision, over gRPC from Python, with no generated code.
+"""The README's quick start (a first decision), over gRPC from Python, with no generated code.
 
 Messages come from a descriptor set that `buf build` writes (`npx buf build -o authz.binpb`),
 loaded at run time; calls are generic unary calls of grpcio. Runs with Debian's python3-grpcio
@@ -7,7 +7,7 @@ and python3-protobuf (tested with Debian 12's grpcio 1.51 and protobuf 4.21):
 
     npx buf build -o /tmp/authz.binpb
     /usr/bin/python3 examples/python/authz_client.py --target 127.0.0.1:8080 \
-        --api-key "$SERVICE_BOOTSTRAP_API_KEY" --descriptors /tmp/authz.binpb
+        --api-key "$(cat data/bootstrap-api-key)" --descriptors /tmp/authz.binpb
 
 It creates a tenant, a scope, a subject, a role with a permission, a membership and a role
 assignment, reads each write's `x-revision` from the gRPC trailers, asks for a decision at
@@ -114,7 +114,7 @@ class Client:
 
 
 def first_decision(client):
-    """The README's flow ("A first decision with curl"), over gRPC."""
+    """The README's quick start ("a first decision"), over gRPC."""
     revision = None
 
     def write(service, name, request, field):

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { MissingDatabaseError, openDatabase, type Database } from '../store/db.js';
-import { ensureBootstrapKey } from './auth/key-store.js';
+import { bootstrapKeyFile, ensureBootstrapKey, type GeneratedKey } from './auth/key-store.js';
 import { CachedKeyVerifier } from './auth/key-cache.js';
 import { KeyGuard } from './watch/key-guard.js';
 import { controlPlaneFastPath } from './decision/fast-path.js';
@@ -56,8 +56,8 @@ export interface InternalOptions {
 export interface ControlPlane {
   server: RunningServer;
   db: Database;
-  /** The platform key generated on an empty database (print it once), if one was. */
-  generatedBootstrapKey?: string;
+  /** The platform key generated on an empty database (print it once), if one was, and the file holding it. */
+  generatedBootstrapKey?: GeneratedKey;
   /** The Watch streams (for metrics and tests). */
   watch: WatchHub;
   close(): Promise<void>;
@@ -95,7 +95,7 @@ export async function startControlPlane(
   }
   try {
     await db.notifications.start();
-    const generated = await ensureBootstrapKey(db, { bootstrapApiKey: config.bootstrapApiKey, log: logger });
+    const generated = await ensureBootstrapKey(db, { bootstrapApiKey: config.bootstrapApiKey, keyFile: bootstrapKeyFile(config), log: logger });
     const indexes = new TenantIndexes(db, { minRevisionWaitMs: config.minRevisionWaitMs, maxRows: config.indexMaxRows });
     indexMetrics(registry, indexes);
     poolMetrics(registry, db);
@@ -136,7 +136,7 @@ export async function startControlPlane(
     return {
       server,
       db,
-      generatedBootstrapKey: generated ?? undefined,
+      generatedBootstrapKey: generated,
       watch: watch.hub,
       async close() {
         // Watch streams first: they end with `unavailable` at once instead of holding the server's grace period.

@@ -17,9 +17,13 @@ runEntryPoint({
     settings: CONFIG_VARIABLES,
   },
   started(cp, _config, logger) {
-    if (cp.generatedBootstrapKey) {
+    const generated = cp.generatedBootstrapKey;
+    if (generated) {
+      const kept = generated.keyFile === undefined
+        ? 'It is shown only now: store it.\n'
+        : `It is shown only now, and kept in ${generated.keyFile} (readable by this user only).\n`;
       process.stderr.write(
-        `\nA platform API key was created for this empty database. It is shown only now:\n\n  ${cp.generatedBootstrapKey}\n\n` +
+        `\nA platform API key was created for this empty database. ${kept}\n  ${generated.secret}\n\n` +
           `Use it as  x-api-key: <key>  (or Authorization: Bearer <key>).\n\n`,
       );
     }

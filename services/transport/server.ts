@@ -65,7 +65,7 @@ export interface StartServerOptions {
   host?: string;
   /** 0 picks a free port; default 8080. */
   port?: number;
-  /** What the process is, in its log lines (`control plane`, `sidecar`). */
+  /** What the process is, in its log lines and `GET /` (`control plane`, `sidecar`). */
   name?: string;
   /** Registers the service implementations, as in a `connect.ts`. */
   routes: (router: ConnectRouter) => void;
@@ -459,6 +459,15 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
       res.end(doc);
     };
   }
+  // `GET /`, a newcomer's first request: where the API document and the probes are.
+  const pointer = {
+    service: `authz ${name}`,
+    ...(opts.openApi !== undefined ? { docs: '/openapi.json' } : {}),
+    health: '/healthz',
+    ready: '/readyz',
+    metrics: '/metrics',
+  };
+  probes['/'] = (res) => sendJson(res, 200, pointer);
 
   /**
    * A call no handler serves, when the caller speaks gRPC or gRPC-Web (whatever the path: those

@@ -1,11 +1,23 @@
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../store/db.js';
 import { runWrite } from '../../store/write.js';
 import { BACKENDS, openTestDatabase, seedTenant } from '../../../test/harness.js';
 import { ConfigError } from '../config.js';
 import {
-  StoreKeyVerifier, ensureBootstrapKey, generateSecret, hashSecret, lastFourOf, prefixOf, secretColumns, statusOf,
+  StoreKeyVerifier, bootstrapKeyFile, ensureBootstrapKey, generateSecret, hashSecret, lastFourOf, prefixOf, secretColumns, statusOf,
 } from './key-store.js';
+
+describe('the bootstrap key file', () => {
+  it('lives in the embedded database\'s data directory, and nowhere with PostgreSQL or in memory', () => {
+    expect(bootstrapKeyFile({ dataDir: './data' })).toBe(join('data', 'bootstrap-api-key'));
+    expect(bootstrapKeyFile({ dataDir: '/var/lib/authz' })).toBe('/var/lib/authz/bootstrap-api-key');
+    expect(bootstrapKeyFile({ dataDir: './data', databaseUrl: 'postgres://db/authz' })).toBeUndefined();
+    expect(bootstrapKeyFile({ dataDir: 'memory://' })).toBeUndefined();
+  });
+});
 
 describe('secrets', () => {
   it('are azk_ + base64url of 32 random bytes', () => {
@@ -36,7 +48,8 @@ describe('secrets', () => {
 describe.each(BACKENDS)('key store on %s', (backend) => {
   let db: Database;
   const logs: string[] = [];
-  const log = { info: (_obj: object, msg?: string) => void logs.push(msg ?? '') };
+  const warnings: string[] = [];
+  const log = { info: (_obj: object, msg?: string) => void logs.push(msg ?? ''), warn: (_obj: object, msg?: string) => void warnings.push(msg ?? '') };
   const platformKeys = async () =>
     (await db.orm.em.fork().execute(`select id, prefix, status, secret_hash from api_keys where kind = 'platform' order by created_at, id`)) as
       { id: string; prefix: string; status: string; secret_hash: string }[];
@@ -117,12 +130,48 @@ describe.each(BACKENDS)('key store on %s', (backend) => {
 
     // Once no active platform key is left, a generated one is created and returned once.
     await db.orm.em.fork().execute(`update api_keys set status = 'revoked' where id = ?`, [key.id]);
-    const generated = await ensureBootstrapKey(db, { log });
+    const generated = (await ensureBootstrapKey(db, { log }))?.secret;
     expect(generated).toMatch(/^azk_[A-Za-z0-9_-]{43}$/);
     expect((await v.verify(generated!))?.kind).toBe('platform');
     expect(await v.verify(configured)).toBeNull();
     expect(await ensureBootstrapKey(db, { log })).toBeUndefined();
     expect((await platformKeys()).map((k) => k.status)).toEqual(['revoked', 'active']);
     expect(logs.join('\n')).not.toContain(generated!);
+  });
+
+  it('warns, naming the way back, when SERVICE_BOOTSTRAP_API_KEY is not the secret of the active platform key', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'authz-bootstrap-'));
+    try {
+      const keyFile = join(dir, 'bootstrap-api-key');
+      await db.orm.em.fork().execute(`update api_keys set status = 'revoked' where kind = 'platform'`);
+      const generated = await ensureBootstrapKey(db, { keyFile, log });
+      expect(generated?.keyFile).toBe(keyFile);
+      expect(readFileSync(keyFile, 'utf8')).toBe(`${generated!.secret}\n`);
+      expect(statSync(keyFile).mode & 0o777).toBe(0o600);
+
+      // Started again on the same database with a chosen secret: nothing created, a warning.
+      warnings.length = 0;
+      const chosen = 'a-secret-chosen-after-the-first-start-0123456789';
+      expect(await ensureBootstrapKey(db, { bootstrapApiKey: chosen, keyFile, log })).toBeUndefined();
+      expect(await new StoreKeyVerifier(db).verify(chosen)).toBeNull();
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toContain('SERVICE_BOOTSTRAP_API_KEY is set, but this database already has an active platform API key');
+      expect(warnings[0]).toContain(`use the existing key (a generated one is in ${keyFile})`);
+      expect(warnings[0]).toContain(`deleting ${dir}`);
+      expect(warnings.join('\n')).not.toContain(generated!.secret);
+      expect(readFileSync(keyFile, 'utf8')).toBe(`${generated!.secret}\n`);
+
+      // With PostgreSQL (no key file) the way back is the database's.
+      warnings.length = 0;
+      await ensureBootstrapKey(db, { bootstrapApiKey: chosen, log });
+      expect(warnings[0]).toContain('revoke every platform key');
+
+      // The secret of the active key, set as SERVICE_BOOTSTRAP_API_KEY, is no reason to warn.
+      warnings.length = 0;
+      await ensureBootstrapKey(db, { bootstrapApiKey: generated!.secret, keyFile, log });
+      expect(warnings).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

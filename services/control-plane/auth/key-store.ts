@@ -9,6 +9,8 @@
  * be at least 32 characters; operators should make them random too.
  */
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { chmod, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../../common/ids.js';
 import type { Database } from '../../store/db.js';
@@ -149,6 +151,36 @@ export class StoreKeyVerifier implements KeyVerifier {
 /** Where ensureBootstrapKey reports; a pino logger fits. */
 export interface BootstrapLog {
   info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+}
+
+/** The name of the file, in the embedded database's data directory, that holds a generated platform key. */
+export const BOOTSTRAP_KEY_FILE = 'bootstrap-api-key';
+
+/**
+ * Where a generated platform key is also written: `<SERVICE_DATA_DIR>/bootstrap-api-key` with the
+ * embedded database on disk, so that a shell on the same machine can read the key `npm start`
+ * printed. None with PostgreSQL (the data directory is unused; the key may serve many machines)
+ * or an in-memory database.
+ */
+export function bootstrapKeyFile(config: { databaseUrl?: string; dataDir: string }): string | undefined {
+  if (config.databaseUrl !== undefined || config.dataDir === 'memory://') return undefined;
+  return join(config.dataDir, BOOTSTRAP_KEY_FILE);
+}
+
+export interface BootstrapOptions {
+  /** SERVICE_BOOTSTRAP_API_KEY: the secret of the platform key to create on an empty database. */
+  bootstrapApiKey?: string;
+  /** Where a generated secret is written too, readable by this user only (see bootstrapKeyFile). */
+  keyFile?: string;
+  log: BootstrapLog;
+}
+
+/** A platform key created with a generated secret: printed once by start-up. */
+export interface GeneratedKey {
+  secret: string;
+  /** The file that holds it too, when it was written. */
+  keyFile?: string;
 }
 
 /** An arbitrary constant: serialises bootstrap across replicas starting at once. */
@@ -158,13 +190,13 @@ const BOOTSTRAP_LOCK = 727_431_002;
  * Makes sure an active `platform` key exists. When none does, creates one: with exactly the
  * configured secret (SERVICE_BOOTSTRAP_API_KEY, at least 32 characters, else a ConfigError)
  * or, without one, a generated secret, which is returned so start-up can print it once
- * (it cannot be recovered later). Returns undefined when no secret was generated.
+ * (it cannot be recovered from the database later) and written to `keyFile` when given.
  * Idempotent across restarts and replicas: an active platform key, from an earlier start or
- * created through the API, means nothing is done.
+ * created through the API, means nothing is created. When the configured secret is not among
+ * the active platform keys it then does not work at all, so that is a warning saying how to
+ * recover, not an info line.
  */
-export async function ensureBootstrapKey(
-  db: Database, opts: { bootstrapApiKey?: string; log: BootstrapLog },
-): Promise<string | undefined> {
+export async function ensureBootstrapKey(db: Database, opts: BootstrapOptions): Promise<GeneratedKey | undefined> {
   const configured = opts.bootstrapApiKey;
   if (configured !== undefined && configured.length < MIN_CONFIGURED_SECRET) {
     throw new ConfigError(
@@ -174,7 +206,10 @@ export async function ensureBootstrapKey(
   }
   const { result } = await runWrite(db, async (tx) => {
     await tx.em.execute(`select pg_advisory_xact_lock(${BOOTSTRAP_LOCK})`);
-    if (await hasActivePlatformKey(tx.em)) return undefined;
+    if (await hasActivePlatformKey(tx.em)) {
+      const configuredWorks = configured === undefined || await hasActivePlatformKey(tx.em, configured);
+      return { created: undefined, configuredWorks };
+    }
     const secret = configured ?? generateSecret();
     const now = new Date();
     const keyId = newId('apk');
@@ -187,24 +222,61 @@ export async function ensureBootstrapKey(
       ...secretColumns(secret), createdBySubjectId: 'system', createdAt: now, expiresAt: null, status: 'active',
       intendedUse: 'bootstrap', kind: 'platform', metadata: null,
     }]);
-    return { keyId, secret };
+    return { created: { keyId, secret }, configuredWorks: true };
   });
-  if (!result) {
-    opts.log.info({}, 'an active platform API key exists; no bootstrap key created');
+  const { created } = result;
+  if (!created) {
+    if (result.configuredWorks) {
+      opts.log.info({}, 'an active platform API key exists; no bootstrap key created');
+    } else {
+      opts.log.warn({ keyFile: opts.keyFile }, unusedBootstrapKeyMessage(opts.keyFile));
+    }
     return undefined;
   }
   opts.log.info(
-    { keyId: result.keyId, prefix: prefixOf(result.secret) },
+    { keyId: created.keyId, prefix: prefixOf(created.secret) },
     configured !== undefined
       ? 'created the bootstrap platform API key from SERVICE_BOOTSTRAP_API_KEY'
       : 'created a bootstrap platform API key with a generated secret',
   );
-  return configured === undefined ? result.secret : undefined;
+  if (configured !== undefined) return undefined;
+  return { secret: created.secret, keyFile: await writeKeyFile(opts.keyFile, created.secret, opts.log) };
 }
 
-async function hasActivePlatformKey(em: EntityManager): Promise<boolean> {
+/** What to do when SERVICE_BOOTSTRAP_API_KEY names no active platform key of a database that has others. */
+function unusedBootstrapKeyMessage(keyFile: string | undefined): string {
+  const problem =
+    'SERVICE_BOOTSTRAP_API_KEY is set, but this database already has an active platform API key with another secret, ' +
+    'so no key was created from it and calls with it answer 401 unauthenticated (a bootstrap key is created only while no active platform key exists). ';
+  if (keyFile !== undefined) {
+    return problem +
+      `To recover: use the existing key (a generated one is in ${keyFile}) and unset SERVICE_BOOTSTRAP_API_KEY, ` +
+      `or start over with an empty database by deleting ${dirname(keyFile)} (all its data goes with it).`;
+  }
+  return problem +
+    'To recover: use an existing platform key, or revoke every platform key ' +
+    '(psql: update api_keys set status = \'revoked\' where kind = \'platform\') and restart to have one created from SERVICE_BOOTSTRAP_API_KEY.';
+}
+
+/** Writes a generated secret where the operator's shell can read it (mode 0600); undefined when not written. */
+async function writeKeyFile(path: string | undefined, secret: string, log: BootstrapLog): Promise<string | undefined> {
+  if (path === undefined) return undefined;
+  try {
+    await writeFile(path, `${secret}\n`, { mode: 0o600 });
+    await chmod(path, 0o600); // an existing file keeps its mode through writeFile
+    return path;
+  } catch (err) {
+    log.warn({ err, keyFile: path }, 'the generated platform API key could not be written to its file; it is printed below only');
+    return undefined;
+  }
+}
+
+/** Whether an active, unexpired platform key exists (with exactly `secret`, when given). */
+async function hasActivePlatformKey(em: EntityManager, secret?: string): Promise<boolean> {
+  const bySecret = secret === undefined ? '' : ' and prefix = ? and secret_hash = ?';
   const rows = await em.execute(
-    `select 1 from api_keys where kind = 'platform' and status = 'active' and (expires_at is null or expires_at > now()) limit 1`,
+    `select 1 from api_keys where kind = 'platform' and status = 'active' and (expires_at is null or expires_at > now())${bySecret} limit 1`,
+    secret === undefined ? [] : [prefixOf(secret), hashSecret(secret)],
   );
   return rows.length > 0;
 }
