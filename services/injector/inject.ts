@@ -9,7 +9,7 @@ import { basename, dirname } from 'node:path/posix';
 import { type InjectorConfig, QUANTITY, SECRET_DATA_KEY, SIDECAR_MODES, type SidecarMode } from './config.js';
 import { LOG_LEVELS } from '../common/settings.js';
 
-/** Annotations a pod may carry (README "Deploying on Kubernetes"). */
+/** Annotations a pod may carry (deploy/README.md, docs/kubernetes.md). */
 export const ANNOTATIONS = {
   inject: 'authz.io/inject',
   tenant: 'authz.io/tenant',

@@ -215,8 +215,8 @@ describe.skipIf(!process.env.DATABASE_URL)('control plane and sidecar as real pr
     expect((await call(cp.url, 'POST', '/evaluate', check('edit'), key.secretKey)).status).toBe(200);
     await ok(call(cp.url, 'DELETE', `/api-keys/${key.id}`));
     // The revoking process refuses the key at once; the other as soon as the revocation's NOTIFY
-    // reaches it (its key cache is invalidated by it): a few ms, bounded here at 1 s (README,
-    // "Not yet": no token makes a revocation visible everywhere at once).
+    // reaches it (its key cache is invalidated by it): a few ms, bounded here at 1 s (no token makes
+    // a revocation visible everywhere at once: docs/limitations.md).
     expect((await call(cp.url, 'POST', '/evaluate', check('edit'), key.secretKey)).status).toBe(401);
     await until(async () => (await call(cp2!.url, 'POST', '/evaluate', check('edit'), key.secretKey)).status === 401, 1_000, 'the other control plane refuses the revoked key');
   }, 30_000);
