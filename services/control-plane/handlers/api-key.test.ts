@@ -5,9 +5,9 @@ import { ApiKeyService } from '../../../gen/authz/v1/api_key_service_pb.js';
 import { SubjectService } from '../../../gen/authz/v1/subject_service_pb.js';
 import { TenancyService } from '../../../gen/authz/v1/tenancy_service_pb.js';
 import { StoreKeyVerifier, hashSecret } from '../auth/key-store.js';
-import { BACKENDS, createTestApp, seedTenant, userOf, type TestApp, expectCode } from '../../../test/harness.js';
+import { describeEachBackend, createTestApp, seedTenant, userOf, type TestApp, expectCode } from '../../../test/harness.js';
 
-describe.each(BACKENDS)('ApiKeyService on %s', (backend) => {
+describeEachBackend('ApiKeyService on %s', (backend) => {
   let app: TestApp;
   let verifier: StoreKeyVerifier;
 

@@ -3,9 +3,9 @@ import { Code, type Client } from '@connectrpc/connect';
 import { ResourceTypeService } from '../../../gen/authz/v1/resource_type_service_pb.js';
 import { ResourceService } from '../../../gen/authz/v1/resource_service_pb.js';
 import { PolicyService } from '../../../gen/authz/v1/policy_service_pb.js';
-import { BACKENDS, createTestApp, seedTenant, userOf, type TestApp, expectCode, seedRows } from '../../../test/harness.js';
+import { describeEachBackend, createTestApp, seedTenant, userOf, type TestApp, expectCode, seedRows } from '../../../test/harness.js';
 
-describe.each(BACKENDS)('ResourceTypeService on %s', (backend) => {
+describeEachBackend('ResourceTypeService on %s', (backend) => {
   let app: TestApp;
   let c: Client<typeof ResourceTypeService>;
   beforeAll(async () => {
