@@ -4,24 +4,23 @@
  * rows written straight into the tables with nulls, empty and nested JSON, whole-second and
  * millisecond timestamps, dates far in the past and future.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { BinaryWriter } from '@bufbuild/protobuf/wire';
 import { EntitySchema, SnapshotChunkSchema, WatchResponseSchema, type SnapshotChunk } from '../../../gen/authz/v1/snapshot_service_pb.js';
 import { ENTITY_KINDS, type EntityKind } from '../../engine/mod.js';
 import { KINDS, changeDataText, messageToChangeData, type KindDef, type Row } from '../../store/kinds.js';
-import { startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../../../test/harness.js';
+import { describeEachBackend, startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../../../test/harness.js';
 import { STORE_KIND, tenantRows, type RowColumns } from '../tenant-rows.js';
 import { ChunkEntities, chunkBytes, fieldsOfKind, rowEntity, snapshotChunks } from './snapshot.js';
 import { populate, restClient } from './testing.js';
 
-const backend = process.env.DATABASE_URL ? 'postgres' : 'embedded';
 /** A JSON value with its objects' keys sorted, to compare rows whatever their key order. */
 const sortKeys = (v: unknown): unknown =>
   Array.isArray(v) ? v.map(sortKeys) : v !== null && typeof v === 'object' ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sortKeys((v as Record<string, unknown>)[k])])) : v;
 type CP = Awaited<ReturnType<typeof startTestControlPlane>>;
 
-describe(`Watch snapshot rows (${backend})`, () => {
+describeEachBackend('Watch snapshot rows (%s)', (backend) => {
   let cp: CP;
   let tenantId: string;
 
