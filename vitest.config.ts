@@ -9,5 +9,7 @@ export default defineConfig({
     // Two files at a time on CI's 2 cores: most suites wait on PostgreSQL, timers and child
     // processes, so a second worker roughly halves the wall time (vitest's default is cores − 1).
     maxWorkers: 2,
+    // The default output, then one line when PostgreSQL tests were skipped (no DATABASE_URL).
+    reporters: ['default', './test/postgres-skips.ts'],
   },
 });

@@ -1,4 +1,4 @@
-import { expect } from 'vitest';
+import { describe, expect } from 'vitest';
 import { Code, ConnectError, createClient, createRouterTransport, type Client, type Interceptor } from '@connectrpc/connect';
 import type { DescService } from '@bufbuild/protobuf';
 import { openDatabase, type Database } from '../services/store/db.js';
@@ -22,10 +22,24 @@ import { requestGuard } from '../services/transport/guard.js';
 export type Backend = 'postgres' | 'embedded';
 
 /**
- * The backends every handler suite runs against: real PostgreSQL when DATABASE_URL is set
- * (CI sets it), and always the embedded database.
+ * The backends every suite that touches the store runs against: real PostgreSQL (CI sets
+ * DATABASE_URL) and the embedded database. Without DATABASE_URL the PostgreSQL variants show as
+ * skipped (see describeEachBackend), and the run ends with one line saying how many.
  */
-export const BACKENDS: Backend[] = process.env.DATABASE_URL ? ['postgres', 'embedded'] : ['embedded'];
+export const BACKENDS: readonly Backend[] = ['postgres', 'embedded'];
+
+/** Whether `backend` can run here: PostgreSQL needs DATABASE_URL. */
+export function backendAvailable(backend: Backend): boolean {
+  return backend === 'embedded' || Boolean(process.env.DATABASE_URL);
+}
+
+/**
+ * `describe` once per backend, `%s` in the title naming it; a backend that cannot run here is
+ * registered as skipped, so that a run without DATABASE_URL shows what it left out.
+ */
+export function describeEachBackend(title: string, body: (backend: Backend) => void): void {
+  for (const backend of BACKENDS) describe.skipIf(!backendAvailable(backend))(title.replace('%s', backend), () => body(backend));
+}
 
 /** A fresh database: a new PostgreSQL database (dropped on close) or an in-memory PGlite. */
 export async function openTestDatabase(backend: Backend): Promise<Database> {

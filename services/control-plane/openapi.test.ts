@@ -3,7 +3,7 @@ import { compileErrors, validate } from '@readme/openapi-parser';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BACKENDS, startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../../test/harness.js';
+import { describeEachBackend, startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../../test/harness.js';
 import { RouteTable } from '../transport/gateway/routes.js';
 import { OPENAPI_FILE, renderOpenApi } from './openapi.js';
 import { SERVICES } from './services.js';
@@ -95,7 +95,7 @@ function schemaValidator(): Ajv2020 {
   return ajv;
 }
 
-describe.each(BACKENDS.slice(0, 1))('the OpenAPI document against a running control plane (%s)', (backend) => {
+describeEachBackend('the OpenAPI document against a running control plane (%s)', (backend) => {
   let cp: Awaited<ReturnType<typeof startTestControlPlane>>;
   const ajv = schemaValidator();
   const validators = new Map<unknown, ValidateFunction>();

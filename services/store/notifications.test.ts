@@ -64,7 +64,7 @@ describe.runIf(process.env.DATABASE_URL)('notifications on postgres', () => {
   });
 });
 
-describe.runIf(process.env.DATABASE_URL)('notifications over a connection that dies silently', () => {
+describe.runIf(process.env.DATABASE_URL)('notifications on postgres over a connection that dies silently', () => {
   it('stops being live when heartbeats go unanswered, and listens again through a working path', async () => {
     const db = await openTestDatabase('postgres');
     const target = new URL(db.orm.config.get('clientUrl') as string);

@@ -3,14 +3,14 @@ import { DomainError } from '../common/errors.js';
 import type { Database } from './db.js';
 import { DEFAULT_PAGE, MAX_PAGE, listPage, type Page } from './read.js';
 import { runWrite } from './write.js';
-import { BACKENDS, openTestDatabase, seedTenant } from '../../test/harness.js';
+import { describeEachBackend, openTestDatabase, seedTenant } from '../../test/harness.js';
 
 /** The rejection of `p`, which must reject. */
 async function rejection(p: Promise<unknown>): Promise<unknown> {
   return p.then(() => { throw new Error('expected a rejection'); }, (e: unknown) => e);
 }
 
-describe.each(BACKENDS)('listPage on %s', (backend) => {
+describeEachBackend('listPage on %s', (backend) => {
   let db: Database;
   const t = 'tenant_page';
   const ids: string[] = [];

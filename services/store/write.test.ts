@@ -5,7 +5,7 @@ import { DomainError } from '../common/errors.js';
 import type { Database } from './db.js';
 import { CHANGE_CHANNEL, runWrite } from './write.js';
 import { changeLogData, type Row } from './kinds.js';
-import { BACKENDS, openTestDatabase } from '../../test/harness.js';
+import { describeEachBackend, openTestDatabase } from '../../test/harness.js';
 
 /** The rejection of `p`, which must reject. */
 async function rejection(p: Promise<unknown>): Promise<unknown> {
@@ -16,7 +16,7 @@ const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
 
 interface LogRow { revision: number; seq: number; op: string; kind: string; entity_id: string; data: Record<string, unknown> | null }
 
-describe.each(BACKENDS)('store writes on %s', (backend) => {
+describeEachBackend('store writes on %s', (backend) => {
   let db: Database;
   beforeAll(async () => { db = await openTestDatabase(backend); });
   afterAll(() => db?.close());

@@ -13,13 +13,12 @@ import type { SidecarConfig } from '../../sidecar/config.js';
 import { ROOT, ROWS, TENANT, scriptedControlPlane, snapshot } from '../../sidecar/testing.js';
 import { populate, restClient } from '../../services/control-plane/watch/testing.js';
 import { SURFACES, evaluateBatchOn, evaluateOn } from '../conformance/surfaces.js';
-import { startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../harness.js';
+import { describeEachBackend, startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../harness.js';
 import { startControlPlane } from '../../services/control-plane/app.js';
 import { loadConfig } from '../../services/control-plane/config.js';
 import { ConfigError } from '../../services/common/settings.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'decision-log-e2e-'));
-const backend = process.env.DATABASE_URL ? 'postgres' : 'embedded';
 const traceparent = (i: number) => `00-${i.toString(16).padStart(32, 'a')}-00f067aa0ba902b7-01`;
 const traceIdOf = (i: number) => i.toString(16).padStart(32, 'a');
 
@@ -114,9 +113,9 @@ describe('the sidecar\'s decision log', () => {
   });
 });
 
-describe(`the control plane's decision log on ${backend}`, () => {
+describeEachBackend('the control plane\'s decision log on %s', (backend) => {
   let cp: Awaited<ReturnType<typeof startTestControlPlane>>;
-  const path = join(dir, 'control-plane.jsonl');
+  const path = join(dir, `control-plane-${backend}.jsonl`);
   beforeAll(async () => {
     cp = await startTestControlPlane(backend, { SERVICE_DECISION_LOG: `file:${path}` });
   });

@@ -6,7 +6,7 @@ import { SERVICES } from '../../services/control-plane/services.js';
 import { startControlPlane, type ControlPlane } from '../../services/control-plane/app.js';
 import { loadConfig } from '../../services/control-plane/config.js';
 import { createLogger } from '../../services/transport/observability.js';
-import { BACKENDS, openTestDatabase } from '../harness.js';
+import { describeEachBackend, openTestDatabase } from '../harness.js';
 import { callUnary, loadGrpcJsClient } from '../interop/grpc-js-client.js';
 
 const BOOTSTRAP = 'azk_e2e_bootstrap_secret_0123456789abcdefghij';
@@ -20,7 +20,7 @@ async function databaseUrlFor(backend: 'postgres' | 'embedded') {
   return { url, done: () => db.close() };
 }
 
-describe.each(BACKENDS)('control plane end to end on %s', (backend) => {
+describeEachBackend('control plane end to end on %s', (backend) => {
   let cp: ControlPlane;
   let base: string;
   let done: () => Promise<void>;

@@ -5,11 +5,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlane } from '../../services/control-plane/app.js';
-import { BACKENDS, TEST_BOOTSTRAP_KEY, startTestControlPlane } from '../harness.js';
+import { describeEachBackend, TEST_BOOTSTRAP_KEY, startTestControlPlane } from '../harness.js';
 
 interface Answer { status: number; body: Record<string, unknown> & { message?: string } }
 
-describe.each(BACKENDS)('environment-restricted keys on %s', (backend) => {
+describeEachBackend('environment-restricted keys on %s', (backend) => {
   let cp: ControlPlane & { url: string };
   const ids: Record<string, string> = {};
   const keys: Record<string, string> = {};

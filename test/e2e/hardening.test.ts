@@ -16,7 +16,7 @@ import { ErrorInfoSchema } from '../../gen/authz/v1/error_reason_pb.js';
 import { CreateSubjectRequestSchema } from '../../gen/authz/v1/subject_service_pb.js';
 import type { ControlPlane } from '../../services/control-plane/app.js';
 import { MAX_JSON_DEPTH } from '../../services/transport/request-limits.js';
-import { BACKENDS, TEST_BOOTSTRAP_KEY as KEY, startTestControlPlane, storeDigest } from '../harness.js';
+import { describeEachBackend, TEST_BOOTSTRAP_KEY as KEY, startTestControlPlane, storeDigest } from '../harness.js';
 import { envelope } from '../conformance/surfaces.js';
 
 interface Answer {
@@ -25,7 +25,7 @@ interface Answer {
   body: { code?: string; message?: string; details?: { field?: string; debug?: { field?: string } }[] } & Record<string, unknown>;
 }
 
-describe.each(BACKENDS)('bad input on %s', (backend) => {
+describeEachBackend('bad input on %s', (backend) => {
   let cp: ControlPlane & { url: string };
   let tenantId: string;
   let scopeId: string;

@@ -75,7 +75,7 @@ async function until(cond: () => boolean, what: string, ms = 15_000): Promise<vo
   }
 }
 
-describe.skipIf(!admin)('log hygiene: no secret in the logs of a full run', () => {
+describe.skipIf(!admin)('log hygiene on PostgreSQL: no secret in the logs of a full run', () => {
   const role = `authz_log_test_${randomBytes(4).toString('hex')}`;
   // What a password manager would make: letters, digits and URL-safe punctuation.
   const password = `Pw-${randomBytes(18).toString('base64url')}`;

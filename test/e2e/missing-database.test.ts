@@ -20,7 +20,7 @@ async function query(sql: string, params: unknown[] = []) {
   }
 }
 
-describe.skipIf(!admin)('a DATABASE_URL naming a database that does not exist', () => {
+describe.skipIf(!admin)('a PostgreSQL DATABASE_URL naming a database that does not exist', () => {
   const name = `authz_test_typo_${randomBytes(6).toString('hex')}`;
   const url = new URL(admin ?? 'postgres://localhost');
   url.pathname = `/${name}`;

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { rng } from '../../services/engine/testdata/generate.js';
 import { startSidecar, type Sidecar } from '../../sidecar/app.js';
-import { BACKENDS } from '../harness.js';
+import { describeEachBackend } from '../harness.js';
 import { startFuzzServer, PLATFORM_SECRET, type FuzzServer } from '../fuzz/control-plane.js';
 import { buildWorld, createSpare } from '../fuzz/world.js';
 import { METHODS, type World } from '../fuzz/generator.js';
@@ -26,7 +26,7 @@ async function post(base: string, path: string, body: unknown, key: string) {
   return JSON.parse(text);
 }
 
-describe.each(BACKENDS)('control plane and sidecar decide alike (%s)', (backend) => {
+describeEachBackend('control plane and sidecar decide alike (%s)', (backend) => {
   let server: FuzzServer;
   let sidecar: Sidecar;
   let world: World;

@@ -24,8 +24,8 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, it } from 'vitest';
-import { BACKENDS } from '../harness.js';
+import { it } from 'vitest';
+import { describeEachBackend } from '../harness.js';
 import type { Surface } from './http.js';
 import { formatFailures, formatKnown, formatResult } from './report.js';
 import { runFuzz } from './runner.js';
@@ -37,11 +37,10 @@ const list = (v: string | undefined) => (v ? v.split(',').map((x) => x.trim()).f
 const envSeed = env.FUZZ_SEED ? Number(env.FUZZ_SEED) : undefined;
 const seeds: [string, number][] = envSeed !== undefined ? [['replayed', envSeed]] : [['fixed', FIXED_SEED], ['random', (Math.random() * 2 ** 31) | 0]];
 const BUDGET_MS = Number(env.FUZZ_BUDGET_MS ?? 45_000);
-const backends = BACKENDS.filter((b) => !env.FUZZ_BACKEND || env.FUZZ_BACKEND === b);
 const SHOWN = 20;
 
-describe.each(backends)('fuzz on %s', (backend) => {
-  it.each(seeds)('%s seed %i: every RPC, valid and mutated, on every surface of both processes, keeps the invariants', async (_label, seed) => {
+describeEachBackend('fuzz on %s', (backend) => {
+  it.skipIf(env.FUZZ_BACKEND !== undefined && env.FUZZ_BACKEND !== backend).each(seeds)('%s seed %i: every RPC, valid and mutated, on every surface of both processes, keeps the invariants', async (_label, seed) => {
     process.stdout.write(`fuzz ${backend}: seed ${seed} (replay with FUZZ_SEED=${seed})\n`);
     const res = await runFuzz({
       backend,

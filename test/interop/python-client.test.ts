@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BACKENDS, startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../harness.js';
+import { describeEachBackend, startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../harness.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const SCRIPT = join(ROOT, 'examples/python/authz_client.py');
@@ -31,7 +31,7 @@ describe('the Python client example', () => {
     });
   }
 
-  describe.runIf(!missing).each(BACKENDS.slice(0, 1))('against a control plane on %s', (backend) => {
+  describe.runIf(!missing)('against a control plane', () => describeEachBackend('on %s', (backend) => {
     let cp: Awaited<ReturnType<typeof startTestControlPlane>>;
     let dir: string;
     let descriptors: string;
@@ -74,5 +74,5 @@ describe('the Python client example', () => {
       expect(failure?.code).toBe(1);
       expect(failure?.stderr).toMatch(/^failed: UNAUTHENTICATED: .* \(reason ERROR_REASON_UNAUTHENTICATED, field None\)/);
     });
-  });
+  }));
 });

@@ -11,7 +11,7 @@ import { loadConfig } from '../config.js';
 import { createLogger } from '../../transport/observability.js';
 import { Notifications } from '../../store/notifications.js';
 import type { Database } from '../../store/db.js';
-import { BACKENDS, TEST_BOOTSTRAP_KEY, startTestControlPlane } from '../../../test/harness.js';
+import { describeEachBackend, TEST_BOOTSTRAP_KEY, startTestControlPlane } from '../../../test/harness.js';
 import { CachedKeyVerifier } from './key-cache.js';
 import { hashSecret } from './key-store.js';
 
@@ -58,7 +58,7 @@ async function newKey(base: string, body: Record<string, unknown>): Promise<{ id
   return { id: k.body.id as string, secret: k.body.secretKey as string };
 }
 
-describe.each(BACKENDS)('the key cache in one process on %s', (backend) => {
+describeEachBackend('the key cache in one process on %s', (backend) => {
   let cp: ControlPlane & { url: string };
   let s: Setup;
   beforeAll(async () => {

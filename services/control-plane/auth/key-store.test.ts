@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../store/db.js';
 import { runWrite } from '../../store/write.js';
-import { BACKENDS, openTestDatabase, seedTenant } from '../../../test/harness.js';
+import { describeEachBackend, openTestDatabase, seedTenant } from '../../../test/harness.js';
 import { ConfigError } from '../config.js';
 import {
   StoreKeyVerifier, bootstrapKeyFile, ensureBootstrapKey, generateSecret, hashSecret, lastFourOf, prefixOf, secretColumns, statusOf,
@@ -45,7 +45,7 @@ describe('secrets', () => {
   });
 });
 
-describe.each(BACKENDS)('key store on %s', (backend) => {
+describeEachBackend('key store on %s', (backend) => {
   let db: Database;
   const logs: string[] = [];
   const warnings: string[] = [];

@@ -10,7 +10,7 @@ import { DecisionService } from '../../../gen/authz/v1/decision_service_pb.js';
 import { ErrorInfoSchema, ErrorReason } from '../../../gen/authz/v1/error_reason_pb.js';
 import { PolicyService } from '../../../gen/authz/v1/policy_service_pb.js';
 import { BATCH_MAX_OPERATIONS } from '../../engine/budget.js';
-import { BACKENDS, countRows, createTestApp, expectCode, seedRows, seedTenant, type TestApp } from '../../../test/harness.js';
+import { describeEachBackend, countRows, createTestApp, expectCode, seedRows, seedTenant, type TestApp } from '../../../test/harness.js';
 
 /** The reported `contextCondition`: three nested `some` over 330-element literal arrays (~2 KB). */
 const reportedCondition = (): JsonObject => {
@@ -22,7 +22,7 @@ const reportedPattern = 'a{0,1000}'.repeat(600);
 /** Passes every write-time check; its cost depends on the length of `xs` in the request context. */
 const scan: JsonObject = { some: [{ var: 'xs' }, { '==': [{ var: '' }, -1] }] };
 
-describe.each(BACKENDS)('bounded cost of conditions and patterns on %s', (backend) => {
+describeEachBackend('bounded cost of conditions and patterns on %s', (backend) => {
   let app: TestApp;
   let policies: Client<typeof PolicyService>;
   let decisions: Client<typeof DecisionService>;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { DecisionService } from '../../../gen/authz/v1/decision_service_pb.js';
-import { BACKENDS, createTestApp, seedTenant, serviceOf, type TestApp } from '../../../test/harness.js';
+import { describeEachBackend, createTestApp, seedTenant, serviceOf, type TestApp } from '../../../test/harness.js';
 import { runWrite } from '../../store/write.js';
 import type { KindName, Row } from '../../store/kinds.js';
 
@@ -18,7 +18,7 @@ async function put(app: TestApp, tenantId: string, rows: [KindName, Row][]): Pro
 
 const code = (e: unknown) => ConnectError.from(e).code;
 
-describe.each(BACKENDS)('DecisionService on %s', (backend) => {
+describeEachBackend('DecisionService on %s', (backend) => {
   let app: TestApp;
   beforeAll(async () => {
     app = await createTestApp(backend);
@@ -101,7 +101,7 @@ describe.each(BACKENDS)('DecisionService on %s', (backend) => {
   });
 });
 
-describe.each(BACKENDS)('tenant indexes past SERVICE_INDEX_MAX_ROWS on %s', (backend) => {
+describeEachBackend('tenant indexes past SERVICE_INDEX_MAX_ROWS on %s', (backend) => {
   let app: TestApp;
   // Ids are unique across tenants: each tenant's subjects carry its name.
   const subjectRows = (t: string, n: number): [KindName, Row][] =>

@@ -4,9 +4,9 @@ import { MembershipService } from '../../../gen/authz/v1/membership_service_pb.j
 import { RoleService } from '../../../gen/authz/v1/role_service_pb.js';
 import { ScopeService } from '../../../gen/authz/v1/scope_service_pb.js';
 import { SubjectService } from '../../../gen/authz/v1/subject_service_pb.js';
-import { BACKENDS, createTestApp, seedTenant, userOf, type TestApp, expectCode } from '../../../test/harness.js';
+import { describeEachBackend, createTestApp, seedTenant, userOf, type TestApp, expectCode } from '../../../test/harness.js';
 
-describe.each(BACKENDS)('MembershipService on %s', (backend) => {
+describeEachBackend('MembershipService on %s', (backend) => {
   let app: TestApp;
 
   beforeAll(async () => {

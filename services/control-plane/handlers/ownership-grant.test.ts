@@ -3,9 +3,9 @@ import { Code, type Client } from '@connectrpc/connect';
 import { OwnershipGrantService } from '../../../gen/authz/v1/ownership_grant_service_pb.js';
 import { ResourceService } from '../../../gen/authz/v1/resource_service_pb.js';
 import { ResourceTypeService } from '../../../gen/authz/v1/resource_type_service_pb.js';
-import { BACKENDS, createTestApp, seedTenant, type TestApp, expectCode, seedRows } from '../../../test/harness.js';
+import { describeEachBackend, createTestApp, seedTenant, type TestApp, expectCode, seedRows } from '../../../test/harness.js';
 
-describe.each(BACKENDS)('OwnershipGrantService on %s', (backend) => {
+describeEachBackend('OwnershipGrantService on %s', (backend) => {
   let app: TestApp;
   let c: Client<typeof OwnershipGrantService>;
   beforeAll(async () => {

@@ -3,9 +3,9 @@ import { Code } from '@connectrpc/connect';
 import { PermissionService } from '../../../gen/authz/v1/permission_service_pb.js';
 import { RoleService } from '../../../gen/authz/v1/role_service_pb.js';
 import { runWrite } from '../../store/write.js';
-import { BACKENDS, createTestApp, seedTenant, userOf, type TestApp, expectCode } from '../../../test/harness.js';
+import { describeEachBackend, createTestApp, seedTenant, userOf, type TestApp, expectCode } from '../../../test/harness.js';
 
-describe.each(BACKENDS)('PermissionService on %s', (backend) => {
+describeEachBackend('PermissionService on %s', (backend) => {
   let app: TestApp;
 
   beforeAll(async () => {

@@ -5,7 +5,7 @@ import type { JsonObject } from '@bufbuild/protobuf';
 import { PolicyService } from '../../../gen/authz/v1/policy_service_pb.js';
 import { ResourceService } from '../../../gen/authz/v1/resource_service_pb.js';
 import { ResourceTypeService } from '../../../gen/authz/v1/resource_type_service_pb.js';
-import { BACKENDS, createTestApp, seedTenant, type TestApp, expectCode } from '../../../test/harness.js';
+import { describeEachBackend, createTestApp, seedTenant, type TestApp, expectCode } from '../../../test/harness.js';
 
 /** `{"!": {"!": … true}}`, `depth` operations deep. */
 function nested(depth: number): JsonObject {
@@ -14,7 +14,7 @@ function nested(depth: number): JsonObject {
   return rule;
 }
 
-describe.each(BACKENDS)('PolicyService on %s', (backend) => {
+describeEachBackend('PolicyService on %s', (backend) => {
   let app: TestApp;
   let c: Client<typeof PolicyService>;
   beforeAll(async () => {

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { timestampDate } from '@bufbuild/protobuf/wkt';
 import { Code, type Client } from '@connectrpc/connect';
 import { ResourceTypeService } from '../../../gen/authz/v1/resource_type_service_pb.js';
 import { ResourceService } from '../../../gen/authz/v1/resource_service_pb.js';
 import { PolicyService } from '../../../gen/authz/v1/policy_service_pb.js';
-import { BACKENDS, createTestApp, seedTenant, userOf, type TestApp, expectCode, seedRows } from '../../../test/harness.js';
+import { describeEachBackend, createTestApp, seedTenant, userOf, type TestApp, expectCode, seedRows } from '../../../test/harness.js';
 
-describe.each(BACKENDS)('ResourceTypeService on %s', (backend) => {
+describeEachBackend('ResourceTypeService on %s', (backend) => {
   let app: TestApp;
   let c: Client<typeof ResourceTypeService>;
   beforeAll(async () => {
@@ -19,14 +20,19 @@ describe.each(BACKENDS)('ResourceTypeService on %s', (backend) => {
 
   it('creates a resource type, reads it back, sets x-revision', async () => {
     let revision = '';
+    const before = new Date();
     const res = await c.createResourceType(
       { id: 'resource_type_doc', name: 'Document', key: 'doc', scopeId: 'scope_tenant_a' },
       { onHeader: (h) => (revision = h.get('x-revision') ?? '') },
     );
     expect(res.resourceType).toMatchObject({ id: 'resource_type_doc', tenantId: 'tenant_a', key: 'doc', name: 'Document', scopeId: 'scope_tenant_a' });
-    expect(res.resourceType?.createdAt).toBeDefined();
+    const after = new Date();
+    // Stamped by the handler's clock while the call ran, and read back as written.
+    const createdAt = timestampDate(res.resourceType!.createdAt!);
+    expect(createdAt >= before && createdAt <= after, `${createdAt.toISOString()} in [${before.toISOString()}, ${after.toISOString()}]`).toBe(true);
     expect(Number(revision)).toBeGreaterThan(0);
-    expect((await c.getResourceType({ id: 'resource_type_doc' })).resourceType?.name).toBe('Document');
+    const read = (await c.getResourceType({ id: 'resource_type_doc' })).resourceType;
+    expect([read?.name, read?.createdAt]).toEqual(['Document', res.resourceType!.createdAt]);
     await expectCode(c.getResourceType({ id: 'resource_type_nope' }), Code.NotFound);
   });
 

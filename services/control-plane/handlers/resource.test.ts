@@ -8,7 +8,7 @@ import { OwnershipGrantService } from '../../../gen/authz/v1/ownership_grant_ser
 import { fromJson, toJson } from '@bufbuild/protobuf';
 import { KINDS, messageToChangeData, rowToJson, rowToMessage, type KindDef, type KindName, type Row } from '../../store/kinds.js';
 import type { Database } from '../../store/db.js';
-import { BACKENDS, createTestApp, seedTenant, type TestApp, expectCode, seedRows } from '../../../test/harness.js';
+import { describeEachBackend, createTestApp, seedTenant, type TestApp, expectCode, seedRows } from '../../../test/harness.js';
 
 /** Writes rows of a tenant straight to the store. */
 async function changeLog(db: Database, ids: string[]): Promise<string[]> {
@@ -18,7 +18,7 @@ async function changeLog(db: Database, ids: string[]): Promise<string[]> {
   return rows.map((r) => `${r.op}:${r.entity_id}`);
 }
 
-describe.each(BACKENDS)('ResourceService on %s', (backend) => {
+describeEachBackend('ResourceService on %s', (backend) => {
   let app: TestApp;
   let c: Client<typeof ResourceService>;
   beforeAll(async () => {

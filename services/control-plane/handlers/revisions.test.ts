@@ -26,7 +26,7 @@ import { TagService } from '../../../gen/authz/v1/tag_service_pb.js';
 import { TenancyService } from '../../../gen/authz/v1/tenancy_service_pb.js';
 import { DecisionService } from '../../../gen/authz/v1/decision_service_pb.js';
 import { SERVICES } from '../services.js';
-import { BACKENDS, createTestApp, revisionGaps, storeDigest, type TestApp } from '../../../test/harness.js';
+import { describeEachBackend, createTestApp, revisionGaps, storeDigest, type TestApp } from '../../../test/harness.js';
 
 const FIXED_SEED = 7_140_519;
 const seeds = [FIXED_SEED, process.env.REVISIONS_PROP_SEED ? Number(process.env.REVISIONS_PROP_SEED) : Math.floor(Math.random() * 2 ** 31)];
@@ -253,7 +253,7 @@ it('has a generator for every write RPC of the descriptors', () => {
   expect(NAMES).toEqual(writeRpcs(SERVICES));
 });
 
-describe.each(BACKENDS)('revisions and the change log on %s', (backend) => {
+describeEachBackend('revisions and the change log on %s', (backend) => {
   let app: TestApp;
   let c: Clients;
   beforeAll(async () => {

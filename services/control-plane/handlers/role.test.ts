@@ -6,9 +6,9 @@ import { ScopeService } from '../../../gen/authz/v1/scope_service_pb.js';
 import { SubjectService } from '../../../gen/authz/v1/subject_service_pb.js';
 import { MembershipService } from '../../../gen/authz/v1/membership_service_pb.js';
 import { runWrite } from '../../store/write.js';
-import { BACKENDS, countRows, createTestApp, seedTenant, userOf, type TestApp, expectCode } from '../../../test/harness.js';
+import { describeEachBackend, countRows, createTestApp, seedTenant, userOf, type TestApp, expectCode } from '../../../test/harness.js';
 
-describe.each(BACKENDS)('RoleService on %s', (backend) => {
+describeEachBackend('RoleService on %s', (backend) => {
   let app: TestApp;
   const count = (table: string, column: string, value: string) => countRows(app.db, table, column, value);
 

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Code, type Client } from '@connectrpc/connect';
 import { ScopeOverrideService } from '../../../gen/authz/v1/scope_override_service_pb.js';
-import { BACKENDS, createTestApp, seedTenant, type TestApp, expectCode, seedRows } from '../../../test/harness.js';
+import { describeEachBackend, createTestApp, seedTenant, type TestApp, expectCode, seedRows } from '../../../test/harness.js';
 
 const permission = (id: string, scopeId: string) =>
   ({ id, scopeId, action: 'read', resourceType: '*', resourcePattern: '*', key: `*:read:*`, name: '', description: '' });
 
-describe.each(BACKENDS)('ScopeOverrideService on %s', (backend) => {
+describeEachBackend('ScopeOverrideService on %s', (backend) => {
   let app: TestApp;
   let c: Client<typeof ScopeOverrideService>;
   beforeAll(async () => {

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConnectError, Code } from '@connectrpc/connect';
 import { ScopeService } from '../../../gen/authz/v1/scope_service_pb.js';
-import { BACKENDS, createTestApp, expectCode, seedTenant, type TestApp } from '../../../test/harness.js';
+import { describeEachBackend, createTestApp, expectCode, seedTenant, type TestApp } from '../../../test/harness.js';
 
-describe.each(BACKENDS)('ScopeService on %s', (backend) => {
+describeEachBackend('ScopeService on %s', (backend) => {
   let app: TestApp;
   beforeAll(async () => {
     app = await createTestApp(backend);

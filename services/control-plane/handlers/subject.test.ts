@@ -5,9 +5,9 @@ import { RoleService } from '../../../gen/authz/v1/role_service_pb.js';
 import { MembershipService } from '../../../gen/authz/v1/membership_service_pb.js';
 import { ApiKeyService } from '../../../gen/authz/v1/api_key_service_pb.js';
 import { runWrite } from '../../store/write.js';
-import { BACKENDS, countRows, createTestApp, seedTenant, userOf, type TestApp, expectCode } from '../../../test/harness.js';
+import { describeEachBackend, countRows, createTestApp, seedTenant, userOf, type TestApp, expectCode } from '../../../test/harness.js';
 
-describe.each(BACKENDS)('SubjectService on %s', (backend) => {
+describeEachBackend('SubjectService on %s', (backend) => {
   let app: TestApp;
   const count = (table: string, column: string, value: string) => countRows(app.db, table, column, value);
 

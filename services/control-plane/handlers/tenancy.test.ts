@@ -3,9 +3,9 @@ import { Code } from '@connectrpc/connect';
 import { TenancyService } from '../../../gen/authz/v1/tenancy_service_pb.js';
 import { ScopeService } from '../../../gen/authz/v1/scope_service_pb.js';
 import { runWrite } from '../../store/write.js';
-import { BACKENDS, createTestApp, seedTenant, userOf, type TestApp, expectCode } from '../../../test/harness.js';
+import { describeEachBackend, createTestApp, seedTenant, userOf, type TestApp, expectCode } from '../../../test/harness.js';
 
-describe.each(BACKENDS)('TenancyService on %s', (backend) => {
+describeEachBackend('TenancyService on %s', (backend) => {
   let app: TestApp;
   const changes = async (tenantId: string) =>
     (await app.db.orm.em.fork().execute(

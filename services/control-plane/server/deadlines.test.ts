@@ -1,19 +1,18 @@
 /**
  * The control plane honours the caller's deadline and cancellation on the wire, on the lean
  * decision path (gRPC, REST, Connect) and on connect-node's (gRPC-Web over HTTP/1.1): see
- * test/conformance/deadlines.ts. On PostgreSQL when DATABASE_URL is set.
+ * test/conformance/deadlines.ts. On every backend.
  */
-import { describe } from 'vitest';
 import { startControlPlane } from '../app.js';
 import { loadConfig } from '../config.js';
-import { BACKENDS, TEST_BOOTSTRAP_KEY, createScratchDatabase } from '../../../test/harness.js';
+import { TEST_BOOTSTRAP_KEY, createScratchDatabase, describeEachBackend } from '../../../test/harness.js';
 import { captureLogger, deadlineCases } from '../../../test/conformance/deadlines.js';
 
 const WAIT_MS = 6000;
 
-describe(`the control plane's deadlines and cancellation on ${BACKENDS[0]}`, () => {
+describeEachBackend('the control plane\'s deadlines and cancellation on %s', (backend) => {
   deadlineCases(async () => {
-    const scratch = BACKENDS[0] === 'postgres' ? await createScratchDatabase(process.env.DATABASE_URL!) : undefined;
+    const scratch = backend === 'postgres' ? await createScratchDatabase(process.env.DATABASE_URL!) : undefined;
     const { logger, lines } = captureLogger();
     const cp = await startControlPlane(loadConfig({
       SERVICE_PORT: '0', SERVICE_BOOTSTRAP_API_KEY: TEST_BOOTSTRAP_KEY, SERVICE_DATA_DIR: 'memory://',

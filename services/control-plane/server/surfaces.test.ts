@@ -18,14 +18,14 @@ import { MAX_BODY_BYTES } from '../../transport/request-limits.js';
 import { startControlPlane, type ControlPlane } from '../app.js';
 import { loadConfig } from '../config.js';
 import { createLogger } from '../../transport/observability.js';
-import { BACKENDS, TEST_BOOTSTRAP_KEY, startTestControlPlane } from '../../../test/harness.js';
+import { describeEachBackend, TEST_BOOTSTRAP_KEY, startTestControlPlane } from '../../../test/harness.js';
 import {
   SURFACES, effectiveOn, envelope, errorClassOn, evaluateBatchOn, evaluateOn, expectedOutcomes, transportErrorClasses, type ErrorClass, type Outcome, type RawCall,
 } from '../../../test/conformance/surfaces.js';
 
 interface Answer { status: number; body: Record<string, unknown> & { message?: string } }
 
-describe.each(BACKENDS)('the control plane\'s decision surfaces on %s', (backend) => {
+describeEachBackend('the control plane\'s decision surfaces on %s', (backend) => {
   let cp: ControlPlane & { url: string };
   /** A second process on the same database, without the lean path (connect-node only); postgres only. */
   let plain: ControlPlane | undefined;

@@ -17,11 +17,10 @@ import { Follower } from '../../../sidecar/follower.js';
 import { sidecarMetrics } from '../../../sidecar/metrics.js';
 import { TenantIndexes } from '../decision/indexes.js';
 import { compactChangeLog } from '../../store/compaction.js';
-import { revisionGaps, startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../../../test/harness.js';
+import { describeEachBackend, revisionGaps, startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../../../test/harness.js';
 import { ModelClient, indexDigest, populate, restClient } from './testing.js';
 
 const logger = pino({ level: 'silent' });
-const backend = process.env.DATABASE_URL ? 'postgres' : 'embedded';
 type CP = Awaited<ReturnType<typeof startTestControlPlane>>;
 
 async function until(cond: () => boolean | Promise<boolean>, what: string, ms = 5_000): Promise<void> {
@@ -78,7 +77,7 @@ async function freshRows(cp: CP, tenantId: string): Promise<Map<string, string>>
   return m.rows;
 }
 
-for (const path of ['lean', 'connect-node'] as const) describe(`Watch on ${backend}, the ${path} path`, () => {
+for (const path of ['lean', 'connect-node'] as const) describeEachBackend(`Watch on %s, the ${path} path`, (backend) => {
   let cp: CP;
   let rest: ReturnType<typeof restClient>;
   let t: Awaited<ReturnType<typeof populate>>;
@@ -585,7 +584,7 @@ for (const path of ['lean', 'connect-node'] as const) describe(`Watch on ${backe
   });
 });
 
-describe.runIf(process.env.DATABASE_URL)('Watch across control planes on one database', () => {
+describe.runIf(process.env.DATABASE_URL)('Watch across control planes on one PostgreSQL database', () => {
   it('streams a write made through app A to a Watch on app B', async () => {
     const a = await startTestControlPlane('postgres', { SERVICE_WATCH_HEARTBEAT_MS: '100' });
     const url = a.db.orm.config.get('clientUrl') as string;

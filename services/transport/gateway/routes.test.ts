@@ -1,11 +1,29 @@
 import { describe, expect, it } from 'vitest';
+import { create, createFileRegistry, setExtension, type DescService } from '@bufbuild/protobuf';
+import { FieldDescriptorProto_Label, FieldDescriptorProto_Type, FileDescriptorProtoSchema, MethodOptionsSchema } from '@bufbuild/protobuf/wkt';
 import { ConnectError } from '@connectrpc/connect';
 import { EvaluateRequestSchema, EvaluateResponseSchema } from '../../../gen/authz/v1/decision_service_pb.js';
 import { ListResourcesRequestSchema } from '../../../gen/authz/v1/resource_service_pb.js';
 import { ResourceService } from '../../../gen/authz/v1/resource_service_pb.js';
 import { ScopeService } from '../../../gen/authz/v1/scope_service_pb.js';
+import { file_google_api_annotations, http } from '../../../gen/google/api/annotations_pb.js';
+import { HttpRuleSchema } from '../../../gen/google/api/http_pb.js';
 import { checkMessage, int64ToNumbers, setAtPath, valueFromString } from './json.js';
-import { resolveFieldPath, RouteTable } from './routes.js';
+import { resolveFieldPath, RouteConfigError, RouteTable } from './routes.js';
+
+/** A service of its own whose one RPC (a message with `id` and `name`) is bound to `verb path`. */
+function serviceBoundTo(verb: 'get' | 'post', path: string): DescService {
+  const options = create(MethodOptionsSchema);
+  setExtension(options, http, create(HttpRuleSchema, { pattern: { case: verb, value: path }, body: verb === 'post' ? '*' : '' }));
+  const text = (name: string, number: number) => ({ name, number, jsonName: name, type: FieldDescriptorProto_Type.STRING, label: FieldDescriptorProto_Label.OPTIONAL });
+  const file = create(FileDescriptorProtoSchema, {
+    name: 'test/things.proto', package: 'test.v1', syntax: 'proto3', dependency: ['google/api/annotations.proto'],
+    messageType: [{ name: 'Thing', field: [text('id', 1), text('name', 2)] }],
+    service: [{ name: 'Things', method: [{ name: 'GetThing', inputType: '.test.v1.Thing', outputType: '.test.v1.Thing', options }] }],
+  });
+  const registry = createFileRegistry(file, (name) => (name === 'google/api/annotations.proto' ? file_google_api_annotations : undefined));
+  return registry.getService('test.v1.Things')!;
+}
 
 const field = (schema: { fields: readonly { name: string }[] }, name: string) => {
   const f = schema.fields.find((x) => x.name === name);
@@ -77,5 +95,13 @@ describe('RouteTable', () => {
 
   it('refuses duplicate services only once, and collisions loudly', () => {
     expect(() => new RouteTable([ResourceService, ResourceService])).not.toThrow();
+    expect(() => new RouteTable([ResourceService, serviceBoundTo('get', '/things/{id}')])).not.toThrow();
+    // The same verb and path shape, whatever the variable is called.
+    for (const path of ['/resources/{id}', '/resources/{name}']) {
+      expect(() => new RouteTable([ResourceService, serviceBoundTo('get', path)])).toThrow(
+        new RouteConfigError(`GET ${path} of test.v1.Things.GetThing collides with /resources/{id} of authz.v1.ResourceService.GetResource`),
+      );
+    }
+    expect(() => new RouteTable([serviceBoundTo('post', '/resources'), ResourceService])).toThrow(RouteConfigError);
   });
 });
