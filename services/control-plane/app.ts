@@ -49,6 +49,11 @@ export interface InternalOptions {
   leanDecisions?: boolean;
   /** `false` leaves every Watch call to connect-node (tests compare the two). */
   leanWatch?: boolean;
+  /**
+   * How often the keys of open Watch streams are verified again, ms (default 1,000); 0 leaves
+   * only the checks a key write or a notifications resync starts (tests of that path).
+   */
+  watchKeyCheckMs?: number;
   /** The `OTEL_*` variables tracing reads (default: the process's environment). */
   otelEnv?: Record<string, string | undefined>;
 }
@@ -102,7 +107,7 @@ export async function startControlPlane(
     const watch = startWatch(db, config, registry, logger, internal.watch);
     const verifier = new CachedKeyVerifier(db);
     keyCacheMetrics(registry, verifier);
-    const watchKeys = new KeyGuard(verifier, db.notifications, 1_000, (err) => logger.debug({ err }, 'a Watch stream\'s key could not be checked; checked again later'));
+    const watchKeys = new KeyGuard(verifier, db.notifications, internal.watchKeyCheckMs ?? 1_000, (err) => logger.debug({ err }, 'a Watch stream\'s key could not be checked; checked again later'));
     const deps: Deps = {
       db,
       decision: new ControlPlaneSource(indexes, config.resourceScopeGate, (err) => logger.error({ err }, 'evaluation failed; denied'), decisionCounter(registry), decisionLog),
