@@ -3,7 +3,7 @@ import { MissingDatabaseError, openDatabase, type Database } from '../store/db.j
 import { ensureBootstrapKey } from './auth/key-store.js';
 import { CachedKeyVerifier } from './auth/key-cache.js';
 import { KeyGuard } from './watch/key-guard.js';
-import { controlPlaneFastPath } from './decision/fast-path.js';
+import { controlPlaneLeanPath } from './decision/lean-path.js';
 import { ConfigError, flagFor, tlsFilesOf, type Config } from './config.js';
 import { TenantIndexes } from './decision/indexes.js';
 import { ControlPlaneSource } from './decision/source.js';
@@ -26,8 +26,8 @@ import { DecisionLog } from '../decision/log.js';
 import { startTracing, type Tracing } from '../transport/tracing.js';
 import openApi from './openapi.json' with { type: 'json' };
 
-/** The fast paths in order (each takes its requests or returns false); undefined when none is on. */
-function fastPaths(paths: (StartServerOptions['fastPath'] | undefined)[]): StartServerOptions['fastPath'] {
+/** The lean paths in order (each takes its requests or returns false); undefined when none is on. */
+function leanPaths(paths: (StartServerOptions['leanPath'] | undefined)[]): StartServerOptions['leanPath'] {
   const on = paths.filter((p) => p !== undefined);
   if (on.length === 0) return undefined;
   if (on.length === 1) return on[0];
@@ -122,8 +122,8 @@ export async function startControlPlane(
       services: SERVICES,
       authenticate: apiKeyCaller(verifier),
       interceptors: [authInterceptor(verifier)],
-      fastPath: fastPaths([
-        internal.leanDecisions === false ? undefined : controlPlaneFastPath({ source: deps.decision, verifier, logger, registry, tracing }),
+      leanPath: leanPaths([
+        internal.leanDecisions === false ? undefined : controlPlaneLeanPath({ source: deps.decision, verifier, logger, registry, tracing }),
         internal.leanWatch === false ? undefined : leanWatch({
           hub: watch.hub, keys: watchKeys, caller: leanCaller(verifier, SnapshotService), maxBodyBytes: MAX_BODY_BYTES,
           classifyError: storeErrors, logger, metrics: rpcMetrics(registry), rejected: rejectCounter(registry), tracing,
