@@ -7,7 +7,7 @@ import { controlPlaneLeanPath } from './decision/lean-path.js';
 import { ConfigError, flagFor, tlsFilesOf, type Config } from './config.js';
 import { TenantIndexes } from './decision/indexes.js';
 import { ControlPlaneSource } from './decision/source.js';
-import type { Deps } from './handlers/kit.js';
+import type { Deps } from './handlers/deps.js';
 import { createLogger, createRegistry, rejectCounter, rpcMetrics } from '../transport/observability.js';
 import { startServer, type RunningServer, type StartServerOptions } from '../transport/server.js';
 import { readCertificatePair } from '../transport/certificates.js';

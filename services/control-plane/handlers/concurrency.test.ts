@@ -18,7 +18,7 @@ import { ResourceTypeService } from '../../../gen/authz/v1/resource_type_service
 import { ScopeService } from '../../../gen/authz/v1/scope_service_pb.js';
 import { ErrorInfoSchema, ErrorReason } from '../../../gen/authz/v1/error_reason_pb.js';
 import { createTestApp, seedTenant, type TestApp } from '../../../test/harness.js';
-import { MAX_DEPTH } from './scope.js';
+import { MAX_DEPTH } from '../../store/scopes.js';
 
 const RACES = { cycles: 200, chains: 20, scopes: 20 };
 
