@@ -8,7 +8,7 @@ import { ENTITY_KINDS, type TenantIndex } from '../../engine/mod.js';
 import type { Database } from '../../store/db.js';
 import { KINDS, type KindDef } from '../../store/kinds.js';
 import type { WatchResponse } from '../../../gen/authz/v1/snapshot_service_pb.js';
-import { STORE_KIND } from '../tenant-rows.js';
+import { STORE_KIND } from '../engine-kinds.js';
 
 /**
  * A digest of what an index holds for the tenant: per kind its count, and every stored row as
