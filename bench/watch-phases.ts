@@ -18,7 +18,7 @@ import { KINDS, messageToChangeData, type KindDef, type Row } from '../services/
 import { ChunkEntities, rowEntity } from '../services/control-plane/watch/snapshot.js';
 import { tenantRows } from '../services/store/tenant-rows.js';
 import { ENGINE_STORE_KINDS } from '../services/control-plane/engine-kinds.js';
-import { restClient } from '../services/control-plane/watch/testing.js';
+import { restClient } from '../test/watch-fixtures.js';
 import { startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../test/harness.js';
 import { runAsDeployed } from './as-deployed.js';
 

@@ -11,7 +11,7 @@ import { ResourceService } from '../../../gen/authz/v1/resource_service_pb.js';
 import { createRegistry } from '../../transport/observability.js';
 import type { RunningServer } from '../../transport/server.js';
 import type { NodeServerRequest, NodeServerResponse } from '../../transport/node-types.js';
-import { KEYS, startFakeServer } from './testkit.js';
+import { KEYS, startFakeServer } from '../../../test/fake-control-plane.js';
 
 const servers: RunningServer[] = [];
 afterEach(async () => {

@@ -14,7 +14,7 @@ import { startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../../../test/harness
 import { tenantRows, type RowColumns } from '../../store/tenant-rows.js';
 import { ENGINE_STORE_KINDS, STORE_KIND } from '../engine-kinds.js';
 import { ChunkEntities, chunkBytes, fieldsOfKind, rowEntity, snapshotChunks } from './snapshot.js';
-import { populate, restClient } from './testing.js';
+import { populate, restClient } from '../../../test/watch-fixtures.js';
 
 const backend = process.env.DATABASE_URL ? 'postgres' : 'embedded';
 /** A JSON value with its objects' keys sorted, to compare rows whatever their key order. */

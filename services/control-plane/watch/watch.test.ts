@@ -18,7 +18,7 @@ import { sidecarMetrics } from '../../../sidecar/metrics.js';
 import { TenantIndexes } from '../decision/indexes.js';
 import { compactChangeLog } from '../../store/compaction.js';
 import { revisionGaps, startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../../../test/harness.js';
-import { ModelClient, indexDigest, populate, restClient } from './testing.js';
+import { ModelClient, indexDigest, populate, restClient } from '../../../test/watch-fixtures.js';
 
 const logger = pino({ level: 'silent' });
 const backend = process.env.DATABASE_URL ? 'postgres' : 'embedded';
