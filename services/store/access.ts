@@ -9,7 +9,7 @@ import { rowReads } from './rows.js';
 import { entityManagerOf, type StoreSource } from './session.js';
 import type { WriteTx } from './write.js';
 
-/** Deletes a role with its permissions' grants, assignments, scope overrides, tag bindings and ownership grants. */
+/** Deletes a role with its permission grants and assignments, and the scope overrides, tag bindings and ownership grants that name it. */
 export async function deleteRoleWithDependents(tx: WriteTx, roleId: string): Promise<void> {
   const rows = rowReads(tx);
   const ids = async (kind: 'rolePermission' | 'roleAssignment' | 'scopeOverride' | 'tagBinding' | 'ownershipGrant') =>

@@ -57,6 +57,7 @@ export class WriteTx {
    */
   readonly keyPrefixes = new Set<string>();
 
+  /** The transaction's entity manager, for the store's own modules (handlers call them, never SQL). */
   constructor(readonly em: EntityManager) {}
 
   /** Locks the tenant's row (until commit) and enters it; a second, different tenant is refused. */
