@@ -3,7 +3,6 @@ import { MembershipService } from '../../../gen/authz/v1/membership_service_pb.j
 import type { CreateMembershipRequest, CreateRoleAssignmentRequest } from '../../../gen/authz/v1/membership_service_pb.js';
 import { invalid } from '../../common/errors.js';
 import { deleteMembershipsWithAssignments } from '../../store/access.js';
-import type { RowFilter } from '../../store/rows.js';
 import { requireString } from '../../common/validate.js';
 import { Uniques, createMany, distinct, refIn, type CreateSpec } from './batch-create.js';
 import type { Deps } from './deps.js';
