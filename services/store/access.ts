@@ -6,7 +6,7 @@
  */
 import { loadByIds, query } from './read.js';
 import { rowReads } from './rows.js';
-import { entityManagerOf, type StoreSource } from './session.js';
+import { entityManagerOf, type StoreSource } from './source.js';
 import type { WriteTx } from './write.js';
 
 /** Deletes a role with its permission grants and assignments, and the scope overrides, tag bindings and ownership grants that name it. */

@@ -4,7 +4,7 @@
  */
 import type { Database } from './db.js';
 import { listPage, query, type Page, type PageResult } from './read.js';
-import { entityManagerOf, type StoreSource } from './session.js';
+import { entityManagerOf, type StoreSource } from './source.js';
 import type { WriteTx } from './write.js';
 
 export interface ResourceTypeReads {

@@ -8,7 +8,7 @@ import type { Database } from './db.js';
 import { rowToMessage, type MessageOf } from './kinds.js';
 import { loadByIds, pageLimit, query, type Page } from './read.js';
 import { MAX_DEPTH } from './scopes.js';
-import { entityManagerOf, type StoreSource } from './session.js';
+import { entityManagerOf, type StoreSource } from './source.js';
 import type { WriteTx } from './write.js';
 
 /** A resource's identity within its tenant: its type and external id. */

@@ -5,7 +5,7 @@
 import type { Database } from './db.js';
 import { KINDS, type KindDef, type KindName, type Row } from './kinds.js';
 import { existingIds, listPage, loadByIds, rawQuery, type Page, type PageResult } from './read.js';
-import { entityManagerOf, type StoreSource } from './session.js';
+import { entityManagerOf, type StoreSource } from './source.js';
 
 /** Rows whose properties equal the filter's values; a list of values admits any of them. */
 export type RowFilter = Readonly<Record<string, string | readonly string[]>>;

@@ -5,7 +5,7 @@
 import { notFound } from '../common/errors.js';
 import type { Row } from './kinds.js';
 import { loadByIds, query } from './read.js';
-import { entityManagerOf, type StoreSource } from './session.js';
+import { entityManagerOf, type StoreSource } from './source.js';
 
 /** Contract §6: scope and resource hierarchies are at most 64 levels deep. */
 export const MAX_DEPTH = 64;

@@ -1,6 +1,6 @@
 /** Tags beyond single rows: the reads that the uniqueness and per-target limits of tags need. */
 import { query } from './read.js';
-import { entityManagerOf, type StoreSource } from './session.js';
+import { entityManagerOf, type StoreSource } from './source.js';
 
 export interface TagReads {
   /** The (tenant, key) pairs of the tag groups with any of the keys. */
