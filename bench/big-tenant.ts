@@ -6,7 +6,7 @@
  * k on 12 digits; resources alike.
  */
 import type { ControlPlane } from '../services/control-plane/app.js';
-import { restClient } from '../services/control-plane/watch/testing.js';
+import { restClient } from '../test/watch-fixtures.js';
 import { TEST_BOOTSTRAP_KEY } from '../test/harness.js';
 
 export interface BigTenantSize {

@@ -17,7 +17,7 @@ import { createGrpcTransport } from '@connectrpc/connect-node';
 import { SnapshotService } from '../gen/authz/v1/snapshot_service_pb.js';
 import { startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../test/harness.js';
 import { postgresCpuMs } from '../test/processes.js';
-import { populate, restClient } from '../services/control-plane/watch/testing.js';
+import { populate, restClient } from '../test/watch-fixtures.js';
 import { runAsDeployed } from './as-deployed.js';
 import { loadAverageNow, writeResults } from './results-file.js';
 

@@ -16,8 +16,9 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { WatchResponseSchema, type Entity } from '../gen/authz/v1/snapshot_service_pb.js';
 import { KINDS, messageToChangeData, type KindDef, type Row } from '../services/store/kinds.js';
 import { ChunkEntities, rowEntity } from '../services/control-plane/watch/snapshot.js';
-import { tenantRows } from '../services/control-plane/tenant-rows.js';
-import { restClient } from '../services/control-plane/watch/testing.js';
+import { tenantRows } from '../services/store/tenant-rows.js';
+import { ENGINE_STORE_KINDS } from '../services/control-plane/engine-kinds.js';
+import { restClient } from '../test/watch-fixtures.js';
 import { startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../test/harness.js';
 import { runAsDeployed } from './as-deployed.js';
 
@@ -61,7 +62,7 @@ try {
     let convert = 0;
     const entities: Entity[] = [];
     let t = performance.now();
-    for await (const batch of tenantRows(cp.db, tenant.id, { rows: 500 }, () => undefined)) {
+    for await (const batch of tenantRows(cp.db, tenant.id, ENGINE_STORE_KINDS, { rows: 500 }, () => undefined)) {
       read += performance.now() - t;
       t = performance.now();
       if (batch.kind === 'resource') for (const text of batch.texts) entities.push(rowEntity('resource', batch.columns.row(text)));

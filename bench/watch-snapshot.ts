@@ -9,7 +9,7 @@ import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { SnapshotService } from '../gen/authz/v1/snapshot_service_pb.js';
 import { startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../test/harness.js';
-import { restClient } from '../services/control-plane/watch/testing.js';
+import { restClient } from '../test/watch-fixtures.js';
 import { runAsDeployed } from './as-deployed.js';
 
 const n = Number(process.argv[2] ?? 1_000_000);

@@ -79,7 +79,7 @@ export async function startSidecar(
     corsOrigins: config.corsOrigins,
     // Always on: decisions need no credentials here, so the name a caller uses is checked.
     allowedHosts: config.allowedHosts ?? [],
-    fastPath: leanDecisions({
+    leanPath: leanDecisions({
       source, caller: () => undefined, maxBodyBytes: MAX_BODY_BYTES, logger, metrics: rpcMetrics(registry), rejected: rejectCounter(registry), tracing,
     }),
     logger,

@@ -9,7 +9,7 @@ import { compressionGzip, createConnectTransport, createGrpcTransport, createGrp
 import { pino } from 'pino';
 import { DecisionService } from '../gen/authz/v1/decision_service_pb.js';
 import { startSidecar } from './app.js';
-import { ROOT, ROWS, TENANT, scriptedControlPlane, snapshot } from './testing.js';
+import { ROOT, ROWS, TENANT, scriptedControlPlane, snapshot } from '../test/scripted-control-plane.js';
 import { captureLogger, deadlineCases } from '../test/conformance/deadlines.js';
 
 const WAIT_MS = 6000;

@@ -12,7 +12,7 @@ import { create } from '@bufbuild/protobuf';
 import { Change_Op, SnapshotChunkSchema } from '../gen/authz/v1/snapshot_service_pb.js';
 import { startSidecar, type Sidecar } from './app.js';
 import { MAX_RESOURCE_HINT, resourceHint } from './follower.js';
-import { ROOT, ROWS, TENANT, base, blockSnapshot, changes, entity, heartbeat, rowBlocks, scriptedControlPlane, snapshot } from './testing.js';
+import { ROOT, ROWS, TENANT, base, blockSnapshot, changes, entity, heartbeat, rowBlocks, scriptedControlPlane, snapshot } from '../test/scripted-control-plane.js';
 
 const running: { close(): Promise<void> }[] = [];
 afterEach(async () => {

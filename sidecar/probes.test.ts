@@ -11,7 +11,7 @@ import { pino } from 'pino';
 import { DecisionService } from '../gen/authz/v1/decision_service_pb.js';
 import { startSidecar, type Sidecar } from './app.js';
 import type { SidecarConfig } from './config.js';
-import { ROOT, ROWS, TENANT, scriptedControlPlane, snapshot } from './testing.js';
+import { ROOT, ROWS, TENANT, scriptedControlPlane, snapshot } from '../test/scripted-control-plane.js';
 import { freePort } from '../test/processes.js';
 
 const running: { close(): Promise<void> }[] = [];

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { startSidecar, type Sidecar } from './app.js';
-import { ROOT, ROWS, TENANT, scriptedControlPlane, snapshot } from './testing.js';
+import { ROOT, ROWS, TENANT, scriptedControlPlane, snapshot } from '../test/scripted-control-plane.js';
 import { MAX_BODY_BYTES } from '../services/transport/request-limits.js';
 import {
   SURFACES, effectiveOn, errorClassOn, evaluateBatchOn, evaluateOn, expectedOutcomes, transportErrorClasses, type Outcome,

@@ -11,7 +11,7 @@ import { Code, ConnectError, createClient } from '@connectrpc/connect';
 import { compressionGzip, createGrpcTransport } from '@connectrpc/connect-node';
 import { Change_Op, WatchResponseSchema } from '../gen/authz/v1/snapshot_service_pb.js';
 import { RAW_SNAPSHOT_SERVICE, decodeWatchResponse } from './snapshot-wire.js';
-import { ROWS, TENANT, changes, heartbeat, scriptedControlPlane, snapshot } from './testing.js';
+import { ROWS, TENANT, changes, heartbeat, scriptedControlPlane, snapshot } from '../test/scripted-control-plane.js';
 import { WatchThread, WideWindowSessions, cgroupCpuQuota, releaseMessage, soleBuffer, useWatchThread, watchSource, type UnknownFields } from './watch-thread.js';
 
 const MiB = 1024 * 1024;

@@ -9,7 +9,7 @@ import { createScratchDatabase } from './databases.js';
 
 export { createScratchDatabase };
 import { principalKey, type Principal } from '../services/control-plane/auth/principal.js';
-import type { Deps } from '../services/control-plane/handlers/kit.js';
+import type { Deps } from '../services/control-plane/handlers/deps.js';
 import { runWrite } from '../services/store/write.js';
 import type { KindName, Row } from '../services/store/kinds.js';
 import { TenantIndexes } from '../services/control-plane/decision/indexes.js';

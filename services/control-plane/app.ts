@@ -3,11 +3,11 @@ import { MissingDatabaseError, openDatabase, type Database } from '../store/db.j
 import { bootstrapKeyFile, ensureBootstrapKey, type GeneratedKey } from './auth/key-store.js';
 import { CachedKeyVerifier } from './auth/key-cache.js';
 import { KeyGuard } from './watch/key-guard.js';
-import { controlPlaneFastPath } from './decision/fast-path.js';
+import { controlPlaneLeanPath } from './decision/lean-path.js';
 import { ConfigError, flagFor, tlsFilesOf, type Config } from './config.js';
 import { TenantIndexes } from './decision/indexes.js';
 import { ControlPlaneSource } from './decision/source.js';
-import type { Deps } from './handlers/kit.js';
+import type { Deps } from './handlers/deps.js';
 import { createLogger, createRegistry, rejectCounter, rpcMetrics } from '../transport/observability.js';
 import { startServer, type RunningServer, type StartServerOptions } from '../transport/server.js';
 import { readCertificatePair } from '../transport/certificates.js';
@@ -26,8 +26,8 @@ import { DecisionLog } from '../decision/log.js';
 import { startTracing, type Tracing } from '../transport/tracing.js';
 import openApi from './openapi.json' with { type: 'json' };
 
-/** The fast paths in order (each takes its requests or returns false); undefined when none is on. */
-function fastPaths(paths: (StartServerOptions['fastPath'] | undefined)[]): StartServerOptions['fastPath'] {
+/** The lean paths in order (each takes its requests or returns false); undefined when none is on. */
+function leanPaths(paths: (StartServerOptions['leanPath'] | undefined)[]): StartServerOptions['leanPath'] {
   const on = paths.filter((p) => p !== undefined);
   if (on.length === 0) return undefined;
   if (on.length === 1) return on[0];
@@ -49,6 +49,11 @@ export interface InternalOptions {
   leanDecisions?: boolean;
   /** `false` leaves every Watch call to connect-node (tests compare the two). */
   leanWatch?: boolean;
+  /**
+   * How often the keys of open Watch streams are verified again, ms (default 1,000); 0 leaves
+   * only the checks a key write or a notifications resync starts (tests of that path).
+   */
+  watchKeyCheckMs?: number;
   /** The `OTEL_*` variables tracing reads (default: the process's environment). */
   otelEnv?: Record<string, string | undefined>;
 }
@@ -102,7 +107,7 @@ export async function startControlPlane(
     const watch = startWatch(db, config, registry, logger, internal.watch);
     const verifier = new CachedKeyVerifier(db);
     keyCacheMetrics(registry, verifier);
-    const watchKeys = new KeyGuard(verifier, db.notifications, 1_000, (err) => logger.debug({ err }, 'a Watch stream\'s key could not be checked; checked again later'));
+    const watchKeys = new KeyGuard(verifier, db.notifications, internal.watchKeyCheckMs ?? 1_000, (err) => logger.debug({ err }, 'a Watch stream\'s key could not be checked; checked again later'));
     const deps: Deps = {
       db,
       decision: new ControlPlaneSource(indexes, config.resourceScopeGate, (err) => logger.error({ err }, 'evaluation failed; denied'), decisionCounter(registry), decisionLog),
@@ -117,8 +122,8 @@ export async function startControlPlane(
       services: SERVICES,
       authenticate: apiKeyCaller(verifier),
       interceptors: [authInterceptor(verifier)],
-      fastPath: fastPaths([
-        internal.leanDecisions === false ? undefined : controlPlaneFastPath({ source: deps.decision, verifier, logger, registry, tracing }),
+      leanPath: leanPaths([
+        internal.leanDecisions === false ? undefined : controlPlaneLeanPath({ source: deps.decision, verifier, logger, registry, tracing }),
         internal.leanWatch === false ? undefined : leanWatch({
           hub: watch.hub, keys: watchKeys, caller: leanCaller(verifier, SnapshotService), maxBodyBytes: MAX_BODY_BYTES,
           classifyError: storeErrors, logger, metrics: rpcMetrics(registry), rejected: rejectCounter(registry), tracing,

@@ -6,10 +6,9 @@
  * learnt (same `epoch`, `live`): any later commit would then have been notified. Otherwise,
  * and for a tenant never heard of, callers ask the database (fail closed) and seed the map.
  */
-import type { EntityManager } from '@mikro-orm/postgresql';
-import { notFound } from '../common/errors.js';
 import type { Database } from '../store/db.js';
 import { CHANGE_CHANNEL, type Notifications } from '../store/notifications.js';
+import { committedRevision } from '../store/tenants.js';
 
 /** Tenants remembered at most; the oldest learnt are forgotten first (they are asked again). */
 const MAX_TENANTS = 200_000;
@@ -26,7 +25,10 @@ export class KnownRevisions {
   private readonly known = new Map<string, Known>();
   private readonly listeners = new Set<RevisionListener>();
 
-  constructor(private readonly notifications: Notifications) {
+  private readonly notifications: Notifications;
+
+  constructor(private readonly db: Database) {
+    const notifications = (this.notifications = db.notifications);
     notifications.subscribe(CHANGE_CHANNEL, (payload) => {
       const at = payload.lastIndexOf(':');
       const revision = Number(payload.slice(at + 1));
@@ -48,7 +50,7 @@ export class KnownRevisions {
    * The tenant's committed revision: the known one, else (or when `ask` is set: a fully
    * consistent read) the database's, which then seeds the map. `not_found` for an unknown tenant.
    */
-  async committed(em: EntityManager, tenantId: string, ask = false): Promise<number> {
+  async committed(tenantId: string, ask = false): Promise<number> {
     if (!ask) {
       const k = this.get(tenantId);
       if (k !== undefined) return k;
@@ -57,7 +59,7 @@ export class KnownRevisions {
     // the read is then notified.
     const live = this.notifications.live;
     const epoch = this.notifications.epoch;
-    const revision = await readCommittedRevision(em, tenantId);
+    const revision = await committedRevision(this.db, tenantId);
     if (live && this.notifications.live && epoch === this.notifications.epoch) this.learn(tenantId, revision, false);
     return Math.max(revision, this.get(tenantId) ?? 0);
   }
@@ -81,18 +83,11 @@ export class KnownRevisions {
   }
 }
 
-/** The tenant's committed revision, read from the database; `not_found` for an unknown tenant. */
-export async function readCommittedRevision(em: EntityManager, tenantId: string): Promise<number> {
-  const rows = (await em.execute('select revision from tenants where id = ?', [tenantId])) as { revision: string }[];
-  if (rows.length === 0) throw notFound('tenant', tenantId);
-  return Number(rows[0].revision);
-}
-
 const perDatabase = new WeakMap<Database, KnownRevisions>();
 
 /** The process's one KnownRevisions of a database (made on first use). */
 export function knownRevisions(db: Database): KnownRevisions {
   let k = perDatabase.get(db);
-  if (!k) perDatabase.set(db, (k = new KnownRevisions(db.notifications)));
+  if (!k) perDatabase.set(db, (k = new KnownRevisions(db)));
   return k;
 }

@@ -1,7 +1,7 @@
 import type { ConnectRouter } from '@connectrpc/connect';
 import type { DescService } from '@bufbuild/protobuf';
 import { ScopeService } from '../../gen/authz/v1/scope_service_pb.js';
-import type { Deps } from './handlers/kit.js';
+import type { Deps } from './handlers/deps.js';
 import { DecisionService } from '../../gen/authz/v1/decision_service_pb.js';
 import { decisionService } from '../decision/connect.js';
 import { principalOf } from './auth/principal.js';

@@ -9,7 +9,6 @@
  * transaction-scoped advisory try-lock (a replica finding it taken skips that tenant), and the
  * statements are idempotent (`delete … where revision <= X`, `greatest` on the horizon).
  */
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from 'pino';
 import type { Database } from './db.js';
 
@@ -24,8 +23,8 @@ export interface RetentionRule {
 const COMPACTION_LOCK = 727_431_002;
 
 /** Revisions after which the log still holds every revision of the tenant (0: all of them). */
-export async function compactedThrough(em: EntityManager, tenantId: string): Promise<number> {
-  const rows = (await em.execute('select compacted_through from change_log_horizons where tenant_id = ?', [tenantId])) as { compacted_through: string }[];
+export async function compactedThrough(db: Database, tenantId: string): Promise<number> {
+  const rows = (await db.orm.em.fork().execute('select compacted_through from change_log_horizons where tenant_id = ?', [tenantId])) as { compacted_through: string }[];
   return rows.length === 0 ? 0 : Number(rows[0].compacted_through);
 }
 

@@ -113,7 +113,7 @@ export function rowToMessage<K extends KindName>(kind: K, row: Row): MessageOf<K
 function convert<K extends KindName>(kind: K, row: Row): MessageOf<K> {
   const d = KINDS[kind] as KindDef;
   const plan = planOf(d);
-  const init = plan && fastInit(d, plan, row);
+  const init = plan && directInit(d, plan, row);
   if (init) return create(d.message, init) as MessageOf<K>;
   return fromJson(d.message, rowToJson(d, row), { ignoreUnknownFields: true }) as MessageOf<K>;
 }
@@ -121,14 +121,14 @@ function convert<K extends KindName>(kind: K, row: Row): MessageOf<K> {
 /** The message in the change log's JSON form, every field present. */
 export function messageToChangeData(kind: KindDef, row: Row): JsonObject {
   const plan = planOf(kind);
-  const fast = plan && fastChangeData(kind, plan, row);
-  if (fast) return fast;
+  const direct = plan && directChangeData(kind, plan, row);
+  if (direct) return direct;
   return toJson(kind.message, fromJson(kind.message, rowToJson(kind, row), { ignoreUnknownFields: true }), {
     alwaysEmitImplicit: true,
   }) as JsonObject;
 }
 
-// --- fast paths ---------------------------------------------------------------------------------
+// --- direct conversions -------------------------------------------------------------------------
 //
 // rowToMessage and messageToChangeData run once per written or answered row, so for batches of
 // 1,000 the generic route (row -> JSON -> fromJson -> toJson) dominated the write path. For kinds
@@ -210,7 +210,7 @@ function fits(f: FieldPlan, v: unknown): boolean {
 }
 
 /** The init object of `create` for the row, or null when a value needs the generic route. */
-function fastInit(kind: KindDef, plan: FieldPlan[], row: Row): Record<string, unknown> | null {
+function directInit(kind: KindDef, plan: FieldPlan[], row: Row): Record<string, unknown> | null {
   const init: Record<string, unknown> = {};
   for (const f of plan) {
     const v = valueOf(kind, row, f);
@@ -226,7 +226,7 @@ const ZERO: Record<'string' | 'bool' | 'int32' | 'strings', () => JsonValue> = {
 };
 
 /** toJson(alwaysEmitImplicit) of the row's message, or null when a value needs the generic route. */
-function fastChangeData(kind: KindDef, plan: FieldPlan[], row: Row): JsonObject | null {
+function directChangeData(kind: KindDef, plan: FieldPlan[], row: Row): JsonObject | null {
   const out: JsonObject = {};
   for (const f of plan) {
     const v = valueOf(kind, row, f);
@@ -279,7 +279,7 @@ export interface TextColumns {
   /**
    * Per column: `text` as it is; `jsonb` PostgreSQL's JSON text; `bool` `t`/`f`; `int4` decimal
    * digits; `date` an ISO time in milliseconds (`2026-01-02T03:04:05.678Z`) for years 1 to 9999,
-   * else something else (see TEXT_ISO_TIME); `other` anything the fast route leaves alone.
+   * else something else (see TEXT_ISO_TIME); `other` anything the direct route leaves alone.
    */
   types: readonly ('text' | 'jsonb' | 'bool' | 'int4' | 'date' | 'other')[];
 }
@@ -294,7 +294,7 @@ const HUGE_NUMBER = /\d{309}/;
 
 /**
  * Per field of a kind's plan, its column in a TextColumns (-1: none), and its fixed text when it
- * has one; null when the fast route cannot read the kind.
+ * has one; null when the direct route cannot read the kind.
  */
 interface TextPlan {
   columns: number[];
@@ -359,7 +359,7 @@ export function changeDataText(cols: TextColumns, text: (string | null)[], index
         continue;
       case 'timestamp':
         if (!TEXT_ISO_TIME.test(v)) return false;
-        // As fastChangeData: whole seconds without a fraction, else milliseconds.
+        // As directChangeData: whole seconds without a fraction, else milliseconds.
         values[at] = v.endsWith('.000Z') ? `${v.slice(0, -5)}Z` : v;
         isString[at] = true;
         continue;

@@ -1,3 +1,8 @@
+/**
+ * The store modules' own reads over an entity manager: rows by id, keyset pages, raw SQL with
+ * bind parameters. Nothing outside services/store uses them (rows.ts and the aggregate modules
+ * are what handlers see).
+ */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { invalid } from '../common/errors.js';
 import { KINDS, type KindDef, type KindName, type Row } from './kinds.js';
@@ -42,10 +47,6 @@ export async function existingIds(em: EntityManager, kind: KindName, ids: string
     [JSON.stringify(ids)],
   )) as { id: string }[];
   return new Set(rows.map((r) => r.id));
-}
-
-export async function getById(em: EntityManager, kind: KindName, id: string): Promise<Row | null> {
-  return (await loadByIds(em, kind, [id])).get(id) ?? null;
 }
 
 /** The page size a request asks for: DEFAULT_PAGE when absent, 1..MAX_PAGE. */

@@ -1,6 +1,6 @@
 import type { EntityProperty, EntitySchema } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { invalid, notFound } from '../common/errors.js';
+import { DomainError, invalid, notFound } from '../common/errors.js';
 import type { Database } from './db.js';
 import { KINDS, prepareMessages, type KindDef, type KindName, type Row } from './kinds.js';
 import { ChangeLogEntity } from './schema.js';
@@ -57,6 +57,7 @@ export class WriteTx {
    */
   readonly keyPrefixes = new Set<string>();
 
+  /** The transaction's entity manager, for the store's own modules (handlers call them, never SQL). */
   constructor(readonly em: EntityManager) {}
 
   /** Locks the tenant's row (until commit) and enters it; a second, different tenant is refused. */
@@ -332,9 +333,18 @@ export interface WriteResult<T> {
 /**
  * Runs `fn` in one transaction; all or nothing. After the commit, this process's followers hear
  * of the revisions it wrote, and its key caches of the keys it wrote, at once (`deliverLocal`),
- * before the database's NOTIFY comes back.
+ * before the database's NOTIFY comes back. A unique or foreign-key violation that slipped past
+ * the caller's checks fails it as a DomainError (`already_exists`, `constraint`).
  */
 export async function runWrite<T>(db: Database, fn: (tx: WriteTx) => Promise<T>): Promise<WriteResult<T>> {
+  try {
+    return await transaction(db, fn);
+  } catch (err) {
+    throw asDomainError(err);
+  }
+}
+
+async function transaction<T>(db: Database, fn: (tx: WriteTx) => Promise<T>): Promise<WriteResult<T>> {
   const em = db.orm.em.fork();
   let committed: string[] = [];
   let keys: Set<string> | undefined;
@@ -351,4 +361,19 @@ export async function runWrite<T>(db: Database, fn: (tx: WriteTx) => Promise<T>)
   for (const prefix of keys ?? []) db.notifications.deliverLocal(KEY_CHANNEL, prefix);
   for (const payload of committed) db.notifications.deliverLocal(CHANGE_CHANNEL, payload);
   return out;
+}
+
+/** A database constraint violation as the DomainError clients get; any other error as it is. */
+function asDomainError(err: unknown): unknown {
+  if (err instanceof DomainError) return err;
+  const name = (err as { name?: string })?.name ?? '';
+  const code = (err as { code?: string })?.code;
+  const constraint = String((err as { constraint?: string })?.constraint ?? 'constraint');
+  if (name === 'UniqueConstraintViolationException' || code === '23505') {
+    return new DomainError('already_exists', `an entity with the same unique fields already exists (${constraint})`);
+  }
+  if (name === 'ForeignKeyConstraintViolationException' || code === '23503') {
+    return new DomainError('constraint', `the write would leave a dangling reference (${constraint})`);
+  }
+  return err;
 }

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { startSidecar, type Sidecar } from '../../sidecar/app.js';
 import type { SidecarConfig } from '../../sidecar/config.js';
-import { ROOT, TENANT, ROWS, scriptedControlPlane, snapshot } from '../../sidecar/testing.js';
+import { ROOT, TENANT, ROWS, scriptedControlPlane, snapshot } from '../../test/scripted-control-plane.js';
 import { startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../../test/harness.js';
 import { crossSiteBody, hostAllowlist } from './cross-site.js';
 import type { NodeServerRequest } from './node-types.js';

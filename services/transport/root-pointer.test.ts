@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { startSidecar, type Sidecar } from '../../sidecar/app.js';
-import { ROWS, TENANT, scriptedControlPlane, snapshot } from '../../sidecar/testing.js';
+import { ROWS, TENANT, scriptedControlPlane, snapshot } from '../../test/scripted-control-plane.js';
 import { startTestControlPlane } from '../../test/harness.js';
 
 /** GETs `url` + `/`, then every path the answer names; returns the answer and each path's status. */

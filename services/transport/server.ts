@@ -95,12 +95,13 @@ export interface StartServerOptions {
    */
   readiness?: () => Promise<boolean> | boolean;
   /**
-   * Serves what it takes before anything else (the lean decision path): returns true when it
-   * answered the request, false to leave it to the router, the probes and the gateway.
+   * The lean path: serves what it takes before anything else (the lean decision and Watch
+   * paths): returns true when it answered the request, false to leave it to the router, the
+   * probes and the gateway.
    * `shutdown` aborts when the server closes, with the `unavailable` error that a call waiting
    * (for a revision) should answer, as connect-node's handlers do.
    */
-  fastPath?: (req: NodeServerRequest, res: NodeServerResponse, shutdown: AbortSignal) => boolean;
+  leanPath?: (req: NodeServerRequest, res: NodeServerResponse, shutdown: AbortSignal) => boolean;
   logger?: Logger;
   registry?: Registry;
   /** OpenTelemetry tracing (tracing.ts): a server span per RPC but health and reflection; undefined: off. */
@@ -476,7 +477,7 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
   const unknownMethod = (req: NodeServerRequest, path: string): boolean =>
     grpcFlavour(req) !== undefined || (RPC_PATH.test(path) && gateway.routes.match((req.method ?? 'GET').toUpperCase(), path).kind === 'not_found');
 
-  const fastPath = opts.fastPath;
+  const leanPath = opts.leanPath;
   const cors = opts.corsOrigins?.length ? corsHandler(opts.corsOrigins) : undefined;
   const hostAllowed = opts.allowedHosts === undefined ? undefined : hostAllowlist(opts.allowedHosts, host);
   const onRequest = (req: NodeServerRequest, res: NodeServerResponse) => {
@@ -496,7 +497,7 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
     refuseCrossSiteBody(req, res, media);
   };
   const route = (req: NodeServerRequest, res: NodeServerResponse) => {
-    if (fastPath !== undefined && fastPath(req, res, shutdown.signal)) return;
+    if (leanPath !== undefined && leanPath(req, res, shutdown.signal)) return;
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);

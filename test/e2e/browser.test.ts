@@ -21,7 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { startSidecar, type Sidecar } from '../../sidecar/app.js';
-import { ROOT, ROWS, TENANT, scriptedControlPlane, snapshot } from '../../sidecar/testing.js';
+import { ROOT, ROWS, TENANT, scriptedControlPlane, snapshot } from '../scripted-control-plane.js';
 
 const CHROMIUM = process.env.AUTHZ_TEST_BROWSER ?? '/usr/bin/chromium';
 const REQUIRED = process.env.AUTHZ_TEST_BROWSER_REQUIRED === '1';

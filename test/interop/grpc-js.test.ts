@@ -1,6 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KEYS, startFakeServer } from '../../services/control-plane/server/testkit.js';
+import { KEYS, startFakeServer } from '../fake-control-plane.js';
 import type { RunningServer } from '../../services/transport/server.js';
 import { callUnary, loadGrpcJsClient, type DynamicClient } from './grpc-js-client.js';
 

@@ -21,7 +21,7 @@ import { SERVICES } from '../../services/control-plane/services.js';
 import { createLogger, createRegistry } from '../../services/transport/observability.js';
 import { startServer, type RunningServer } from '../../services/transport/server.js';
 import { startSidecar } from '../../sidecar/app.js';
-import { ROWS, TENANT, scriptedControlPlane, snapshot } from '../../sidecar/testing.js';
+import { ROWS, TENANT, scriptedControlPlane, snapshot } from '../scripted-control-plane.js';
 import { loadThirdPartyClient } from './grpc-js-client.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');

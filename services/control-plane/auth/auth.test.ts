@@ -9,7 +9,7 @@ import { ErrorInfoSchema, ErrorReason } from '../../../gen/authz/v1/error_reason
 import { ResourceService } from '../../../gen/authz/v1/resource_service_pb.js';
 import { TenancyService } from '../../../gen/authz/v1/tenancy_service_pb.js';
 import type { RunningServer } from '../../transport/server.js';
-import { KEYS, PRINCIPALS, startFakeServer, type FakeKeyVerifier, type FakeWorld } from '../server/testkit.js';
+import { KEYS, PRINCIPALS, startFakeServer, type FakeKeyVerifier, type FakeWorld } from '../../../test/fake-control-plane.js';
 import { credentialsOf } from './interceptor.js';
 import { assertTenantReach, principalKey, principalOf } from './principal.js';
 

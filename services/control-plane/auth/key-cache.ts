@@ -21,7 +21,7 @@
  */
 import type { Database } from '../../store/db.js';
 import { KEY_CHANNEL } from '../../store/notifications.js';
-import { keysWithPrefix, matchKey, plausibleSecret, prefixOf, secretDigest, type KeyCandidate } from './key-store.js';
+import { candidatesWithPrefix, matchKey, plausibleSecret, prefixOf, secretDigest, type KeyCandidate } from './key-store.js';
 import type { KeyVerifier, Principal } from './principal.js';
 
 export interface KeyCacheOptions {
@@ -128,13 +128,13 @@ export class CachedKeyVerifier implements KeyVerifier {
    * (the read may predate the write that invalidated).
    */
   private read(prefix: string, store: boolean): Promise<readonly KeyCandidate[]> {
-    if (!store) return keysWithPrefix(this.db, prefix);
+    if (!store) return candidatesWithPrefix(this.db, prefix);
     const shared = this.reading.get(prefix);
     if (shared) return shared;
     const generation = this.generation;
     const epoch = this.db.notifications.epoch;
     const startedAt = this.now();
-    const p = keysWithPrefix(this.db, prefix).then(
+    const p = candidatesWithPrefix(this.db, prefix).then(
       (candidates) => {
         if (this.reading.get(prefix) === p) this.reading.delete(prefix);
         const n = this.db.notifications;

@@ -11,8 +11,8 @@
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmod, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { newId } from '../../common/ids.js';
+import { hasActivePlatformKey, keysWithPrefix, lockBootstrap, type StoredKey } from '../../store/api-keys.js';
 import type { Database } from '../../store/db.js';
 import type { Row } from '../../store/kinds.js';
 import { runWrite } from '../../store/write.js';
@@ -81,36 +81,27 @@ export function plausibleSecret(secret: string): boolean {
   return secret.length >= PREFIX_LENGTH && secret.length <= MAX_SECRET;
 }
 
-/**
- * Every stored key with the prefix, revoked and expired ones included. Raw SQL on the request
- * path: no query building or entity hydration for a lookup that verification makes.
- */
-export async function keysWithPrefix(db: Database, prefix: string): Promise<KeyCandidate[]> {
-  const rows = ((await db.orm.em.getConnection().execute(
-    `select k.id, k.kind, k.tenant_id as "tenantId", k.subject_id as "subjectId", k.secret_hash as "secretHash", k.hash_algo as "hashAlgo",
-       k.status, k.expires_at as "expiresAt", k.environment_id as "environmentId", e.scope_id as "environmentScopeId"
-     from api_keys k left join environments e on e.id = k.environment_id where k.prefix = ?`,
-    [prefix],
-  )) as Row[]);
-  return rows.map(candidateOf);
+/** Every stored key with the prefix as a candidate, revoked and expired ones included. */
+export async function candidatesWithPrefix(db: Database, prefix: string): Promise<KeyCandidate[]> {
+  return (await keysWithPrefix(db, prefix)).map(candidateOf);
 }
 
-function candidateOf(r: Row): KeyCandidate {
+function candidateOf(r: StoredKey): KeyCandidate {
   const stored = r.secretHash;
   const valid = r.hashAlgo === HASH_ALGO && typeof stored === 'string' && /^[0-9a-f]{64}$/.test(stored);
   const principal: Principal = {
-    keyId: r.id as string,
+    keyId: r.id,
     kind: r.kind as KeyKind,
-    ...(r.tenantId ? { tenantId: r.tenantId as string } : {}),
-    subjectId: r.subjectId as string,
+    ...(r.tenantId ? { tenantId: r.tenantId } : {}),
+    subjectId: r.subjectId,
     // An environment that cannot be found leaves the key reaching no scope at all.
-    ...(r.environmentId ? { environment: Object.freeze({ id: r.environmentId as string, scopeId: (r.environmentScopeId as string | null) ?? '' }) } : {}),
+    ...(r.environmentId ? { environment: Object.freeze({ id: r.environmentId, scopeId: r.environmentScopeId ?? '' }) } : {}),
   };
   return {
-    id: r.id as string,
-    hash: valid ? Buffer.from(stored as string, 'hex') : undefined,
+    id: r.id,
+    hash: valid ? Buffer.from(stored, 'hex') : undefined,
     revoked: r.status !== 'active',
-    expiresAt: r.expiresAt ? new Date(r.expiresAt as string | Date).getTime() : Number.POSITIVE_INFINITY,
+    expiresAt: r.expiresAt ? new Date(r.expiresAt).getTime() : Number.POSITIVE_INFINITY,
     principal: Object.freeze(principal),
   };
 }
@@ -142,7 +133,7 @@ export class StoreKeyVerifier implements KeyVerifier {
   /** The key's principal; null for an unknown, revoked or expired secret. */
   async verify(secret: string): Promise<Principal | null> {
     if (!plausibleSecret(secret)) return null;
-    const candidates = await keysWithPrefix(this.db, prefixOf(secret));
+    const candidates = await candidatesWithPrefix(this.db, prefixOf(secret));
     if (candidates.length === 0) return null;
     return matchKey(candidates, secretDigest(secret), Date.now());
   }
@@ -183,9 +174,6 @@ export interface GeneratedKey {
   keyFile?: string;
 }
 
-/** An arbitrary constant: serialises bootstrap across replicas starting at once. */
-const BOOTSTRAP_LOCK = 727_431_002;
-
 /**
  * Makes sure an active `platform` key exists. When none does, creates one: with exactly the
  * configured secret (SERVICE_BOOTSTRAP_API_KEY, at least 32 characters, else a ConfigError)
@@ -205,9 +193,9 @@ export async function ensureBootstrapKey(db: Database, opts: BootstrapOptions): 
     );
   }
   const { result } = await runWrite(db, async (tx) => {
-    await tx.em.execute(`select pg_advisory_xact_lock(${BOOTSTRAP_LOCK})`);
-    if (await hasActivePlatformKey(tx.em)) {
-      const configuredWorks = configured === undefined || await hasActivePlatformKey(tx.em, configured);
+    await lockBootstrap(tx);
+    if (await hasActivePlatformKey(tx)) {
+      const configuredWorks = configured === undefined || await hasActivePlatformKey(tx, { prefix: prefixOf(configured), secretHash: hashSecret(configured) });
       return { created: undefined, configuredWorks };
     }
     const secret = configured ?? generateSecret();
@@ -271,12 +259,3 @@ async function writeKeyFile(path: string | undefined, secret: string, log: Boots
   }
 }
 
-/** Whether an active, unexpired platform key exists (with exactly `secret`, when given). */
-async function hasActivePlatformKey(em: EntityManager, secret?: string): Promise<boolean> {
-  const bySecret = secret === undefined ? '' : ' and prefix = ? and secret_hash = ?';
-  const rows = await em.execute(
-    `select 1 from api_keys where kind = 'platform' and status = 'active' and (expires_at is null or expires_at > now())${bySecret} limit 1`,
-    secret === undefined ? [] : [prefixOf(secret), hashSecret(secret)],
-  );
-  return rows.length > 0;
-}

@@ -1,10 +1,13 @@
 import { ENTITY_KINDS, TenantIndex, type Change, type EntityKind } from '../../engine/mod.js';
 import { notFound } from '../../common/errors.js';
 import { signalOf, sleep, waitEnded, type CallSignal } from '../../decision/decide.js';
+import { changesAfter } from '../../store/change-log.js';
 import type { Database } from '../../store/db.js';
-import { changeLogData, messageToChangeData, type Row } from '../../store/kinds.js';
+import { changeLogData, messageToChangeData } from '../../store/kinds.js';
+import { tenantOfScope } from '../../store/tenants.js';
 import { knownRevisions, type KnownRevisions } from '../known-revisions.js';
-import { tenantRows } from '../tenant-rows.js';
+import { tenantRows } from '../../store/tenant-rows.js';
+import { ENGINE_STORE_KINDS } from '../engine-kinds.js';
 
 const ENGINE_KINDS = new Set<string>(ENTITY_KINDS);
 
@@ -62,11 +65,11 @@ export class TenantIndexes {
   async tenantOfScope(scopeId: string, field = 'scopeId'): Promise<string> {
     const hit = this.scopeTenants.get(scopeId);
     if (hit) return hit;
-    const rows = (await this.db.orm.em.fork().execute('select tenant_id from scopes where id = ?', [scopeId])) as { tenant_id: string }[];
-    if (rows.length === 0) throw notFound('scope', scopeId, field);
+    const tenantId = await tenantOfScope(this.db, scopeId);
+    if (tenantId === undefined) throw notFound('scope', scopeId, field);
     if (this.scopeTenants.size >= MAX_SCOPE_TENANTS) this.scopeTenants.delete(this.scopeTenants.keys().next().value as string);
-    this.scopeTenants.set(scopeId, rows[0].tenant_id);
-    return rows[0].tenant_id;
+    this.scopeTenants.set(scopeId, tenantId);
+    return tenantId;
   }
 
   /**
@@ -150,13 +153,9 @@ export class TenantIndexes {
     const known = ask ? undefined : this.known.get(tenantId);
     if (known !== undefined && known <= entry.index.revision) return Promise.resolve();
     const run = entry.busy.then(async () => {
-      const em = this.db.orm.em.fork();
-      const rev = await this.known.committed(em, tenantId, ask);
+      const rev = await this.known.committed(tenantId, ask);
       if (rev <= entry.index.revision) return;
-      const rows = (await em.execute(
-        'select revision, op, kind, entity_id, data from change_log where tenant_id = ? and revision > ? order by revision, seq',
-        [tenantId, entry.index.revision],
-      )) as { revision: string; op: 'upsert' | 'delete'; kind: string; entity_id: string; data: Row | null }[];
+      const rows = await changesAfter(this.db, tenantId, entry.index.revision);
       // The log was compacted past this index (idle for long): it cannot be moved forward, only
       // rebuilt from a snapshot.
       if (rows.length === 0 || Number(rows[0].revision) !== entry.index.revision + 1) {
@@ -193,7 +192,7 @@ export class TenantIndexes {
   private async load(tenantId: string): Promise<Entry> {
     const builder = TenantIndex.builder();
     let revision = 0;
-    for await (const { kind, def, columns, texts } of tenantRows(this.db, tenantId, { rows: LOAD_BATCH_ROWS }, (r) => (revision = r))) {
+    for await (const { kind, def, columns, texts } of tenantRows(this.db, tenantId, ENGINE_STORE_KINDS, { rows: LOAD_BATCH_ROWS }, (r) => (revision = r))) {
       for (const text of texts) builder.add(kind, messageToChangeData(def, columns.row(text)));
     }
     const index = builder.build(revision);

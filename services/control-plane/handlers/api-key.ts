@@ -6,12 +6,14 @@ import type { ApiKey } from '../../../gen/authz/v1/api_key_pb.js';
 import { invalid, permissionDenied } from '../../common/errors.js';
 import { newId } from '../../common/ids.js';
 import { rowToMessage, type Row } from '../../store/kinds.js';
-import { listPage } from '../../store/read.js';
+import { listRows } from '../../store/rows.js';
 import { assertTenantReach, principalOf } from '../auth/principal.js';
 import { generateSecret, secretColumns, statusOf } from '../auth/key-store.js';
 import { jsonObject, oneOf, optionalString, requireString } from '../../common/validate.js';
-import { createMany, loadForWrite, refIn, writeOne, type CreateSpec, type Deps } from './kit.js';
-import { requireTenant } from './tenancy.js';
+import { createMany, refIn, type CreateSpec } from './batch-create.js';
+import type { Deps } from './deps.js';
+import { requireTenant } from './reads.js';
+import { loadForWrite, writeOne } from './writes.js';
 
 const KEY_KINDS = ['user', 'service', 'platform'] as const;
 
@@ -106,7 +108,7 @@ export function apiKeyService(deps: Deps): ServiceImpl<typeof ApiKeyService> {
     async listApiKeys(req, ctx) {
       const principal = principalOf(ctx);
       const tenantId = optionalString(req.tenantId, 'tenantId') ?? principal.tenantId;
-      const where: Record<string, unknown> = {};
+      const where: Record<string, string> = {};
       if (tenantId) {
         await requireTenant(deps, ctx, tenantId, 'tenantId');
         where.tenantId = tenantId;
@@ -114,7 +116,7 @@ export function apiKeyService(deps: Deps): ServiceImpl<typeof ApiKeyService> {
         assertPlatform(principal.kind);
       }
       if (principal.environment) where.environmentId = principal.environment.id;
-      const { rows, nextCursor } = await listPage(deps.db.orm.em.fork(), deps.db.cursors, 'apiKey', where, req);
+      const { rows, nextCursor } = await listRows(deps.db, 'apiKey', where, req);
       const now = new Date();
       return { apiKeys: rows.map((r) => apiKeyMessage(r, now)), nextCursor };
     },

@@ -22,6 +22,10 @@ describeEachBackend('DecisionService on %s', (backend) => {
   let app: TestApp;
   beforeAll(async () => {
     app = await createTestApp(backend);
+    // Listening, as the server is from start-up: a cached index then answers without asking the
+    // database anything (TenantIndexes.readyFor), the path where a decision is cheapest and
+    // where the reach checks must hold as well.
+    await app.db.notifications.start();
     await seedTenant(app.db, 'tenant_d');
     await seedTenant(app.db, 'tenant_other');
     await put(app, 'tenant_d', [
@@ -85,6 +89,13 @@ describeEachBackend('DecisionService on %s', (backend) => {
     expect(code(await other.evaluate(ask('subject_alice')).catch((e) => e))).toBe(Code.PermissionDenied);
     const mine = app.client(DecisionService, serviceOf('tenant_d'));
     expect((await mine.evaluate(ask('subject_bob'))).allowed).toBe(false);
+  });
+
+  it('refuses another tenant\'s key once the tenant\'s index is cached and current', async () => {
+    await app.client(DecisionService).evaluate(ask('subject_alice'));
+    expect(app.deps.decision.indexes.readyFor('scope_team', 0)).toBeDefined();
+    const err = await app.client(DecisionService, serviceOf('tenant_other')).evaluate(ask('subject_alice')).catch((e) => e);
+    expect([code(err), ConnectError.from(err).rawMessage]).toEqual([Code.PermissionDenied, 'the API key does not reach the tenant of scopeId']);
   });
 
   it('names the missing field of a malformed request', async () => {

@@ -2,20 +2,13 @@ import type { ServiceImpl } from '@connectrpc/connect';
 import { MembershipService } from '../../../gen/authz/v1/membership_service_pb.js';
 import type { CreateMembershipRequest, CreateRoleAssignmentRequest } from '../../../gen/authz/v1/membership_service_pb.js';
 import { invalid } from '../../common/errors.js';
-import type { WriteTx } from '../../store/write.js';
+import { deleteMembershipsWithAssignments } from '../../store/access.js';
 import { requireString } from '../../common/validate.js';
-import {
-  Uniques, createMany, deleteOne, listMany, refIn, tenantOfRef, type CreateSpec, type Deps,
-} from './kit.js';
-import { preloadChains, requireUsableRole, rowsWhere } from './role.js';
-
-/** Deletes memberships with their role assignments, each row through the change log. */
-export async function deleteMembershipsCascade(tx: WriteTx, membershipIds: string[]): Promise<void> {
-  if (membershipIds.length === 0) return;
-  const assignments = await rowsWhere(tx.em, 'roleAssignment', { membershipId: { $in: membershipIds } });
-  await tx.delete('roleAssignment', assignments.map((r) => r.id as string));
-  await tx.delete('membership', membershipIds);
-}
+import { Uniques, createMany, distinct, refIn, type CreateSpec } from './batch-create.js';
+import type { Deps } from './deps.js';
+import { preloadChainsOf, requireUsableRole, type ChainCache } from './hierarchy-rules.js';
+import { listMany, tenantOfRef } from './reads.js';
+import { deleteOne } from './writes.js';
 
 function memberships(): CreateSpec<CreateMembershipRequest, 'membership'> {
   const unique = new Uniques(); // (subjectId, scopeId)
@@ -25,10 +18,10 @@ function memberships(): CreateSpec<CreateMembershipRequest, 'membership'> {
     async preload(b, items) {
       await b.preload('subject', items.map((i) => i.subjectId));
       await b.preload('scope', items.map((i) => i.scopeId));
-      const subjectIds = items.map((i) => i.subjectId).filter((x) => x);
-      const scopeIds = items.map((i) => i.scopeId).filter((x) => x);
+      const subjectIds = distinct(items.map((i) => i.subjectId));
+      const scopeIds = distinct(items.map((i) => i.scopeId));
       if (subjectIds.length === 0 || scopeIds.length === 0) return;
-      const found = await rowsWhere(b.em, 'membership', { subjectId: { $in: subjectIds }, scopeId: { $in: scopeIds } });
+      const found = await b.rows.where('membership', { subjectId: subjectIds, scopeId: scopeIds });
       for (const r of found) unique.held([r.subjectId, r.scopeId], r.id as string);
     },
     async build(b, item, p) {
@@ -50,7 +43,7 @@ function memberships(): CreateSpec<CreateMembershipRequest, 'membership'> {
  * ancestor of it (a role defined at a scope is usable in its descendants).
  */
 function roleAssignments(): CreateSpec<CreateRoleAssignmentRequest, 'roleAssignment'> {
-  const chains = new Map<string, string[]>();
+  const chains: ChainCache = new Map();
   const unique = new Uniques(); // (membershipId, roleId)
   return {
     kind: 'roleAssignment',
@@ -58,11 +51,11 @@ function roleAssignments(): CreateSpec<CreateRoleAssignmentRequest, 'roleAssignm
     async preload(b, items) {
       await b.preload('membership', items.map((i) => i.membershipId));
       await b.preload('role', items.map((i) => i.roleId));
-      await preloadChains(b, chains, 'membership', items.map((i) => i.membershipId));
-      const membershipIds = items.map((i) => i.membershipId).filter((x) => x);
-      const roleIds = items.map((i) => i.roleId).filter((x) => x);
+      await preloadChainsOf(b, chains, 'membership', items.map((i) => i.membershipId));
+      const membershipIds = distinct(items.map((i) => i.membershipId));
+      const roleIds = distinct(items.map((i) => i.roleId));
       if (membershipIds.length === 0 || roleIds.length === 0) return;
-      const found = await rowsWhere(b.em, 'roleAssignment', { membershipId: { $in: membershipIds }, roleId: { $in: roleIds } });
+      const found = await b.rows.where('roleAssignment', { membershipId: membershipIds, roleId: roleIds });
       for (const r of found) unique.held([r.membershipId, r.roleId], r.id as string);
     },
     async build(b, item, p) {
@@ -90,7 +83,7 @@ export function membershipService(deps: Deps): ServiceImpl<typeof MembershipServ
     },
     /** `?scopeId=` or `?subjectId=` (one is required; both narrow each other). */
     async listMemberships(req, ctx) {
-      const where: Record<string, unknown> = {};
+      const where: Record<string, string> = {};
       if (req.scopeId) {
         await tenantOfRef(deps, ctx, 'scope', requireString(req.scopeId, 'scopeId'), 'scopeId');
         where.scopeId = req.scopeId;
@@ -104,7 +97,7 @@ export function membershipService(deps: Deps): ServiceImpl<typeof MembershipServ
       return { memberships: items, nextCursor };
     },
     async deleteMembership(req, ctx) {
-      return deleteOne(deps, ctx, 'membership', req.id, (tx, id) => deleteMembershipsCascade(tx, [id]));
+      return deleteOne(deps, ctx, 'membership', req.id, (tx, id) => deleteMembershipsWithAssignments(tx, [id]));
     },
     async createRoleAssignment(req, ctx) {
       return { roleAssignment: (await createMany(deps, ctx, roleAssignments(), [req], false))[0] };

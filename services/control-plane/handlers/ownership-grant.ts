@@ -2,11 +2,13 @@ import type { ServiceImpl } from '@connectrpc/connect';
 import { OwnershipGrantService } from '../../../gen/authz/v1/ownership_grant_service_pb.js';
 import type { CreateOwnershipGrantRequest } from '../../../gen/authz/v1/ownership_grant_service_pb.js';
 import { invalid } from '../../common/errors.js';
-import type { Row } from '../../store/kinds.js';
+import { accessReads } from '../../store/access.js';
 import { optionalString, requireString } from '../../common/validate.js';
-import { Uniques, createMany, deleteOne, listMany, tenantOfRef, type CreateSpec, type Deps, distinct, refIn } from './kit.js';
-import { query } from '../../store/read.js';
-import { requireUsableRole, scopeChains } from './role.js';
+import { Uniques, createMany, distinct, refIn, type CreateSpec } from './batch-create.js';
+import type { Deps } from './deps.js';
+import { preloadScopeChains, requireUsableRole, type ChainCache } from './hierarchy-rules.js';
+import { listMany, tenantOfRef } from './reads.js';
+import { deleteOne } from './writes.js';
 
 /**
  * owns(subject, resource, role): all three in the resource's tenant; each triple once; the role
@@ -14,7 +16,7 @@ import { requireUsableRole, scopeChains } from './role.js';
  */
 function ownershipGrants(): CreateSpec<CreateOwnershipGrantRequest, 'ownershipGrant'> {
   const unique = new Uniques(); // (subjectId, resourceId, roleId)
-  const chains = new Map<string, string[]>();
+  const chains: ChainCache = new Map();
   return {
     kind: 'ownershipGrant',
     tenantRef: (item) => ['resource', item.resourceId, 'resourceId'],
@@ -24,12 +26,8 @@ function ownershipGrants(): CreateSpec<CreateOwnershipGrantRequest, 'ownershipGr
       await b.preload('subject', items.map((i) => i.subjectId));
       await b.preload('role', items.map((i) => i.roleId));
       if (resourceIds.length === 0) return;
-      const owners = distinct(resourceIds.map((id) => b.peek('resource', id)?.ownerScopeId as string | undefined));
-      for (const [k, v] of await scopeChains(b.em, owners)) chains.set(k, v);
-      const rows = await query<{ s: string; r: string; o: string }>(
-        b.em, 'select subject_id as s, resource_id as r, role_id as o from ownership_grants where resource_id in (?)', [resourceIds],
-      );
-      for (const r of rows) unique.held([r.s, r.r, r.o]);
+      await preloadScopeChains(b, chains, resourceIds.map((id) => b.peek('resource', id)?.ownerScopeId as string | undefined));
+      for (const g of await accessReads(b.tx).ownershipGrantsOn(resourceIds)) unique.held([g.subjectId, g.resourceId, g.roleId]);
     },
     async build(b, item, p) {
       const id = b.id('ownershipGrant', item.id, `${p}id`);
@@ -61,7 +59,7 @@ export function ownershipGrantService(deps: Deps): ServiceImpl<typeof OwnershipG
       const resourceId = optionalString(req.resourceId, 'resourceId');
       const subjectId = optionalString(req.subjectId, 'subjectId');
       if (!resourceId && !subjectId) throw invalid('resourceId', 'is required (or subjectId)');
-      const where: Row = {};
+      const where: Record<string, string> = {};
       if (resourceId) {
         await tenantOfRef(deps, ctx, 'resource', resourceId, 'resourceId');
         where.resourceId = resourceId;

@@ -2,15 +2,13 @@ import type { ServiceImpl } from '@connectrpc/connect';
 import { PermissionService } from '../../../gen/authz/v1/permission_service_pb.js';
 import type { CreatePermissionRequest } from '../../../gen/authz/v1/permission_service_pb.js';
 import { invalid, limitExceeded } from '../../common/errors.js';
-import { loadByIds } from '../../store/read.js';
-import type { WriteTx } from '../../store/write.js';
+import { deletePermissionWithDependents } from '../../store/access.js';
 import { principalOf } from '../auth/principal.js';
 import { MAX_BATCH, optionalString, requireString } from '../../common/validate.js';
-import {
-  createMany, deleteOne, getOne, listMany, tenantOfRef, type CreateSpec, type Deps,
-} from './kit.js';
-import { rowsWhere } from './role.js';
-import { requireTenant } from './tenancy.js';
+import { createMany, type CreateSpec } from './batch-create.js';
+import type { Deps } from './deps.js';
+import { getOne, listMany, requireTenant, tenantOfRef } from './reads.js';
+import { deleteOne } from './writes.js';
 
 /** `<resourceType>:<action>:<resourcePattern>` (spec, Permission). */
 export const permissionKey = (resourceType: string, action: string, resourcePattern: string) =>
@@ -47,22 +45,6 @@ const permissions: CreateSpec<CreatePermissionRequest, 'permission'> = {
   },
 };
 
-/** Deletes a permission, its role permissions, and strips it from scope overrides. */
-export async function deletePermissionCascade(tx: WriteTx, permissionId: string): Promise<void> {
-  const grants = await rowsWhere(tx.em, 'rolePermission', { permissionId });
-  await tx.delete('rolePermission', grants.map((r) => r.id as string));
-  const hits = (await tx.em.execute(
-    'select id from scope_overrides where tenant_id = ? and permission_ids @> cast(? as jsonb)',
-    [tx.tenantId, JSON.stringify([permissionId])],
-  )) as { id: string }[];
-  const overrides = await loadByIds(tx.em, 'scopeOverride', hits.map((h) => h.id));
-  for (const o of overrides.values()) {
-    const ids = ((o.permissionIds as string[] | null) ?? []).filter((x) => x !== permissionId);
-    await tx.update('scopeOverride', o, { permissionIds: ids });
-  }
-  await tx.delete('permission', [permissionId]);
-}
-
 /** `?ids=` as a list: comma-separated, blanks ignored, at most 1,000. */
 function parseIds(raw: string): string[] {
   const ids = [...new Set(raw.split(',').map((s) => s.trim()).filter((s) => s))];
@@ -87,8 +69,8 @@ export function permissionService(deps: Deps): ServiceImpl<typeof PermissionServ
      * other. Unknown ids in `ids` are left out of the answer.
      */
     async listPermissions(req, ctx) {
-      const where: Record<string, unknown> = {};
-      if (req.ids) where.id = { $in: parseIds(req.ids) };
+      const where: Record<string, string | string[]> = {};
+      if (req.ids) where.id = parseIds(req.ids);
       if (req.scopeId) {
         await tenantOfRef(deps, ctx, 'scope', requireString(req.scopeId, 'scopeId'), 'scopeId');
         where.scopeId = req.scopeId;
@@ -105,7 +87,7 @@ export function permissionService(deps: Deps): ServiceImpl<typeof PermissionServ
       return { permissions: items, nextCursor };
     },
     async deletePermission(req, ctx) {
-      return deleteOne(deps, ctx, 'permission', req.id, deletePermissionCascade);
+      return deleteOne(deps, ctx, 'permission', req.id, deletePermissionWithDependents);
     },
   };
 }

@@ -6,10 +6,12 @@ import type { CreateResourceCollectionRequest, CreateResourcePolicyRequest } fro
 import { DomainError, invalid } from '../../common/errors.js';
 import { validateJsonLogic } from '../../engine/jsonlogic.js';
 import { validateMatchDefinition } from '../../engine/match.js';
+import { deleteCollectionWithPolicies } from '../../store/resource-types.js';
 import { jsonObject, oneOf, optionalString, requireString } from '../../common/validate.js';
-import {
-  createMany, deleteOne, getOne, listMany, tenantOfRef, type CreateSpec, type Deps, enterScope, refIn } from './kit.js';
-import { query } from '../../store/read.js';
+import { createMany, enterScope, refIn, type CreateSpec } from './batch-create.js';
+import type { Deps } from './deps.js';
+import { getOne, listMany, tenantOfRef } from './reads.js';
+import { deleteOne } from './writes.js';
 
 const EFFECTS = ['allow', 'deny'] as const;
 const TARGET_KINDS = ['resource', 'collection'] as const;
@@ -121,13 +123,7 @@ export function policyService(deps: Deps): ServiceImpl<typeof PolicyService> {
       return { resourceCollections: items, nextCursor };
     },
     async deleteResourceCollection(req, ctx) {
-      return deleteOne(deps, ctx, 'collection', req.id, async (tx, id) => {
-        const targeting = await query<{ id: string }>(
-          tx.em, `select id from resource_policies where target_id = ? and target->>'kind' = 'collection'`, [id],
-        );
-        await tx.delete('policy', targeting.map((r) => r.id));
-        await tx.delete('collection', [id]);
-      });
+      return deleteOne(deps, ctx, 'collection', req.id, deleteCollectionWithPolicies);
     },
     async createResourcePolicy(req, ctx) {
       return { resourcePolicy: (await createMany(deps, ctx, policies, [req], false))[0] };

@@ -3,11 +3,12 @@ import { ResourceTypeService } from '../../../gen/authz/v1/resource_type_service
 import type { CreateResourceTypeEdgeRequest, CreateResourceTypeRequest } from '../../../gen/authz/v1/resource_type_service_pb.js';
 import { constraint, invalid } from '../../common/errors.js';
 import { rowToMessage } from '../../store/kinds.js';
+import { deleteResourceTypeWithEdges, listResourceTypeEdges, resourceTypeReads } from '../../store/resource-types.js';
 import { requireString } from '../../common/validate.js';
-import {
-  Uniques, createMany, distinct, enterScope, getOne, listMany, loadForWrite, refIn, tenantOfRef, writeOne, type CreateSpec, type Deps,
-} from './kit.js';
-import { query } from '../../store/read.js';
+import { Uniques, createMany, distinct, enterScope, refIn, type CreateSpec } from './batch-create.js';
+import type { Deps } from './deps.js';
+import { getOne, listMany, tenantOfRef } from './reads.js';
+import { loadForWrite, writeOne } from './writes.js';
 
 // --- resource types -----------------------------------------------------------------------------
 
@@ -21,10 +22,7 @@ function resourceTypes(): CreateSpec<CreateResourceTypeRequest, 'resourceType'> 
     tenantRef: (item) => ['scope', item.scopeId, 'scopeId'],
     async preload(b, items) {
       await b.preload('scope', items.map((i) => i.scopeId));
-      const keys = distinct(items.map((i) => i.key));
-      if (keys.length === 0) return;
-      const rows = await query<{ id: string; tenant_id: string; key: string }>(b.em, 'select id, tenant_id, key from resource_types where key in (?)', [keys]);
-      for (const r of rows) unique.held([r.tenant_id, r.key], r.id);
+      for (const t of await resourceTypeReads(b.tx).resourceTypesWithKeys(distinct(items.map((i) => i.key)))) unique.held([t.tenantId, t.key], t.id);
     },
     async build(b, item, p) {
       const id = b.id('resourceType', item.id, `${p}id`);
@@ -46,12 +44,7 @@ function resourceTypeEdges(): CreateSpec<CreateResourceTypeEdgeRequest, 'resourc
     tenantRef: (item) => ['resourceType', item.parentTypeId, 'parentTypeId'],
     async preload(b, items) {
       await b.preload('resourceType', items.flatMap((i) => [i.parentTypeId, i.childTypeId]));
-      const parents = distinct(items.map((i) => i.parentTypeId));
-      if (parents.length === 0) return;
-      const rows = await query<{ parent_type_id: string; child_type_id: string }>(
-        b.em, 'select parent_type_id, child_type_id from resource_type_edges where parent_type_id in (?)', [parents],
-      );
-      for (const r of rows) unique.held([r.parent_type_id, r.child_type_id]);
+      for (const e of await resourceTypeReads(b.tx).typeEdgesFrom(distinct(items.map((i) => i.parentTypeId)))) unique.held([e.parentTypeId, e.childTypeId]);
     },
     async build(b, item, p) {
       const id = b.id('resourceTypeEdge', item.id, `${p}id`);
@@ -98,18 +91,9 @@ export function resourceTypeService(deps: Deps): ServiceImpl<typeof ResourceType
       const id = requireString(req.id, 'id');
       await writeOne(deps, ctx, async (tx, principal) => {
         await loadForWrite(tx, principal, 'resourceType', id);
-        const [inUse] = await query<{ what: string }>(
-          tx.em,
-          `select 'resources' as what from resources where resource_type_id = ?
-           union all select 'collections' from resource_collections where resource_type_id = ? limit 1`,
-          [id, id],
-        );
-        if (inUse) throw constraint(`resource type ${id} is still used by ${inUse.what}; delete them first`, 'id');
-        const edges = await query<{ id: string }>(
-          tx.em, 'select id from resource_type_edges where parent_type_id = ? or child_type_id = ?', [id, id],
-        );
-        await tx.delete('resourceTypeEdge', edges.map((e) => e.id));
-        await tx.delete('resourceType', [id]);
+        const inUse = await resourceTypeReads(tx).usesOfType(id);
+        if (inUse) throw constraint(`resource type ${id} is still used by ${inUse}; delete them first`, 'id');
+        await deleteResourceTypeWithEdges(tx, id);
       });
       return {};
     },
@@ -122,9 +106,8 @@ export function resourceTypeService(deps: Deps): ServiceImpl<typeof ResourceType
     async listResourceTypeEdges(req, ctx) {
       const typeId = requireString(req.typeId, 'typeId');
       await tenantOfRef(deps, ctx, 'resourceType', typeId, 'typeId');
-      const where = { $or: [{ parentTypeId: typeId }, { childTypeId: typeId }] };
-      const { items, nextCursor } = await listMany(deps, 'resourceTypeEdge', where, req);
-      return { resourceTypeEdges: items, nextCursor };
+      const { rows, nextCursor } = await listResourceTypeEdges(deps.db, typeId, req);
+      return { resourceTypeEdges: rows.map((r) => rowToMessage('resourceTypeEdge', r)), nextCursor };
     },
   };
 }

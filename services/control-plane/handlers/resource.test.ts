@@ -328,7 +328,7 @@ describeEachBackend('ResourceService on %s', (backend) => {
   });
 });
 
-describe('store row conversions (fast paths of rowToMessage and messageToChangeData)', () => {
+describe('store row conversions (direct conversions of rowToMessage and messageToChangeData)', () => {
   const reference = (d: KindDef, row: Row) => fromJson(d.message, rowToJson(d, row), { ignoreUnknownFields: true });
   const at = (iso: string) => new Date(iso);
   const base = { id: 'x_1', tenantId: 'tenant_a', createdBy: 'subject_a' };

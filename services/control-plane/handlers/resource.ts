@@ -1,17 +1,18 @@
-import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { ServiceImpl } from '@connectrpc/connect';
 import { ResourceService } from '../../../gen/authz/v1/resource_service_pb.js';
 import type {
   CreateResourceEdgeRequest, CreateResourceRequest, CreateResourceScopeLinkRequest,
 } from '../../../gen/authz/v1/resource_service_pb.js';
 import { constraint, invalid, missingReference, notFound } from '../../common/errors.js';
 import { rowToMessage, type Row } from '../../store/kinds.js';
-import { listPage, loadByIds, pageLimit, type Page, query } from '../../store/read.js';
-import type { WriteTx } from '../../store/write.js';
+import { deleteResourceWithDependents, listAncestors, listDescendants, resourceReads } from '../../store/resources.js';
+import { listRows } from '../../store/rows.js';
+import { MAX_DEPTH, scopeReads } from '../../store/scopes.js';
 import { jsonObject, oneOf, optionalString, requireString } from '../../common/validate.js';
-import {
-  Uniques, createMany, deleteOne, getOne, listMany, loadForWrite, tenantOfRef, writeOne, type CreateSpec, type Deps, distinct, refIn } from './kit.js';
-import { MAX_DEPTH } from './scope.js';
+import { Uniques, createMany, distinct, refIn, type CreateSpec } from './batch-create.js';
+import type { Deps } from './deps.js';
+import { getOne, listMany, tenantOfRef } from './reads.js';
+import { deleteOne, loadForWrite, writeOne } from './writes.js';
 
 const CASCADES = ['inherit', 'none'] as const;
 const LINK_TYPES = ['share', 'alias', 'mirror'] as const;
@@ -34,34 +35,15 @@ function resources(): CreateSpec<CreateResourceRequest, 'resource'> {
     async preload(b, items) {
       const typeIds = distinct(items.map((i) => i.resourceTypeId));
       const scopeIds = distinct(items.map((i) => i.ownerScopeId));
-      types = await loadByIds(b.em, 'resourceType', typeIds);
-      if (scopeIds.length > 0) {
-        const rows = await query<{ start: string; id: string; tenant_id: string }>(b.em, `
-          with recursive chain(start, id, parent_id, tenant_id, depth) as (
-            select id, id, parent_id, tenant_id, 1 from scopes where id in (?)
-            union all
-            select c.start, s.id, s.parent_id, c.tenant_id, c.depth + 1 from scopes s join chain c on s.id = c.parent_id where c.depth <= ?
-          ) select start, id, tenant_id from chain`, [scopeIds, MAX_DEPTH]);
-        for (const r of rows) {
-          const c = chains.get(r.start) ?? { tenantId: r.tenant_id, scopes: new Set<string>() };
-          c.scopes.add(r.id);
-          chains.set(r.start, c);
-        }
+      types = await b.rows.byIds('resourceType', typeIds);
+      for (const [start, chain] of await scopeReads(b.tx).chains(scopeIds)) {
+        chains.set(start, { tenantId: chain.tenantId, scopes: new Set(chain.ids) });
       }
-      // One index probe per (tenant, type, external id) of the batch, whatever the table's size
-      // or statistics (a plain `in (…)` list may degrade into scanning the tenant's resources).
       const keys = items.flatMap((i) => {
-        const tenant = chains.get(i.ownerScopeId)?.tenantId;
-        return tenant && i.resourceTypeId && i.externalResourceId ? [{ n: tenant, t: i.resourceTypeId, x: i.externalResourceId }] : [];
+        const tenantId = chains.get(i.ownerScopeId)?.tenantId;
+        return tenantId && i.resourceTypeId && i.externalResourceId ? [{ tenantId, typeId: i.resourceTypeId, externalId: i.externalResourceId }] : [];
       });
-      if (keys.length > 0) {
-        const rows = await query<{ t: string; x: string }>(b.em, `
-          select k.t, k.x from json_to_recordset(?::json) as k(n text, t text, x text)
-          cross join lateral (
-            select 1 from resources r where r.tenant_id = k.n and r.resource_type_id = k.t and r.external_resource_id = k.x limit 1
-          ) hit`, [JSON.stringify(keys)]);
-        for (const r of rows) unique.held([r.t, r.x]);
-      }
+      for (const k of await resourceReads(b.tx).takenExternalKeys(keys)) unique.held([k.typeId, k.externalId]);
     },
     async build(b, item, p) {
       const id = b.id('resource', item.id, `${p}id`);
@@ -92,17 +74,6 @@ function resources(): CreateSpec<CreateResourceRequest, 'resource'> {
       return { ...b.base(id, chain.tenantId), resourceTypeId, ownerScopeId, externalResourceId, displayName, attributes };
     },
   };
-}
-
-/** Deletes a resource and everything that points at it, row by row so the change log sees each. */
-async function deleteResource(tx: WriteTx, id: string) {
-  const ids = async (sql: string, params: unknown[]) => (await query<{ id: string }>(tx.em, sql, params)).map((r) => r.id);
-  await tx.delete('resourceEdge', await ids('select id from resource_edges where parent_resource_id = ? or child_resource_id = ?', [id, id]));
-  await tx.delete('resourceScopeLink', await ids('select id from resource_scope_links where resource_id = ?', [id]));
-  await tx.delete('ownershipGrant', await ids('select id from ownership_grants where resource_id = ?', [id]));
-  await tx.delete('tagAssignment', await ids(`select id from tag_assignments where target_type = 'resource' and target_id = ?`, [id]));
-  await tx.delete('policy', await ids(`select id from resource_policies where target_id = ? and target->>'kind' = 'resource'`, [id]));
-  await tx.delete('resource', [id]);
 }
 
 // --- resource hierarchy -------------------------------------------------------------------------
@@ -140,21 +111,9 @@ function resourceEdges(): CreateSpec<CreateResourceEdgeRequest, 'resourceEdge'> 
       const ids = distinct(items.flatMap((i) => [i.parentResourceId, i.childResourceId]));
       if (ids.length === 0) return;
       await b.preload('resource', ids);
-      const edges = await query<{ parent: string; child: string }>(b.em, `
-        with recursive up(parent, child, depth) as (
-          select parent_resource_id, child_resource_id, 1 from resource_edges where child_resource_id in (?)
-          union all
-          select e.parent_resource_id, e.child_resource_id, u.depth + 1 from resource_edges e join up u on e.child_resource_id = u.parent where u.depth <= ?
-        ), down(parent, child, depth) as (
-          select parent_resource_id, child_resource_id, 1 from resource_edges where parent_resource_id in (?)
-          union all
-          select e.parent_resource_id, e.child_resource_id, d.depth + 1 from resource_edges e join down d on e.parent_resource_id = d.child where d.depth <= ?
-        ) select parent, child from up union select parent, child from down`, [ids, MAX_DEPTH, ids, MAX_DEPTH]);
-      for (const e of edges) link(e.parent, e.child);
-      const pairs = await query<{ p: string; c: string }>(b.em, `
-        select parent_type_id as p, child_type_id as c from resource_type_edges
-        where parent_type_id in (select resource_type_id from resources where id in (?))`, [ids]);
-      for (const r of pairs) allowed.add(`${r.p}\0${r.c}`);
+      const resources = resourceReads(b.tx);
+      for (const e of await resources.edgesAround(ids)) link(e.parent, e.child);
+      for (const t of await resources.typePairsUnder(ids)) allowed.add(`${t.parentTypeId}\0${t.childTypeId}`);
     },
     async build(b, item, p) {
       const id = b.id('resourceEdge', item.id, `${p}id`);
@@ -194,72 +153,6 @@ function resourceEdges(): CreateSpec<CreateResourceEdgeRequest, 'resourceEdge'> 
   };
 }
 
-/** Resources by id, in the order given (ids that vanished meanwhile are skipped). */
-async function resourcesInOrder(em: EntityManager, ids: string[]) {
-  const rows = await loadByIds(em, 'resource', ids);
-  return ids.flatMap((id) => (rows.has(id) ? [rowToMessage('resource', rows.get(id)!)] : []));
-}
-
-/** All descendants, breadth first (by depth, then id), capped at MAX_DEPTH levels; keyset-paged. */
-async function descendants(deps: Deps, ctx: HandlerContext, id: string, page: Page) {
-  await tenantOfRef(deps, ctx, 'resource', id, 'id');
-  const limit = pageLimit(page);
-  const listing = `descendants ${id}`;
-  let after: [number, string] = [0, ''];
-  if (page.cursor) {
-    const raw = deps.db.cursors.decode(listing, page.cursor);
-    const at = raw.indexOf(':');
-    const depth = Number(raw.slice(0, at));
-    if (at < 1 || !Number.isInteger(depth)) throw invalid('cursor', 'is not a cursor this service issued');
-    after = [depth, raw.slice(at + 1)];
-  }
-  const em = deps.db.orm.em.fork();
-  const rows = await query<{ id: string; depth: number }>(em, `
-    with recursive d(id, depth) as (
-      select child_resource_id, 1 from resource_edges where parent_resource_id = ?
-      union all
-      select e.child_resource_id, d.depth + 1 from resource_edges e join d on e.parent_resource_id = d.id where d.depth < ?
-    ) select id, depth from d where (depth, id) > (?, ?) order by depth, id limit ?`,
-  [id, MAX_DEPTH, after[0], after[1], limit + 1]);
-  const more = rows.length > limit;
-  if (more) rows.length = limit;
-  const last = rows[rows.length - 1];
-  return {
-    resources: await resourcesInOrder(em, rows.map((r) => r.id)),
-    nextCursor: more ? deps.db.cursors.encode(listing, `${last.depth}:${last.id}`) : '',
-  };
-}
-
-/** Ancestors nearest first, with the cascade of the edge leading down from each. */
-async function ancestors(deps: Deps, ctx: HandlerContext, id: string, page: Page) {
-  await tenantOfRef(deps, ctx, 'resource', id, 'resourceId');
-  const limit = pageLimit(page);
-  const listing = `ancestors ${id}`;
-  let after = 0;
-  if (page.cursor) {
-    after = Number(deps.db.cursors.decode(listing, page.cursor));
-    if (!Number.isInteger(after) || after < 1) throw invalid('cursor', 'is not a cursor this service issued');
-  }
-  const rows = await query<{ id: string; cascade: string; depth: number; display_name: string | null; resource_type_id: string }>(
-    deps.db.orm.em.fork(), `
-    with recursive a(id, cascade, depth) as (
-      select parent_resource_id, cascade, 1 from resource_edges where child_resource_id = ?
-      union all
-      select e.parent_resource_id, e.cascade, a.depth + 1 from resource_edges e join a on e.child_resource_id = a.id where a.depth < ?
-    ) select a.id, a.cascade, a.depth, r.display_name, r.resource_type_id from a join resources r on r.id = a.id
-      where a.depth > ? order by a.depth limit ?`,
-    [id, MAX_DEPTH, after, limit + 1],
-  );
-  const more = rows.length > limit;
-  if (more) rows.length = limit;
-  return {
-    resourceAncestors: rows.map((r) => ({
-      id: r.id, displayName: r.display_name ?? undefined, cascade: r.cascade, resourceTypeId: r.resource_type_id, depth: Number(r.depth),
-    })),
-    nextCursor: more ? deps.db.cursors.encode(listing, String(rows[rows.length - 1].depth)) : '',
-  };
-}
-
 // --- resource scope links -------------------------------------------------------------------------
 
 function scopeLinks(): CreateSpec<CreateResourceScopeLinkRequest, 'resourceScopeLink'> {
@@ -271,11 +164,7 @@ function scopeLinks(): CreateSpec<CreateResourceScopeLinkRequest, 'resourceScope
       const resourceIds = distinct(items.map((i) => i.resourceId));
       await b.preload('resource', resourceIds);
       await b.preload('scope', items.map((i) => i.scopeId));
-      if (resourceIds.length === 0) return;
-      const rows = await query<{ r: string; s: string; t: string }>(
-        b.em, 'select resource_id as r, scope_id as s, link_type as t from resource_scope_links where resource_id in (?)', [resourceIds],
-      );
-      for (const r of rows) unique.held([r.r, r.s, r.t]);
+      for (const l of await resourceReads(b.tx).scopeLinksOf(resourceIds)) unique.held([l.resourceId, l.scopeId, l.linkType]);
     },
     async build(b, item, p) {
       const id = b.id('resourceScopeLink', item.id, `${p}id`);
@@ -325,26 +214,27 @@ export function resourceService(deps: Deps): ServiceImpl<typeof ResourceService>
       return { resource: rowToMessage('resource', row) };
     },
     async deleteResource(req, ctx) {
-      return deleteOne(deps, ctx, 'resource', req.id, deleteResource);
+      return deleteOne(deps, ctx, 'resource', req.id, deleteResourceWithDependents);
     },
     async listResourceChildren(req, ctx) {
       const id = requireString(req.id, 'id');
       await tenantOfRef(deps, ctx, 'resource', id, 'id');
-      const em = deps.db.orm.em.fork();
-      const { rows, nextCursor } = await listPage(em, deps.db.cursors, 'resourceEdge', { parentResourceId: id }, req);
-      return { resources: await resourcesInOrder(em, rows.map((e) => e.childResourceId as string)), nextCursor };
+      const { rows, nextCursor } = await listRows(deps.db, 'resourceEdge', { parentResourceId: id }, req);
+      return { resources: await resourceReads(deps.db).inOrder(rows.map((e) => e.childResourceId as string)), nextCursor };
     },
     async getResourceParent(req, ctx) {
       const id = requireString(req.id, 'id');
       await tenantOfRef(deps, ctx, 'resource', id, 'id');
-      const em = deps.db.orm.em.fork();
-      const [edge] = await query<{ parent: string }>(em, 'select parent_resource_id as parent from resource_edges where child_resource_id = ?', [id]);
-      const [parent] = edge ? await resourcesInOrder(em, [edge.parent]) : [];
+      const resources = resourceReads(deps.db);
+      const parentId = await resources.parentOf(id);
+      const [parent] = parentId === undefined ? [] : await resources.inOrder([parentId]);
       if (!parent) throw notFound('parent of resource', id, 'id');
       return { resource: parent };
     },
     async listResourceDescendants(req, ctx) {
-      return descendants(deps, ctx, requireString(req.id, 'id'), req);
+      const id = requireString(req.id, 'id');
+      await tenantOfRef(deps, ctx, 'resource', id, 'id');
+      return listDescendants(deps.db, id, req);
     },
     async createResourceEdge(req, ctx) {
       return { resourceEdge: (await createMany(deps, ctx, resourceEdges(), [req], false))[0] };
@@ -353,18 +243,18 @@ export function resourceService(deps: Deps): ServiceImpl<typeof ResourceService>
       return { resourceEdges: await createMany(deps, ctx, resourceEdges(), req.items, true) };
     },
     async listResourceAncestors(req, ctx) {
-      return ancestors(deps, ctx, requireString(req.resourceId, 'resourceId'), req);
+      const id = requireString(req.resourceId, 'resourceId');
+      await tenantOfRef(deps, ctx, 'resource', id, 'resourceId');
+      return listAncestors(deps.db, id, req);
     },
     async deleteResourceEdge(req, ctx) {
       const parentId = requireString(req.parentResourceId, 'parentResourceId');
       const childId = requireString(req.childResourceId, 'childResourceId');
       await writeOne(deps, ctx, async (tx, principal) => {
-        const [edge] = await query<{ id: string }>(
-          tx.em, 'select id from resource_edges where parent_resource_id = ? and child_resource_id = ?', [parentId, childId],
-        );
-        if (!edge) throw notFound('resource edge', `${parentId} -> ${childId}`, 'childResourceId');
-        await loadForWrite(tx, principal, 'resourceEdge', edge.id, 'childResourceId');
-        await tx.delete('resourceEdge', [edge.id]);
+        const edgeId = await resourceReads(tx).edgeBetween(parentId, childId);
+        if (edgeId === undefined) throw notFound('resource edge', `${parentId} -> ${childId}`, 'childResourceId');
+        await loadForWrite(tx, principal, 'resourceEdge', edgeId, 'childResourceId');
+        await tx.delete('resourceEdge', [edgeId]);
       });
       return {};
     },
@@ -378,7 +268,7 @@ export function resourceService(deps: Deps): ServiceImpl<typeof ResourceService>
       const resourceId = optionalString(req.resourceId, 'resourceId');
       const scopeId = optionalString(req.scopeId, 'scopeId');
       if (!resourceId && !scopeId) throw invalid('resourceId', 'is required (or scopeId)');
-      const where: Row = {};
+      const where: Record<string, string> = {};
       if (resourceId) {
         await tenantOfRef(deps, ctx, 'resource', resourceId, 'resourceId');
         where.resourceId = resourceId;

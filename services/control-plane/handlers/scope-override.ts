@@ -3,7 +3,10 @@ import { ScopeOverrideService } from '../../../gen/authz/v1/scope_override_servi
 import type { CreateScopeOverrideRequest } from '../../../gen/authz/v1/scope_override_service_pb.js';
 import { invalid } from '../../common/errors.js';
 import { oneOf, requireString } from '../../common/validate.js';
-import { createMany, deleteOne, listMany, tenantOfRef, type CreateSpec, type Deps, enterScope, refIn } from './kit.js';
+import { createMany, enterScope, refIn, type CreateSpec } from './batch-create.js';
+import type { Deps } from './deps.js';
+import { listMany, tenantOfRef } from './reads.js';
+import { deleteOne } from './writes.js';
 
 const MODES = ['block', 'add', 'remove'] as const;
 

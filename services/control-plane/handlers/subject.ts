@@ -2,15 +2,15 @@ import type { ServiceImpl } from '@connectrpc/connect';
 import { SubjectService } from '../../../gen/authz/v1/subject_service_pb.js';
 import type { CreateSubjectRequest } from '../../../gen/authz/v1/subject_service_pb.js';
 import { constraint, invalid } from '../../common/errors.js';
+import { deleteSubjectWithDependents } from '../../store/access.js';
 import { rowToMessage } from '../../store/kinds.js';
+import { rowReads } from '../../store/rows.js';
 import type { WriteTx } from '../../store/write.js';
 import { jsonObject, oneOf, optionalString, requireString } from '../../common/validate.js';
-import {
-  createMany, deleteOne, getOne, listMany, loadForWrite, writeOne, type CreateSpec, type Deps,
-} from './kit.js';
-import { deleteMembershipsCascade } from './membership.js';
-import { rowsWhere } from './role.js';
-import { requireTenant } from './tenancy.js';
+import { createMany, type CreateSpec } from './batch-create.js';
+import type { Deps } from './deps.js';
+import { getOne, listMany, requireTenant } from './reads.js';
+import { deleteOne, loadForWrite, writeOne } from './writes.js';
 
 export const SUBJECT_TYPES = ['user', 'service', 'agent'] as const;
 
@@ -37,21 +37,15 @@ const subjects: CreateSpec<CreateSubjectRequest, 'subject'> = {
  * and the tag assignments that target it. The subject of an API key is refused: keys are
  * revoked, never deleted, and keep naming their subject.
  */
-export async function deleteSubjectCascade(tx: WriteTx, subjectId: string): Promise<void> {
-  const [key] = await rowsWhere(tx.em, 'apiKey', { subjectId });
+async function deleteSubject(tx: WriteTx, subjectId: string): Promise<void> {
+  const [key] = await rowReads(tx).where('apiKey', { subjectId });
   if (key) {
     throw constraint(
       `subject ${subjectId} is the subject of API key ${key.id as string}; the subject of an API key cannot be deleted (revoke the key instead)`,
       'id',
     );
   }
-  const memberships = await rowsWhere(tx.em, 'membership', { subjectId });
-  await deleteMembershipsCascade(tx, memberships.map((r) => r.id as string));
-  const grants = await rowsWhere(tx.em, 'ownershipGrant', { subjectId });
-  await tx.delete('ownershipGrant', grants.map((r) => r.id as string));
-  const tags = await rowsWhere(tx.em, 'tagAssignment', { targetType: 'subject', targetId: subjectId });
-  await tx.delete('tagAssignment', tags.map((r) => r.id as string));
-  await tx.delete('subject', [subjectId]);
+  await deleteSubjectWithDependents(tx, subjectId);
 }
 
 export function subjectService(deps: Deps): ServiceImpl<typeof SubjectService> {
@@ -68,7 +62,7 @@ export function subjectService(deps: Deps): ServiceImpl<typeof SubjectService> {
     async listSubjects(req, ctx) {
       const tenantId = requireString(req.tenantId, 'tenantId');
       await requireTenant(deps, ctx, tenantId, 'tenantId');
-      const where: Record<string, unknown> = { tenantId };
+      const where: Record<string, string> = { tenantId };
       const externalId = optionalString(req.externalId, 'externalId');
       if (externalId !== undefined) where.externalId = externalId;
       const { items, nextCursor } = await listMany(deps, 'subject', where, req);
@@ -87,7 +81,7 @@ export function subjectService(deps: Deps): ServiceImpl<typeof SubjectService> {
       return { subject: rowToMessage('subject', row) };
     },
     async deleteSubject(req, ctx) {
-      return deleteOne(deps, ctx, 'subject', req.id, deleteSubjectCascade);
+      return deleteOne(deps, ctx, 'subject', req.id, deleteSubject);
     },
   };
 }

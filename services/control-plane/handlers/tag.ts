@@ -5,11 +5,14 @@ import type {
 } from '../../../gen/authz/v1/tag_service_pb.js';
 import { constraint, invalid } from '../../common/errors.js';
 import { rowToMessage, type KindName, type Row } from '../../store/kinds.js';
-import { listPage, query } from '../../store/read.js';
+import { listRows } from '../../store/rows.js';
+import { tagReads } from '../../store/tags.js';
 import { oneOf, optionalString, requireString } from '../../common/validate.js';
-import {
-  Uniques, createMany, deleteOne, getOne, listMany, loadForWrite, reach, tenantOfRef, writeOne, type Batch, type CreateSpec, type Deps, distinct, enterScope, refIn } from './kit.js';
-import { requireUsableRole, scopeChains } from './role.js';
+import { Uniques, createMany, distinct, enterScope, refIn, type Batch, type CreateSpec } from './batch-create.js';
+import type { Deps } from './deps.js';
+import { preloadScopeChains, requireUsableRole, type ChainCache } from './hierarchy-rules.js';
+import { getOne, listMany, reach, tenantOfRef } from './reads.js';
+import { deleteOne, loadForWrite, writeOne } from './writes.js';
 
 const TARGET_TYPES = ['resource', 'subject', 'scope'] as const;
 const TARGET_KIND: Record<(typeof TARGET_TYPES)[number], KindName> = { resource: 'resource', subject: 'subject', scope: 'scope' };
@@ -34,11 +37,7 @@ function tagGroups(): CreateSpec<CreateTagGroupRequest, 'tagGroup'> {
     tenantRef: (item) => ['scope', item.scopeId, 'scopeId'],
     async preload(b, items) {
       await b.preload('scope', items.map((i) => i.scopeId));
-      const keys = distinct(items.map((i) => i.key));
-      if (keys.length === 0) return;
-      for (const r of await query<{ t: string; k: string }>(b.em, 'select tenant_id as t, key as k from tag_groups where key in (?)', [keys])) {
-        unique.held([r.t, r.k]);
-      }
+      for (const g of await tagReads(b.tx).tagGroupsWithKeys(distinct(items.map((i) => i.key)))) unique.held([g.tenantId, g.key]);
     },
     async build(b, item, p) {
       const id = b.id('tagGroup', item.id, `${p}id`);
@@ -66,11 +65,7 @@ function tags(): CreateSpec<CreateTagRequest, 'tag'> {
       const identifiers = distinct(items.map((i) => i.identifier));
       await b.preload('tagGroup', groups);
       await b.preload('scope', items.map((i) => i.scopeId));
-      if (groups.length === 0 || identifiers.length === 0) return;
-      const rows = await query<{ g: string; i: string }>(
-        b.em, 'select tag_group_id as g, identifier as i from tags where tag_group_id in (?) and identifier in (?)', [groups, identifiers],
-      );
-      for (const r of rows) unique.held([r.g, r.i]);
+      for (const t of await tagReads(b.tx).tagsWithIdentifiers(groups, identifiers)) unique.held([t.groupId, t.identifier]);
     },
     async build(b, item, p) {
       const id = b.id('tag', item.id, `${p}id`);
@@ -100,22 +95,15 @@ function tagAssignments(): CreateSpec<CreateTagAssignmentRequest, 'tagAssignment
     tenantRef: (item) => ['tag', item.tagId, 'tagId'],
     async preload(b, items) {
       const tagIds = distinct(items.map((i) => i.tagId));
+      const tags = tagReads(b.tx);
       await b.preload('tag', tagIds);
-      if (tagIds.length > 0) {
-        const groups = await query<{ g: string }>(b.em, 'select distinct tag_group_id as g from tags where id in (?)', [tagIds]);
-        await b.preload('tagGroup', groups.map((g) => g.g));
-      }
+      await b.preload('tagGroup', await tags.groupsOfTags(tagIds));
       for (const t of TARGET_TYPES) {
         await b.preload(TARGET_KIND[t], items.filter((i) => i.targetType === t).map((i) => i.targetId));
       }
-      const targets = distinct(items.map((i) => i.targetId));
-      if (targets.length === 0) return;
-      const rows = await query<{ target: string; tag: string; grp: string }>(b.em, `
-        select a.target_id as target, a.tag_id as tag, t.tag_group_id as grp
-        from tag_assignments a join tags t on t.id = a.tag_id where a.target_id in (?)`, [targets]);
-      for (const r of rows) {
-        unique.held([r.tag, r.target]);
-        const k = `${r.target}\0${r.grp}`;
+      for (const a of await tags.assignmentsOn(distinct(items.map((i) => i.targetId)))) {
+        unique.held([a.tagId, a.targetId]);
+        const k = `${a.targetId}\0${a.groupId}`;
         counts.set(k, (counts.get(k) ?? 0) + 1);
       }
     },
@@ -150,7 +138,7 @@ function tagAssignments(): CreateSpec<CreateTagAssignmentRequest, 'tagAssignment
  * role must be usable there, as for a role assignment: defined at that scope or an ancestor.
  */
 function tagBindings(): CreateSpec<CreateTagBindingRequest, 'tagBinding'> {
-  const chains = new Map<string, string[]>();
+  const chains: ChainCache = new Map();
   return {
     kind: 'tagBinding',
     tenantRef: (item) => ['scope', item.scopeId, 'scopeId'],
@@ -158,7 +146,7 @@ function tagBindings(): CreateSpec<CreateTagBindingRequest, 'tagBinding'> {
       await b.preload('scope', items.map((i) => i.scopeId));
       await b.preload('tag', items.map((i) => i.tagId));
       await b.preload('role', items.map((i) => i.roleId));
-      for (const [k, v] of await scopeChains(b.em, distinct(items.map((i) => i.scopeId)))) chains.set(k, v);
+      await preloadScopeChains(b, chains, items.map((i) => i.scopeId));
     },
     async build(b, item, p) {
       const id = b.id('tagBinding', item.id, `${p}id`);
@@ -230,7 +218,7 @@ export function tagService(deps: Deps): ServiceImpl<typeof TagService> {
     async listTagAssignments(req, ctx) {
       // The target may be a resource, a subject or a scope: reach is checked on the rows found.
       const targetId = requireString(req.targetId, 'targetId');
-      const { rows, nextCursor } = await listPage(deps.db.orm.em.fork(), deps.db.cursors, 'tagAssignment', { targetId }, req);
+      const { rows, nextCursor } = await listRows(deps.db, 'tagAssignment', { targetId }, req);
       for (const r of rows) reach(ctx, r);
       return { tagAssignments: rows.map((r) => rowToMessage('tagAssignment', r)), nextCursor };
     },

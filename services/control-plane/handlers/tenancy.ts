@@ -4,31 +4,21 @@ import type {
   CreateEnvironmentRequest, CreateProjectRequest, CreateTenantRequest, CreateWorkspaceRequest,
 } from '../../../gen/authz/v1/tenancy_service_pb.js';
 import type { Tenant } from '../../../gen/authz/v1/tenancy_pb.js';
-import { invalid, notFound } from '../../common/errors.js';
+import { invalid } from '../../common/errors.js';
 import { newId } from '../../common/ids.js';
 import { rowToMessage, type Row } from '../../store/kinds.js';
-import { getById } from '../../store/read.js';
+import type { RowFilter } from '../../store/rows.js';
 import { runWrite } from '../../store/write.js';
 import { assertTenantReach, assertWholeTenantReach, principalOf, type Principal } from '../auth/principal.js';
 import { batchItems, optionalString, requireString } from '../../common/validate.js';
-import {
-  Batch, createMany, guardWrite, listMany, setRevision, tenantOfRef, type CreateSpec, type Deps,
-} from './kit.js';
-import { buildScope, rootScopeOf } from './scope.js';
-
-/**
- * The tenant a tenant-scoped request or list addresses: checked for reach first (so a key
- * learns nothing about other tenants), then `not_found` when it does not exist.
- */
-export async function requireTenant(deps: Deps, ctx: HandlerContext, tenantId: string, field: string): Promise<Row> {
-  assertTenantReach(principalOf(ctx), tenantId, field);
-  const row = await getById(deps.db.orm.em.fork(), 'tenant', tenantId);
-  if (!row) throw notFound('tenant', tenantId, field);
-  return row;
-}
+import { Batch, createMany, type CreateSpec } from './batch-create.js';
+import type { Deps } from './deps.js';
+import { buildScope, rootScopeOf } from './hierarchy-rules.js';
+import { listMany, requireTenant, tenantOfRef } from './reads.js';
+import { setRevision } from './writes.js';
 
 /** A list filter narrowed, for a key restricted to an environment, to that environment. */
-function reachableEnvironments(principal: Principal, where: Record<string, unknown>): Record<string, unknown> {
+function reachableEnvironments(principal: Principal, where: RowFilter): RowFilter {
   return principal.environment ? { ...where, id: principal.environment.id } : where;
 }
 
@@ -49,7 +39,7 @@ function itemTenant(b: Batch, tenantId: string | undefined, field: string): stri
 async function createTenants(deps: Deps, ctx: HandlerContext, items: CreateTenantRequest[], batch: boolean): Promise<Tenant[]> {
   if (batch) batchItems(items);
   const principal = principalOf(ctx);
-  const { result, revision } = await guardWrite(() => runWrite(deps.db, async (tx) => {
+  const { result, revision } = await runWrite(deps.db, async (tx) => {
     const b = new Batch(tx, principal);
     const planned = items.map((item, i) => {
       const p = batch ? `items[${i}].` : '';
@@ -67,7 +57,7 @@ async function createTenants(deps: Deps, ctx: HandlerContext, items: CreateTenan
       t.revision = tx.revision;
     }
     return planned;
-  }));
+  });
   setRevision(ctx, revision);
   return result.map((r) => rowToMessage('tenant', r));
 }

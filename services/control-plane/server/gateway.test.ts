@@ -1,6 +1,6 @@
 import * as http2 from 'node:http2';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { KEYS, startFakeServer, type FakeWorld } from './testkit.js';
+import { KEYS, startFakeServer, type FakeWorld } from '../../../test/fake-control-plane.js';
 import type { RunningServer } from '../../transport/server.js';
 import { surfaceKey } from '../../transport/gateway/gateway.js';
 

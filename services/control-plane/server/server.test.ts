@@ -11,7 +11,7 @@ import { ResourceService } from '../../../gen/authz/v1/resource_service_pb.js';
 import { createRegistry } from '../../transport/observability.js';
 import type { RunningServer } from '../../transport/server.js';
 import type { NodeServerRequest, NodeServerResponse } from '../../transport/node-types.js';
-import { KEYS, startFakeServer } from './testkit.js';
+import { KEYS, startFakeServer } from '../../../test/fake-control-plane.js';
 
 const servers: RunningServer[] = [];
 afterEach(async () => {
@@ -329,8 +329,8 @@ describe('calls the client abandons', () => {
 
 describe('CORS', () => {
   const ORIGIN = 'https://app.example.com';
-  /** A lean-path stand-in: answers `POST /lean` itself, before the router, as the decision fast path does. */
-  const fastPath = (req: NodeServerRequest, res: NodeServerResponse) => {
+  /** A lean-path stand-in: answers `POST /lean` itself, before the router, as the lean decision path does. */
+  const leanPath = (req: NodeServerRequest, res: NodeServerResponse) => {
     if (req.url !== '/lean') return false;
     res.writeHead(200, { 'content-type': 'application/json', 'x-revision': '7' });
     res.end('{}');
@@ -343,7 +343,7 @@ describe('CORS', () => {
   });
 
   it('answers a preflight from an allowed origin, with the headers Connect, gRPC-Web and the API key need', async () => {
-    const { server } = await start({ corsOrigins: [ORIGIN, 'http://localhost:5173'], fastPath });
+    const { server } = await start({ corsOrigins: [ORIGIN, 'http://localhost:5173'], leanPath });
     for (const path of ['/resources', '/authz.v1.ResourceService/CreateResource', '/lean']) {
       const r = await preflight(server.url + path, ORIGIN);
       expect(r.status, path).toBe(204);
@@ -359,7 +359,7 @@ describe('CORS', () => {
   });
 
   it('gives no CORS headers to another origin', async () => {
-    const { server } = await start({ corsOrigins: [ORIGIN], fastPath });
+    const { server } = await start({ corsOrigins: [ORIGIN], leanPath });
     const r = await preflight(`${server.url}/resources`, 'https://evil.example.com');
     expect(r.status).toBe(405);
     expect(corsHeaders(r)).toEqual([]);
@@ -368,14 +368,14 @@ describe('CORS', () => {
     expect(corsHeaders(call)).toEqual([]);
   });
 
-  it('exposes the revision, the cursor and the gRPC status on real answers: the fast path, connect-node and the gateway', async () => {
-    const { server } = await start({ corsOrigins: [ORIGIN], fastPath });
+  it('exposes the revision, the cursor and the gRPC status on real answers: the lean path, connect-node and the gateway', async () => {
+    const { server } = await start({ corsOrigins: [ORIGIN], leanPath });
     const lean = await fetch(`${server.url}/lean`, { method: 'POST', headers: { origin: ORIGIN } });
     const rest = await fetch(`${server.url}/resources/resource_none`, { headers: { origin: ORIGIN, ...auth.headers } });
     const grpcWeb = await fetch(`${server.url}/authz.v1.ResourceService/GetResource`, {
       method: 'POST', headers: { origin: ORIGIN, 'content-type': 'application/grpc-web+proto', 'x-grpc-web': '1', ...auth.headers }, body: Buffer.alloc(5),
     });
-    for (const [name, r] of [['fast path', lean], ['gateway', rest], ['gRPC-Web', grpcWeb]] as const) {
+    for (const [name, r] of [['lean path', lean], ['gateway', rest], ['gRPC-Web', grpcWeb]] as const) {
       expect(r.headers.get('access-control-allow-origin'), name).toBe(ORIGIN);
       const exposed = r.headers.get('access-control-expose-headers')!.toLowerCase().split(',');
       for (const h of ['x-revision', 'trailer-x-revision', 'x-next-cursor', 'grpc-status', 'grpc-message', 'grpc-status-details-bin']) expect(exposed, `${name} ${h}`).toContain(h);
@@ -384,7 +384,7 @@ describe('CORS', () => {
   });
 
   it('is off by default: no CORS headers, and a preflight is the method not allowed it always was', async () => {
-    const { server } = await start({ fastPath });
+    const { server } = await start({ leanPath });
     const r = await preflight(`${server.url}/resources`, ORIGIN);
     expect(r.status).toBe(405);
     expect(corsHeaders(r)).toEqual([]);

@@ -161,8 +161,14 @@ describeEachBackend('the control plane\'s decision surfaces on %s', (backend) =>
         .toMatchObject({ error: { code: 'PermissionDenied', reason: 'TIER', message: 'a user key cannot call authz.v1.DecisionService.GetEffectivePermissions (tier decision: service or platform keys)' } });
     });
     it('another tenant is 403, and an environment key outside its environment is 403', async () => {
-      expect(await everywhere((s) => evaluateOn(s, cp.url, read({ scopeId: ids.otherRoot }) as never, auth(keys.service))))
-        .toEqual({ error: { code: 'PermissionDenied', reason: 'TIER', field: 'scopeId', message: 'the API key does not reach the tenant of scopeId' } });
+      const refused = { error: { code: 'PermissionDenied', reason: 'TIER', field: 'scopeId', message: 'the API key does not reach the tenant of scopeId' } };
+      expect(await everywhere((s) => evaluateOn(s, cp.url, read({ scopeId: ids.otherRoot }) as never, auth(keys.service)))).toEqual(refused);
+      // Again once the other tenant's index is cached and current (a platform key asked there):
+      // the decision then reads nothing from the database, and the reach check must hold there too.
+      expect(await everywhere((s) => evaluateOn(s, cp.url, read({ scopeId: ids.otherRoot }) as never, auth(TEST_BOOTSTRAP_KEY)))).toMatchObject({ ok: { allowed: false } });
+      expect(await everywhere((s) => evaluateOn(s, cp.url, read({ scopeId: ids.otherRoot }) as never, auth(keys.service)))).toEqual(refused);
+      expect(await everywhere((s) => evaluateBatchOn(s, cp.url, [read({ scopeId: ids.otherRoot })] as never, auth(keys.service))))
+        .toEqual({ error: { ...refused.error, field: 'requests[0].scopeId', message: 'the API key does not reach the tenant of requests[0].scopeId' } });
       expect(await everywhere((s) => evaluateOn(s, cp.url, read({ scopeId: ids.prodScope }) as never, auth(keys.prodService)))).toMatchObject({ ok: { allowed: true } });
       expect(await everywhere((s) => evaluateOn(s, cp.url, read() as never, auth(keys.prodService))))
         .toMatchObject({ error: { code: 'PermissionDenied', field: 'scopeId' } });

@@ -6,43 +6,21 @@
  */
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { ENTITY_KINDS } from '../../engine/mod.js';
-import { changeLogData, type Row } from '../../store/kinds.js';
+import { changesAfter, type ChangeLogRow } from '../../store/change-log.js';
+import type { Database } from '../../store/db.js';
+import { changeLogData } from '../../store/kinds.js';
 import { ChangeSchema, Change_Op, RevisionChangesSchema, type Change, type RevisionChanges } from '../../../gen/authz/v1/snapshot_service_pb.js';
 
 const ENGINE_KINDS = new Set<string>(ENTITY_KINDS);
-
-interface LogRow {
-  revision: string;
-  op: 'upsert' | 'delete';
-  kind: string;
-  entity_id: string;
-  data: Row | null;
-  created_at: Date | string;
-}
-
-const COLUMNS = 'revision, op, kind, entity_id, data, created_at';
 
 /**
  * Whole revisions after `after`, oldest first, reading about `rowLimit` rows (a single revision
  * larger than that is read whole). Empty when the log holds nothing after `after`. The caller
  * checks that the first is `after + 1` (else the log was compacted past it).
  */
-export async function readRevisions(em: EntityManager, tenantId: string, after: number, rowLimit: number): Promise<RevisionChanges[]> {
-  let rows = (await em.execute(
-    `select ${COLUMNS} from change_log where tenant_id = ? and revision > ? order by revision, seq limit ?`,
-    [tenantId, after, rowLimit],
-  )) as LogRow[];
-  if (rows.length === rowLimit) {
-    // The last revision may be cut: keep it for the next read, unless it is the only one.
-    const last = rows[rows.length - 1].revision;
-    if (rows[0].revision === last) {
-      rows = (await em.execute(`select ${COLUMNS} from change_log where tenant_id = ? and revision = ? order by seq`, [tenantId, last])) as LogRow[];
-    } else {
-      rows = rows.filter((r) => r.revision !== last);
-    }
-  }
+export async function readRevisions(db: Database, tenantId: string, after: number, rowLimit: number): Promise<RevisionChanges[]> {
+  const rows = await changesAfter(db, tenantId, after, rowLimit);
   const out: RevisionChanges[] = [];
   let cur: RevisionChanges | undefined;
   for (const r of rows) {
@@ -57,7 +35,7 @@ export async function readRevisions(em: EntityManager, tenantId: string, after: 
   return out;
 }
 
-function toChange(r: LogRow): Change {
+function toChange(r: ChangeLogRow): Change {
   if (r.op === 'delete') return create(ChangeSchema, { op: Change_Op.DELETE, kind: r.kind, id: r.entity_id });
   const data = r.data ? changeLogData(r.kind, r.data) : undefined;
   return create(ChangeSchema, { op: Change_Op.UPSERT, kind: r.kind, id: r.entity_id, json: data ? JSON.stringify(data) : '' });

@@ -9,6 +9,7 @@
 import { Code, ConnectError } from '@connectrpc/connect';
 import type { Database } from '../../store/db.js';
 import type { KnownRevisions } from '../known-revisions.js';
+import { readRevisions } from './changes.js';
 import { SharedRevisionReads } from './shared-reads.js';
 import { SnapshotCache } from './snapshot-cache.js';
 import { WatchStream, type SnapshotPart, type WatchLimits } from './stream.js';
@@ -33,7 +34,7 @@ export class WatchHub {
   private closing = false;
   private readonly unsubscribe: (() => void)[] = [];
   /** The change log read once per tenant and revision for every stream here. */
-  readonly reads = new SharedRevisionReads();
+  readonly reads: SharedRevisionReads;
   /** Whole snapshots kept for the next streams of their tenant. */
   readonly snapshots: SnapshotCache<SnapshotPart>;
 
@@ -43,6 +44,7 @@ export class WatchHub {
     private readonly gate: string,
     readonly limits: WatchLimits,
   ) {
+    this.reads = new SharedRevisionReads((tenantId, after, rowLimit) => readRevisions(db, tenantId, after, rowLimit));
     this.snapshots = new SnapshotCache<SnapshotPart>(limits.snapshotCacheBytes);
     this.unsubscribe.push(known.onCommit((tenantId) => this.wakeTenant(tenantId)));
     this.unsubscribe.push(db.notifications.onResync(() => this.wakeAll()));

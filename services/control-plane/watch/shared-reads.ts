@@ -16,12 +16,14 @@
  * Memory: at most `windowBytes` (estimated encoded bytes) per tenant with streams open here,
  * dropped when its last stream ends, plus the reads in flight.
  */
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { RevisionChanges } from '../../../gen/authz/v1/snapshot_service_pb.js';
-import { readRevisions, revisionBytes } from './changes.js';
+import { revisionBytes } from './changes.js';
 
 /** The window's default size per tenant: recent revisions of ordinary writes, a few big batches. */
 export const DEFAULT_WINDOW_BYTES = 1024 * 1024;
+
+/** How the database's log is read: whole revisions after `after`, as changes.ts readRevisions answers. */
+export type RevisionLogReader = (tenantId: string, after: number, rowLimit: number) => Promise<RevisionChanges[]>;
 
 interface Window {
   /** Contiguous revisions, oldest first. */
@@ -40,16 +42,16 @@ export class SharedRevisionReads {
   sharedReads = 0;
 
   constructor(
-    private readonly windowBytes = DEFAULT_WINDOW_BYTES,
     /** How the database is read (tests give a model of the log). */
-    private readonly readLog: typeof readRevisions = readRevisions,
+    private readonly readLog: RevisionLogReader,
+    private readonly windowBytes = DEFAULT_WINDOW_BYTES,
   ) {}
 
   /**
    * Whole revisions after `after`, oldest first, as readRevisions answers them (empty when the
    * log holds nothing after it; the caller checks that the first is `after + 1`).
    */
-  read(em: EntityManager, tenantId: string, after: number, rowLimit: number): Promise<RevisionChanges[]> {
+  read(tenantId: string, after: number, rowLimit: number): Promise<RevisionChanges[]> {
     const w = this.windows.get(tenantId);
     if (w !== undefined && w.revisions.length > 0) {
       const first = Number(w.revisions[0].revision);
@@ -66,7 +68,7 @@ export class SharedRevisionReads {
       return pending;
     }
     this.databaseReads++;
-    const read = this.readLog(em, tenantId, after, rowLimit).then(
+    const read = this.readLog(tenantId, after, rowLimit).then(
       (revisions) => {
         this.inFlight.delete(key);
         this.remember(tenantId, after, revisions);

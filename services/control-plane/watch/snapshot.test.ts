@@ -12,9 +12,10 @@ import { EntitySchema, SnapshotChunkSchema, WatchResponseSchema, type SnapshotCh
 import { ENTITY_KINDS, type EntityKind } from '../../engine/mod.js';
 import { KINDS, changeDataText, messageToChangeData, type KindDef, type Row } from '../../store/kinds.js';
 import { describeEachBackend, startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../../../test/harness.js';
-import { STORE_KIND, tenantRows, type RowColumns } from '../tenant-rows.js';
+import { tenantRows, type RowColumns } from '../../store/tenant-rows.js';
+import { ENGINE_STORE_KINDS, STORE_KIND } from '../engine-kinds.js';
 import { ChunkEntities, chunkBytes, fieldsOfKind, rowEntity, snapshotChunks } from './snapshot.js';
-import { populate, restClient } from './testing.js';
+import { populate, restClient } from '../../../test/watch-fixtures.js';
 
 /** A JSON value with its objects' keys sorted, to compare rows whatever their key order. */
 const sortKeys = (v: unknown): unknown =>
@@ -78,7 +79,7 @@ describeEachBackend('Watch snapshot rows (%s)', (backend) => {
     const texts: { columns: RowColumns; text: (string | null)[] }[] = [];
     const sizes: number[] = [];
     let revision = -1;
-    for await (const batch of tenantRows(cp.db, tenantId, { rows }, (r) => (revision = r))) {
+    for await (const batch of tenantRows(cp.db, tenantId, ENGINE_STORE_KINDS, { rows }, (r) => (revision = r))) {
       sizes.push(batch.texts.length);
       byKind.set(batch.kind, [...(byKind.get(batch.kind) ?? []), ...batch.texts.map((t) => batch.columns.row(t))]);
       for (const text of batch.texts) texts.push({ columns: batch.columns, text });
@@ -112,14 +113,14 @@ describeEachBackend('Watch snapshot rows (%s)', (backend) => {
   it('an unknown tenant is not_found, and its connection goes back to the pool', async () => {
     // More attempts than the pool holds connections: a leaked one would make a later one wait.
     for (let i = 0; i < 12; i++) {
-      await expect(tenantRows(cp.db, 'tenant_nope', { rows: 10 }, () => undefined).next()).rejects.toMatchObject({ kind: 'not_found' });
+      await expect(tenantRows(cp.db, 'tenant_nope', ENGINE_STORE_KINDS, { rows: 10 }, () => undefined).next()).rejects.toMatchObject({ kind: 'not_found' });
     }
     expect((await batchRoute(1000)).byKind.size).toBeGreaterThan(5);
   });
 
   it.runIf(backend === 'postgres')('every batch is of the revision the read began at, whatever is written meanwhile', async () => {
     const rest = restClient(cp.url, TEST_BOOTSTRAP_KEY);
-    const gen = tenantRows(cp.db, tenantId, { rows: 1 }, () => undefined);
+    const gen = tenantRows(cp.db, tenantId, ENGINE_STORE_KINDS, { rows: 1 }, () => undefined);
     const first = await gen.next();
     expect(first.done).toBe(false);
     // Written between two batches of the scope kind, before the subject kind is read.
@@ -134,7 +135,7 @@ describeEachBackend('Watch snapshot rows (%s)', (backend) => {
   });
 
   it.runIf(backend === 'postgres')('a connection lost half-way fails the read instead of hanging it, and the pool goes on', async () => {
-    const gen = tenantRows(cp.db, tenantId, { rows: 1 }, () => undefined);
+    const gen = tenantRows(cp.db, tenantId, ENGINE_STORE_KINDS, { rows: 1 }, () => undefined);
     try {
       expect((await gen.next()).done).toBe(false);
       // The reader's backend, between two fetches of its cursor.

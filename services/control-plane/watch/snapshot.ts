@@ -15,7 +15,8 @@ import type { EntityKind } from '../../engine/mod.js';
 import type { Database } from '../../store/db.js';
 import { KINDS, changeDataText, messageToChangeData, type KindDef, type Row } from '../../store/kinds.js';
 import { EntitySchema, SnapshotChunkSchema, type Entity, type SnapshotChunk } from '../../../gen/authz/v1/snapshot_service_pb.js';
-import { STORE_KIND, tenantRows } from '../tenant-rows.js';
+import { tenantRows } from '../../store/tenant-rows.js';
+import { ENGINE_STORE_KINDS, STORE_KIND } from '../engine-kinds.js';
 import { ChunkRowBlocks } from './row-blocks.js';
 import { varintBytes, writeVarint } from './wire.js';
 
@@ -164,7 +165,7 @@ export async function* snapshotChunks(db: Database, tenantId: string, opts: Snap
     messages = [];
     return c;
   };
-  for await (const { kind, def, columns, texts } of tenantRows(db, tenantId, { rows: opts.batchRows }, (r) => (revision = BigInt(r)), (n) => (resourceCount = BigInt(n)))) {
+  for await (const { kind, def, columns, texts } of tenantRows(db, tenantId, ENGINE_STORE_KINDS, { rows: opts.batchRows }, (r) => (revision = BigInt(r)), (n) => (resourceCount = BigInt(n)))) {
     for (const text of texts) {
       const id = columns.id(text);
       let data: ReturnType<typeof messageToChangeData> | undefined;

@@ -16,11 +16,11 @@ import { create, toBinary } from '@bufbuild/protobuf';
 import { WireType } from '@bufbuild/protobuf/wire';
 import { timestampNow } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError } from '@connectrpc/connect';
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Database } from '../../store/db.js';
 import { compactedThrough } from '../../store/compaction.js';
+import { committedRevision } from '../../store/tenants.js';
 import { HeartbeatSchema, WatchResponseSchema, type SnapshotChunk, type WatchResponse } from '../../../gen/authz/v1/snapshot_service_pb.js';
-import { readCommittedRevision, type KnownRevisions } from '../known-revisions.js';
+import type { KnownRevisions } from '../known-revisions.js';
 import { revisionBytes } from './changes.js';
 import type { SharedRevisionReads } from './shared-reads.js';
 import { chunkBytes, snapshotChunks } from './snapshot.js';
@@ -215,9 +215,8 @@ export class WatchStream {
   /** Resumes after `fromRevision` when the log still holds every revision after it, else sends a snapshot. */
   private async start(): Promise<void> {
     if (this.fromRevision > 0) {
-      const em = this.env.db.orm.em.fork() as EntityManager;
-      const current = await this.env.known.committed(em, this.tenantId);
-      const horizon = await compactedThrough(em, this.tenantId);
+      const current = await this.env.known.committed(this.tenantId);
+      const horizon = await compactedThrough(this.env.db, this.tenantId);
       if (this.fromRevision <= current && this.fromRevision >= horizon) {
         this.sent = this.fromRevision;
         return;
@@ -235,12 +234,12 @@ export class WatchStream {
   private async snapshot(fresh = false): Promise<void> {
     const { limits, gate } = this.env;
     const format: SnapshotFormat = this.json ? 'json' : this.rowBlocks ? 'blocks' : 'entities';
-    const em = this.env.db.orm.em.fork() as EntityManager;
+    const db = this.env.db;
     const tenantId = this.tenantId;
     const json = this.json;
     const chunks = this.env.snapshots.open(tenantId, format, {
       fresh,
-      reach: async () => ({ committed: await readCommittedRevision(em, tenantId), horizon: await compactedThrough(em, tenantId) }),
+      reach: async () => ({ committed: await committedRevision(db, tenantId), horizon: await compactedThrough(db, tenantId) }),
       make: () => snapshotParts(snapshotChunks(this.env.db, tenantId, {
         batchRows: limits.batchRows, chunkBytes: limits.chunkBytes, gate, rowBlocks: this.rowBlocks, entityMessages: json,
       }), json),
@@ -272,9 +271,8 @@ export class WatchStream {
   private async pump(): Promise<void> {
     const known = this.env.live() ? this.env.known.get(this.tenantId) : undefined;
     if (known !== undefined && known <= this.sent) return;
-    const em = this.env.db.orm.em.fork() as EntityManager;
     for (;;) {
-      const revisions = await this.env.reads.read(em, this.tenantId, this.sent, this.env.limits.logRows);
+      const revisions = await this.env.reads.read(this.tenantId, this.sent, this.env.limits.logRows);
       if (this.closed) throw new Ended();
       if (revisions.length === 0) return;
       for (const r of revisions) {

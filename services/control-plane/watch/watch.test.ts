@@ -18,7 +18,7 @@ import { sidecarMetrics } from '../../../sidecar/metrics.js';
 import { TenantIndexes } from '../decision/indexes.js';
 import { compactChangeLog } from '../../store/compaction.js';
 import { describeEachBackend, revisionGaps, startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../../../test/harness.js';
-import { ModelClient, indexDigest, populate, restClient } from './testing.js';
+import { ModelClient, indexDigest, populate, restClient } from '../../../test/watch-fixtures.js';
 
 const logger = pino({ level: 'silent' });
 type CP = Awaited<ReturnType<typeof startTestControlPlane>>;
@@ -297,40 +297,61 @@ for (const path of ['lean', 'connect-node'] as const) describeEachBackend(`Watch
     expect(err).toBe('NotFound');
   });
 
-  it('ends an open stream with unauthenticated once its key is revoked or expires, and only that stream', async () => {
-    const keyOf = async (body: Record<string, unknown>) => (await rest('POST', '/api-keys', { name: 'k', kind: 'service', tenantId: t.tenantId, ...body })) as { id: string; secretKey: string };
-    /** Reads until the stream ends; what ended it, and when (ms after the call). */
-    const endOf = (key: string, ac: AbortController) => (async () => {
-      const started = Date.now();
-      let heartbeats = 0;
-      try {
-        for await (const m of watchClient(cp.url).watch({ tenantId: t.tenantId }, { signal: ac.signal, headers: { 'x-api-key': key } })) {
-          if (m.event.case === 'heartbeat') heartbeats++;
-        }
-        return { how: 'ended', heartbeats, at: Date.now() - started };
-      } catch (e) {
-        return { how: codeOf(e), heartbeats, at: Date.now() - started };
+  /** Reads a Watch stream until it ends; what ended it, the heartbeats read, and when (ms after the call). */
+  const endOf = (url: string, key: string, tenantId: string, ac: AbortController) => (async () => {
+    const started = Date.now();
+    let heartbeats = 0;
+    try {
+      for await (const m of watchClient(url).watch({ tenantId }, { signal: ac.signal, headers: { 'x-api-key': key } })) {
+        if (m.event.case === 'heartbeat') heartbeats++;
       }
-    })();
-    const revoked = await keyOf({});
+      return { how: 'ended', heartbeats, at: Date.now() - started };
+    } catch (e) {
+      return { how: codeOf(e), heartbeats, at: Date.now() - started };
+    }
+  })();
+
+  it('ends an open stream with unauthenticated once its key expires (the periodic check), and only that stream', async () => {
+    const keyOf = async (body: Record<string, unknown>) => (await rest('POST', '/api-keys', { name: 'k', kind: 'service', tenantId: t.tenantId, ...body })) as { id: string; secretKey: string };
     const kept = await keyOf({});
     const expiring = await keyOf({ expiresAt: new Date(Date.now() + 1_500).toISOString() });
-    const acs = [new AbortController(), new AbortController(), new AbortController()];
-    const [r, k, e] = [endOf(revoked.secretKey, acs[0]), endOf(kept.secretKey, acs[1]), endOf(expiring.secretKey, acs[2])];
-    await new Promise((res) => setTimeout(res, 500));
-    const revokedAt = Date.now();
-    await rest('DELETE', `/api-keys/${revoked.id}`);
-    const rEnd = await r;
-    expect(rEnd.how).toBe('Unauthenticated');
-    expect(Date.now() - revokedAt).toBeLessThan(900); // by the key's NOTIFY, before the periodic check could
+    const acs = [new AbortController(), new AbortController()];
+    const [k, e] = [endOf(cp.url, kept.secretKey, t.tenantId, acs[0]), endOf(cp.url, expiring.secretKey, t.tenantId, acs[1])];
     const eEnd = await e;
     expect(eEnd.how).toBe('Unauthenticated');
     expect(eEnd.at).toBeGreaterThanOrEqual(1_300);
     // The other stream of the tenant goes on.
     const before = (await Promise.race([k, new Promise((res) => setTimeout(() => res('open'), 300))]));
     expect(before).toBe('open');
-    acs[1].abort();
+    acs[0].abort();
     expect((await k).heartbeats).toBeGreaterThan(5);
+  });
+
+  it(`ends an open stream once its key is revoked, by the key's notification alone (no periodic check)${backend === 'postgres' ? ', from another process' : ''}`, async () => {
+    // A control plane whose streams' keys are checked only when a key is written: nothing else
+    // can end the stream. On PostgreSQL the key is revoked through a second control plane on the
+    // same database, so what reaches this one is the database's NOTIFY.
+    const guarded = await startTestControlPlane(backend, { SERVICE_WATCH_HEARTBEAT_MS: '100' }, { watchKeyCheckMs: 0 });
+    const writer = backend === 'postgres'
+      ? await startTestControlPlane('postgres', { DATABASE_URL: guarded.db.orm.config.get('clientUrl') as string })
+      : undefined;
+    const acs = [new AbortController(), new AbortController()];
+    try {
+      const own = restClient(guarded.url, TEST_BOOTSTRAP_KEY);
+      const tenant = (await own('POST', '/tenants', { name: 'revoked' })) as { id: string };
+      const keyOf = async () => (await own('POST', '/api-keys', { name: 'k', kind: 'service', tenantId: tenant.id })) as { id: string; secretKey: string };
+      const [revoked, kept] = [await keyOf(), await keyOf()];
+      const [r, k] = [endOf(guarded.url, revoked.secretKey, tenant.id, acs[0]), endOf(guarded.url, kept.secretKey, tenant.id, acs[1])];
+      await until(() => guarded.watch.streams().length === 2, 'both streams open');
+      await restClient((writer ?? guarded).url, TEST_BOOTSTRAP_KEY)('DELETE', `/api-keys/${revoked.id}`);
+      const rEnd = await Promise.race([r, new Promise<{ how: string }>((res) => setTimeout(() => res({ how: 'still open' }), 10_000))]);
+      expect(rEnd.how).toBe('Unauthenticated');
+      expect(await Promise.race([k, new Promise((res) => setTimeout(() => res('open'), 300))])).toBe('open');
+    } finally {
+      for (const ac of acs) ac.abort();
+      await writer?.close();
+      await guarded.close();
+    }
   });
 
   it('refuses a request without a tenant or with a negative fromRevision, naming the field', async () => {

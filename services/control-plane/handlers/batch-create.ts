@@ -1,35 +1,18 @@
+/**
+ * Creates of one or many entities of a kind (the create and batch-create endpoints): items are
+ * validated into rows, references resolved against the batch and the store, the tenant entered
+ * (locked) before the checks, and all rows written in one transaction.
+ */
 import type { HandlerContext } from '@connectrpc/connect';
-import type { EntityManager } from '@mikro-orm/postgresql';
-import {
-  DomainError, alreadyExists, duplicateId, invalid, missingReference, notFound,
-} from '../../common/errors.js';
+import { DomainError, alreadyExists, duplicateId, invalid, missingReference } from '../../common/errors.js';
 import { newId } from '../../common/ids.js';
-import type { Database } from '../../store/db.js';
 import { KINDS, rowToMessage, type KindDef, type KindName, type MessageOf, type Row } from '../../store/kinds.js';
-import { existingIds, getById, loadByIds, listPage, rawQuery, type Page } from '../../store/read.js';
+import { rowReads, type RowReads } from '../../store/rows.js';
 import { runWrite, type WriteTx } from '../../store/write.js';
 import { assertTenantReach, principalOf, type Principal } from '../auth/principal.js';
-import { batchItems, clientId, requireString } from '../../common/validate.js';
-import { setRevision as setRevisionHeader } from '../../transport/revision.js';
-import type { ControlPlaneSource } from '../decision/source.js';
-import type { WatchHub } from '../watch/hub.js';
-import type { KeyGuard } from '../watch/key-guard.js';
-
-/** What every handler needs; passed down explicitly from start-up. */
-export interface Deps {
-  db: Database;
-  /** Where DecisionService answers from (the tenants' change-log followers). */
-  decision: ControlPlaneSource;
-  /** The Watch streams (SnapshotService); absent where no server streams (in-process test apps). */
-  watch?: WatchHub;
-  /** Ends Watch streams whose key is revoked or expires while they are open. */
-  watchKeys?: KeyGuard;
-}
-
-/** Sets x-revision (header and trailer) when the write touched a tenant. */
-export function setRevision(ctx: HandlerContext, revision: number | undefined) {
-  if (revision !== undefined) setRevisionHeader(ctx, revision);
-}
+import { batchItems, clientId } from '../../common/validate.js';
+import type { Deps } from './deps.js';
+import { setRevision } from './writes.js';
 
 /**
  * The state of one create request (single or batch) while its items are turned into rows.
@@ -37,23 +20,23 @@ export function setRevision(ctx: HandlerContext, revision: number | undefined) {
  */
 export class Batch {
   readonly now = new Date();
+  /** The store's rows, read in this request's transaction. */
+  readonly rows: RowReads;
   private readonly local = new Map<string, Map<string, Row>>();
   private readonly loaded = new Map<string, Map<string, Row>>();
   private readonly ids = new Map<string, string>(); // id -> field path of its first use
   readonly before: { kind: KindName; row: Row }[] = [];
   readonly after: { kind: KindName; row: Row }[] = [];
 
-  constructor(readonly tx: WriteTx, readonly principal: Principal) {}
-
-  get em(): EntityManager {
-    return this.tx.em;
+  constructor(readonly tx: WriteTx, readonly principal: Principal) {
+    this.rows = rowReads(tx);
   }
 
   /** Loads referenced rows of a kind in one query (call before the per-item loop). */
   async preload(kind: KindName, ids: Iterable<string | undefined>) {
     const want = [...ids].filter((x): x is string => !!x && !this.cached(kind, x));
     if (want.length === 0) return;
-    const rows = await loadByIds(this.em, kind, want);
+    const rows = await this.rows.byIds(kind, want);
     const m = this.loaded.get(kind) ?? new Map<string, Row>();
     for (const [id, r] of rows) m.set(id, r);
     this.loaded.set(kind, m);
@@ -92,7 +75,7 @@ export class Batch {
    */
   async enterTenantOf(kind: KindName, id: string | undefined, field: string) {
     if (!id) return;
-    const tenantId = await tenantIdOf(this.em, kind, id);
+    const tenantId = await this.rows.tenantOf(kind, id);
     if (tenantId === undefined) return;
     await this.tenant(kind === 'tenant' ? id : (tenantId as string), field);
   }
@@ -120,7 +103,7 @@ export class Batch {
 
   /** Checks that none of the given ids already exists in the store. */
   async assertNew(kind: KindName, ids: string[]) {
-    const existing = await existingIds(this.em, kind, ids);
+    const existing = await this.rows.existing(kind, ids);
     for (const id of ids) {
       if (existing.has(id)) throw alreadyExists((KINDS[kind] as KindDef).label, id, this.ids.get(id));
     }
@@ -154,7 +137,7 @@ export async function createMany<I, K extends KindName>(
   const principal = principalOf(ctx);
   const tenantOwned = (KINDS[spec.kind] as KindDef).tenantOwned;
   if (tenantOwned && !spec.tenantRef) throw new Error(`the create spec of ${spec.kind} names no tenantRef`);
-  const { result, revision } = await guardWrite(() => runWrite(deps.db, async (tx) => {
+  const { result, revision } = await runWrite(deps.db, async (tx) => {
     const b = new Batch(tx, principal);
     if (spec.tenantRef && items.length > 0) {
       const [kind, id, field] = spec.tenantRef(items[0], principal);
@@ -175,7 +158,7 @@ export async function createMany<I, K extends KindName>(
     await tx.insert(spec.kind, rows);
     await insertRuns(tx, b.after);
     return rows;
-  }));
+  });
   setRevision(ctx, revision);
   return result.map((r) => rowToMessage(spec.kind, r));
 }
@@ -196,115 +179,6 @@ async function insertRuns(tx: WriteTx, extra: { kind: KindName; row: Row }[]): P
     await tx.insert(kind, extra.slice(start, end).map((e) => e.row));
     start = end;
   }
-}
-
-/** Runs a write and maps database constraint violations that slipped past validation. */
-export async function guardWrite<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    if (err instanceof DomainError) throw err;
-    const name = (err as { name?: string })?.name ?? '';
-    const code = (err as { code?: string })?.code;
-    if (name === 'UniqueConstraintViolationException' || code === '23505') {
-      throw new DomainError('already_exists', `an entity with the same unique fields already exists (${constraintOf(err)})`);
-    }
-    if (name === 'ForeignKeyConstraintViolationException' || code === '23503') {
-      throw new DomainError('constraint', `the write would leave a dangling reference (${constraintOf(err)})`);
-    }
-    throw err;
-  }
-}
-
-function constraintOf(err: unknown): string {
-  return String((err as { constraint?: string })?.constraint ?? 'constraint');
-}
-
-/** Reads one entity by id for a get endpoint: `not_found` when absent or out of reach. */
-export async function getOne<K extends KindName>(deps: Deps, ctx: HandlerContext, kind: K, id: string): Promise<MessageOf<K>> {
-  const row = await getById(deps.db.orm.em.fork(), kind, id);
-  if (!row) throw notFound((KINDS[kind] as KindDef).label, id, 'id');
-  reach(ctx, row);
-  return rowToMessage(kind, row);
-}
-
-/** A tenant-owned row must be in the caller's reach. */
-export function reach(ctx: HandlerContext, row: Row) {
-  if (row.tenantId) assertTenantReach(principalOf(ctx), row.tenantId as string);
-}
-
-/** A page of a list endpoint, filtered by `where` (already reach-checked by the caller). */
-export async function listMany<K extends KindName>(
-  deps: Deps, kind: K, where: Record<string, unknown>, page: Page,
-): Promise<{ items: MessageOf<K>[]; nextCursor: string }> {
-  const { rows, nextCursor } = await listPage(deps.db.orm.em.fork(), deps.db.cursors, kind, where, page);
-  return { items: rows.map((r) => rowToMessage(kind, r)), nextCursor };
-}
-
-/**
- * The tenant a list filter addresses, checked for reach: the tenant of the row `id` of
- * `kind` (e.g. the scope of `?scopeId=`). Unknown ids are `not_found`.
- */
-export async function tenantOfRef(deps: Deps, ctx: HandlerContext, kind: KindName, id: string, field: string): Promise<Row> {
-  const row = await getById(deps.db.orm.em.fork(), kind, id);
-  if (!row) throw notFound((KINDS[kind] as KindDef).label, id, field);
-  reach(ctx, row);
-  return row;
-}
-
-/** Runs a delete (or update) transaction and sets the revision header. */
-export async function writeOne<T>(deps: Deps, ctx: HandlerContext, fn: (tx: WriteTx, principal: Principal) => Promise<T>): Promise<T> {
-  const principal = principalOf(ctx);
-  const { result, revision } = await guardWrite(() => runWrite(deps.db, (tx) => fn(tx, principal)));
-  setRevision(ctx, revision);
-  return result;
-}
-
-/**
- * The DELETE of one row by `id`: `not_found` when absent, the caller's tenant reach checked,
- * then `remove` (default: the row alone) in one write. Answers the empty response.
- */
-export async function deleteOne(
-  deps: Deps,
-  ctx: HandlerContext,
-  kind: KindName,
-  rawId: string,
-  remove: (tx: WriteTx, id: string) => Promise<void> = (tx, id) => tx.delete(kind, [id]),
-): Promise<Record<string, never>> {
-  const id = requireString(rawId, 'id');
-  await writeOne(deps, ctx, async (tx, principal) => {
-    await loadForWrite(tx, principal, kind, id);
-    await remove(tx, id);
-  });
-  return {};
-}
-
-/**
- * Loads a row inside a write, `not_found` when absent, and enters its tenant. The row is read
- * again once the tenant is entered (locked): what the caller checks and updates is the row as
- * the tenant's last writer left it.
- */
-export async function loadForWrite(tx: WriteTx, principal: Principal, kind: KindName, id: string, field = 'id'): Promise<Row> {
-  const tenantId = await tenantIdOf(tx.em, kind, id);
-  if (tenantId === undefined) throw notFound((KINDS[kind] as KindDef).label, id, field);
-  if (tenantId !== null) {
-    assertTenantReach(principal, tenantId, field);
-    await tx.useTenant(tenantId, field);
-  }
-  const row = await getById(tx.em, kind, id);
-  if (!row) throw notFound((KINDS[kind] as KindDef).label, id, field);
-  return row;
-}
-
-/** Kinds whose table has no tenant column (a tenant row is its own tenant; see enterTenantOf). */
-const GLOBAL_KINDS = new Set<KindName>(['tenant', 'scopeType', 'scopeTypeEdge']);
-
-/** The tenant of a row (null for a row without one), or undefined when the row does not exist. */
-async function tenantIdOf(em: EntityManager, kind: KindName, id: string): Promise<string | null | undefined> {
-  const d = KINDS[kind] as KindDef;
-  const column = GLOBAL_KINDS.has(kind) ? 'null' : 'tenant_id';
-  const rows = await rawQuery<{ tenant_id: string | null }>(em, `select ${column} as tenant_id from ${d.entity.meta.tableName} where id = ?`, [id]);
-  return rows.length === 0 ? undefined : rows[0].tenant_id;
 }
 
 /** The scope an item names: it must exist; the request then writes its tenant (reach + revision). */
@@ -356,7 +230,7 @@ export class Uniques {
 }
 
 /** `already_exists` naming the field at fault. */
-export const taken = (field: string, message: string) => new DomainError('already_exists', `${field}: ${message}`, field);
+const taken = (field: string, message: string) => new DomainError('already_exists', `${field}: ${message}`, field);
 
-/** Distinct non-empty strings, for `in (?)` lists. */
+/** Distinct non-empty strings (the ids or keys a batch names, for one store read). */
 export const distinct = (xs: Iterable<string | undefined>): string[] => [...new Set([...xs].filter((x): x is string => !!x))];

@@ -1,6 +1,6 @@
 /**
- * A tenant's decision rows at one revision, read the fast way for both readers of a whole
- * tenant: the Watch snapshot and the control plane's own decision index. One repeatable-read,
+ * A tenant's decision rows at one revision, for both readers of a whole tenant: the Watch
+ * snapshot and the control plane's own decision index. One repeatable-read,
  * read-only transaction on a connection of the pool (every kind sees the same revision), one
  * plain-SQL cursor per kind (hydrating an ORM entity per row cost more than everything else),
  * read in batches of `rows` rows, the next batch fetched while the caller handles the current
@@ -16,19 +16,9 @@
 import Cursor from 'pg-cursor';
 import pg, { type Client, type FieldDef } from 'pg';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ENTITY_KINDS, type EntityKind } from '../engine/mod.js';
 import { notFound } from '../common/errors.js';
-import type { Database } from '../store/db.js';
-import { KINDS, TEXT_ISO_TIME, type KindDef, type Row, type TextColumns } from '../store/kinds.js';
-
-/** Store kind name (KINDS key) of each engine kind. */
-export const STORE_KIND: Record<EntityKind, keyof typeof KINDS> = {
-  scope: 'scope', subject: 'subject', role: 'role', permission: 'permission', role_permission: 'rolePermission',
-  membership: 'membership', role_assignment: 'roleAssignment', scope_override: 'scopeOverride',
-  ownership_grant: 'ownershipGrant', resource_type: 'resourceType', resource: 'resource',
-  resource_scope_link: 'resourceScopeLink', resource_edge: 'resourceEdge', collection: 'collection',
-  policy: 'policy', tag_group: 'tagGroup', tag: 'tag', tag_assignment: 'tagAssignment', tag_binding: 'tagBinding',
-};
+import type { Database } from './db.js';
+import { KINDS, TEXT_ISO_TIME, type KindDef, type KindName, type Row, type TextColumns } from './kinds.js';
 
 /** How one kind's rows are read. */
 interface KindQuery {
@@ -41,7 +31,7 @@ interface KindQuery {
 }
 
 const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
-const queries = new WeakMap<object, Map<EntityKind, KindQuery>>();
+const queries = new WeakMap<object, Map<KindName, KindQuery>>();
 
 /**
  * The query of a kind's rows, from the ORM's metadata: every column under its property name (the
@@ -50,13 +40,13 @@ const queries = new WeakMap<object, Map<EntityKind, KindQuery>>();
  * when it is in protobuf's range (years 1 to 9999), formatted by PostgreSQL; outside it, as epoch
  * milliseconds (exact for timestamptz(3)), which only the generic route handles.
  */
-function kindQuery(em: EntityManager, kind: EntityKind): KindQuery {
+function kindQuery(em: EntityManager, kind: KindName): KindQuery {
   const meta = em.getMetadata();
   let byKind = queries.get(meta);
   if (!byKind) queries.set(meta, (byKind = new Map()));
   let q = byKind.get(kind);
   if (q) return q;
-  const def = KINDS[STORE_KIND[kind]] as KindDef;
+  const def = KINDS[kind] as KindDef;
   const m = meta.get(def.entity.meta.className);
   const dates = new Set<string>();
   const tenantProp = m.props.find((p) => p.fieldNames?.length === 1 && p.fieldNames[0] === 'tenant_id')!.name;
@@ -128,28 +118,33 @@ const dateOfText = (v: string) => new Date(TEXT_ISO_TIME.test(v) ? Date.parse(v)
 /** Every column's text as it is (node-postgres parses nothing). */
 const AS_TEXT = { getTypeParser: () => (v: string) => v };
 
-/** One batch of a tenant's rows of one kind, as PostgreSQL's text (one array a row, null for SQL null). */
-export interface RowBatch {
-  kind: EntityKind;
+/**
+ * One batch of a tenant's rows of one kind, as PostgreSQL's text (one array a row, null for SQL
+ * null); `kind` is the caller's name for the kind (see tenantRows).
+ */
+export interface RowBatch<K = KindName> {
+  kind: K;
   def: KindDef;
   columns: RowColumns;
   texts: (string | null)[][];
 }
 
 /**
- * Reads every engine row of the tenant at its committed revision: `onRevision` is told the
- * revision first, then `onResources` (when given) the number of resources the batches will
- * hold, then the batches come in kind order, rows by id within a kind. The transaction ends
- * (rolled back: it only read) and the connection returns to the pool when the generator ends
- * or is returned. `not_found` for an unknown tenant.
+ * Reads every row of the tenant of the given kinds at its committed revision: `onRevision` is
+ * told the revision first, then `onResources` (when given) the number of resources the tenant
+ * holds, then the batches come in the order of `kinds` (each as `[the caller's name, store
+ * kind]`), rows by id within a kind. The transaction ends (rolled back: it only read) and the
+ * connection returns to the pool when the generator ends or is returned. `not_found` for an
+ * unknown tenant.
  */
-export async function* tenantRows(
+export async function* tenantRows<K>(
   db: Database,
   tenantId: string,
+  kinds: readonly (readonly [K, KindName])[],
   batch: BatchLimits,
   onRevision: (revision: number) => void,
   onResources?: (count: number) => void,
-): AsyncGenerator<RowBatch> {
+): AsyncGenerator<RowBatch<K>> {
   const em = db.orm.em.fork() as EntityManager;
   const knex = em.getKnex();
   // Driver errors as MikroORM's typed exceptions, as every other read gives them.
@@ -195,8 +190,8 @@ export async function* tenantRows(
       const table = quote(em.getMetadata().get((KINDS.resource as KindDef).entity.meta.className).tableName);
       onResources(Number((await query<{ n: string }>(`select count(*) as n from ${table} where tenant_id = $1`, [tenantId]))[0].n));
     }
-    for (const kind of ENTITY_KINDS) {
-      q = kindQuery(em, kind);
+    for (const [kind, storeKind] of kinds) {
+      q = kindQuery(em, storeKind);
       columns = undefined;
       cursor = client.query(new Cursor<Text>(q.sql, [tenantId], { rowMode: 'array', types: AS_TEXT }));
       pending = read();

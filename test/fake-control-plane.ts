@@ -6,19 +6,19 @@ import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter, HandlerContext } from '@connectrpc/connect';
 import { pino } from 'pino';
-import { invalid, notFound } from '../../common/errors.js';
-import { DecisionService } from '../../../gen/authz/v1/decision_service_pb.js';
-import { ResourceSchema, type Resource } from '../../../gen/authz/v1/resource_pb.js';
-import { ResourceService } from '../../../gen/authz/v1/resource_service_pb.js';
-import { ScopeSchema } from '../../../gen/authz/v1/scope_pb.js';
-import { ScopeService } from '../../../gen/authz/v1/scope_service_pb.js';
-import { TenantSchema } from '../../../gen/authz/v1/tenancy_pb.js';
-import { TenancyService } from '../../../gen/authz/v1/tenancy_service_pb.js';
-import { assertTenantReach, principalOf, type KeyVerifier, type Principal } from '../auth/principal.js';
-import { createRegistry } from '../../transport/observability.js';
-import { setRevision } from '../../transport/revision.js';
-import { startServer, type RunningServer, type StartServerOptions } from '../../transport/server.js';
-import { apiKeyCaller, authInterceptor } from '../auth/interceptor.js';
+import { invalid, notFound } from '../services/common/errors.js';
+import { DecisionService } from '../gen/authz/v1/decision_service_pb.js';
+import { ResourceSchema, type Resource } from '../gen/authz/v1/resource_pb.js';
+import { ResourceService } from '../gen/authz/v1/resource_service_pb.js';
+import { ScopeSchema } from '../gen/authz/v1/scope_pb.js';
+import { ScopeService } from '../gen/authz/v1/scope_service_pb.js';
+import { TenantSchema } from '../gen/authz/v1/tenancy_pb.js';
+import { TenancyService } from '../gen/authz/v1/tenancy_service_pb.js';
+import { assertTenantReach, principalOf, type KeyVerifier, type Principal } from '../services/control-plane/auth/principal.js';
+import { createRegistry } from '../services/transport/observability.js';
+import { setRevision } from '../services/transport/revision.js';
+import { startServer, type RunningServer, type StartServerOptions } from '../services/transport/server.js';
+import { apiKeyCaller, authInterceptor } from '../services/control-plane/auth/interceptor.js';
 
 export const KEYS = {
   platform: 'sk_platform_0123456789abcdef0123456789abcdef',

@@ -12,13 +12,13 @@ import { storeErrors } from '../errors.js';
 import type { ControlPlaneSource } from './source.js';
 
 /**
- * The control plane's lean decision path (StartServerOptions `fastPath`): DecisionService's
+ * The control plane's lean decision path (StartServerOptions `leanPath`): DecisionService's
  * unary calls over REST, Connect JSON and binary and gRPC served by services/decision/lean.ts,
  * with the caller checked as authInterceptor checks it (the API key, from the verifier's cache,
  * and the decision tier) and the same source, error classification and RPC metrics as
  * connect-node's path. Everything else stays on connect-node.
  */
-export function controlPlaneFastPath(opts: {
+export function controlPlaneLeanPath(opts: {
   source: ControlPlaneSource;
   verifier: KeyVerifier;
   logger: Logger;

@@ -4,11 +4,11 @@
  * checks the stream's order rules, and REST calls to a running control plane.
  */
 import { createHash } from 'node:crypto';
-import { ENTITY_KINDS, type TenantIndex } from '../../engine/mod.js';
-import type { Database } from '../../store/db.js';
-import { KINDS, type KindDef } from '../../store/kinds.js';
-import type { WatchResponse } from '../../../gen/authz/v1/snapshot_service_pb.js';
-import { STORE_KIND } from '../tenant-rows.js';
+import { ENTITY_KINDS, type TenantIndex } from '../services/engine/mod.js';
+import type { Database } from '../services/store/db.js';
+import { KINDS, type KindDef } from '../services/store/kinds.js';
+import type { WatchResponse } from '../gen/authz/v1/snapshot_service_pb.js';
+import { STORE_KIND } from '../services/control-plane/engine-kinds.js';
 
 /**
  * A digest of what an index holds for the tenant: per kind its count, and every stored row as

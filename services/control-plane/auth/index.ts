@@ -1,2 +1,0 @@
-export * from './principal.js';
-export * from './interceptor.js';
