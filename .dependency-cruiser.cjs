@@ -11,7 +11,6 @@ const DECISION = part('services/decision');
 const TRANSPORT = part('services/transport');
 const COMMON = part('services/common');
 const INJECTOR = part('services/injector');
-const HEALTHCHECK = part('services/healthcheck');
 const SIDECAR = part('sidecar');
 const TESTS = '\\.test\\.ts$|^test/|/testdata/';
 
@@ -47,7 +46,13 @@ module.exports = {
     onlyImports('decision-service', DECISION, [ENGINE, TRANSPORT, COMMON, part('gen')], 'DecisionService over a DecisionSource, for both processes: no store.'),
     onlyImports('sidecar-never-touches-the-store', SIDECAR, [ENGINE, DECISION, TRANSPORT, COMMON, part('gen')], 'The sidecar follows the Watch stream; it never reads the database or imports the control plane.'),
     onlyImports('injector', INJECTOR, [TRANSPORT, COMMON, part('gen')], 'The webhook is its own process.'),
-    onlyImports('healthcheck', HEALTHCHECK, [TRANSPORT, COMMON], 'The health check imports downward only.'),
+    {
+      name: 'mains-on-top',
+      comment: 'The processes\' main files (cmd/) compose the libraries below them; nothing imports a main.',
+      severity: 'error',
+      from: {},
+      to: { path: '^cmd/' },
+    },
     onlyImports('control-plane', CONTROL_PLANE, [STORE, ENGINE, DECISION, TRANSPORT, COMMON, part('gen')], 'The control plane sits on top.'),
   ],
   options: {

@@ -131,7 +131,7 @@ async function main() {
     // Under valgrind the process runs ~50× slower: heartbeats must not look late.
     SIDECAR_MAX_STALENESS_MS: '600000',
   };
-  const sidecar = join(ROOT, 'dist/sidecar/main.js');
+  const sidecar = join(ROOT, 'dist/cmd/sidecar/main.js');
   const targets: Target[] = [
     { name: 'node:http constant', argv: (port) => ['--import', 'tsx', 'bench/constant-servers.ts', 'http', String(port)], env: {}, path: '/evaluate', contentType: 'application/json', sidecar: false },
     { name: 'sidecar REST', argv: () => [sidecar], env: sidecarEnv, path: '/evaluate', contentType: 'application/json', sidecar: true },

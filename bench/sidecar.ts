@@ -27,9 +27,9 @@
  * loaded in the same rounds as the plain one, so that what they cost is read side by side:
  * `log` (the decision log on, every decision, to a file; always run), `tracing` (spans exported
  * over OTLP/HTTP to a receiver in this process that only counts them) and `before` (another
- * build's `dist/sidecar/main.js`, given with `--before`, e.g. the code before a change).
+ * build's `dist/cmd/sidecar/main.js`, given with `--before`, e.g. the code before a change).
  *
- * Usage: npm run bench:sidecar [-- --rounds 3 --seconds 5 --resources 10000 --variants log,tracing,before --before /path/dist/sidecar/main.js]
+ * Usage: npm run bench:sidecar [-- --rounds 3 --seconds 5 --resources 10000 --variants log,tracing,before --before /path/dist/cmd/sidecar/main.js]
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createServer as createHttpServer } from 'node:http';
@@ -55,7 +55,7 @@ const RESOURCES = Number(args.get('resources') ?? 10_000);
 const BEFORE = args.get('before');
 const VARIANTS = (args.get('variants') ?? 'log').split(',').filter(Boolean);
 for (const v of VARIANTS) if (!['log', 'tracing', 'before'].includes(v)) throw new Error(`--variants: unknown variant ${v}`);
-if (VARIANTS.includes('before') && !BEFORE) throw new Error('--variants before needs --before <path to dist/sidecar/main.js>');
+if (VARIANTS.includes('before') && !BEFORE) throw new Error('--variants before needs --before <path to dist/cmd/sidecar/main.js>');
 
 /** The pause before each load, so that the process loaded before it has settled. */
 const PAUSE_MS = 1000;

@@ -17,10 +17,10 @@
  * `--format entities` sends each row as a JSON Entity (what a client that does not ask for row
  * blocks gets) instead of in row blocks.
  *
- * `--entry` loads another build's `dist/sidecar/main.js` instead (e.g. the code before a change, for
+ * `--entry` loads another build's `dist/cmd/sidecar/main.js` instead (e.g. the code before a change, for
  * alternating runs); its result is printed, not saved.
  *
- * Usage: npm run build && tsx bench/snapshot-scale.ts [-- --resources 1000000 --grants 1000000 --subjects 100000 --entry /path/dist/sidecar/main.js --watch-thread on]
+ * Usage: npm run build && tsx bench/snapshot-scale.ts [-- --resources 1000000 --grants 1000000 --subjects 100000 --entry /path/dist/cmd/sidecar/main.js --watch-thread on]
  */
 import { resolve } from 'node:path';
 import http2 from 'node:http2';

@@ -11,7 +11,7 @@
  * `--together N` starts N sidecars at once in each run (a rollout): each one's time to ready, and
  * how the control plane served them (read from PostgreSQL, followed the one reading it, kept).
  *
- * `--entries current,/path/dist/sidecar/main.js` alternates the sidecar build over the runs (e.g.
+ * `--entries current,/path/dist/cmd/sidecar/main.js` alternates the sidecar build over the runs (e.g.
  * this one and one from before a change, side by side).
  *
  * Usage: npm run build && DATABASE_URL=postgres://… tsx bench/watch-sidecar.ts [--resources 1000000 --grants 1000000 --subjects 100000 --runs 2 --snapshot-cache keep|off]

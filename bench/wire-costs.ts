@@ -5,6 +5,7 @@
  * server's CPU read from /proc per request (all its threads, once what the request started has
  * settled). The answer's status is recorded, so a shape that is accepted shows as such.
  */
+import { existsSync } from 'node:fs';
 import * as http2 from 'node:http2';
 import { resolve } from 'node:path';
 import { envelope } from '../test/conformance/surfaces.js';
@@ -46,18 +47,24 @@ async function json(base: string, method: string, path: string, body?: unknown):
   return parsed;
 }
 
+/** A checkout's main file of `name`: under cmd/, or where a checkout from before cmd/ kept it. */
+function mainOf(root: string, name: 'control-plane' | 'sidecar'): string {
+  const current = resolve(root, 'cmd', name, 'main.ts');
+  return existsSync(current) ? current : resolve(root, name === 'sidecar' ? 'sidecar/main.ts' : 'services/control-plane/main.ts');
+}
+
 export async function wireCosts(root: string, runs: number): Promise<ShapeCost[]> {
   const tsx = { nodeArgs: ['--import', 'tsx'] };
   const processes: RunningProcess[] = [];
   try {
     const cp = await startProcess('control-plane', { SERVICE_PORT: '0', SERVICE_DATA_DIR: 'memory://', SERVICE_BOOTSTRAP_API_KEY: BOOTSTRAP, SERVICE_LOG_LEVEL: 'info', DATABASE_URL: '' },
-      { ...tsx, entry: resolve(root, 'services/control-plane/main.ts') });
+      { ...tsx, entry: mainOf(root, 'control-plane') });
     processes.push(cp);
     const tenant = await json(cp.url, 'POST', '/tenants', { name: 'bench-wire' });
     const serviceKey = (await json(cp.url, 'POST', '/api-keys', { name: 'sidecar', kind: 'service', tenantId: tenant.id })).secretKey as string;
     const sidecar = await startProcess('sidecar', {
       SIDECAR_CONTROL_PLANE_URL: cp.url, SIDECAR_API_KEY: serviceKey, SIDECAR_TENANT_ID: tenant.id, SIDECAR_PORT: '0', SIDECAR_LOG_LEVEL: 'info',
-    }, { ...tsx, entry: resolve(root, 'sidecar/main.ts') });
+    }, { ...tsx, entry: mainOf(root, 'sidecar') });
     processes.push(sidecar);
     await waitFor200(`${sidecar.url}/readyz`);
 

@@ -22,7 +22,7 @@ export interface RunningProcess {
 
 export type ProcessKind = 'control-plane' | 'sidecar' | 'injector';
 
-const ENTRY: Record<ProcessKind, string> = { 'control-plane': 'services/control-plane/main', sidecar: 'sidecar/main', injector: 'services/injector/main' };
+const ENTRY: Record<ProcessKind, string> = { 'control-plane': 'cmd/control-plane/main', sidecar: 'cmd/sidecar/main', injector: 'cmd/injector/main' };
 
 /** A TCP port free right now on 127.0.0.1 (for a process that must come back on the same port). */
 export function freePort(): Promise<number> {

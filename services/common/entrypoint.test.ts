@@ -77,9 +77,9 @@ describe('--help and --version', () => {
   const version = JSON.parse(readFileSync(resolve(ROOT, 'package.json'), 'utf8')).version as string;
 
   it.each([
-    ['services/control-plane/main.ts', 'control plane', ['--service-port', 'SERVICE_PORT', 'default 8080', 'DATABASE_URL']],
-    ['sidecar/main.ts', 'sidecar', ['--sidecar-control-plane-url', 'SIDECAR_TENANT_ID', 'SIDECAR_ALLOWED_HOSTS']],
-    ['services/injector/main.ts', 'injector', ['--injector-port', 'INJECTOR_TLS_CERT_FILE']],
+    ['cmd/control-plane/main.ts', 'control plane', ['--service-port', 'SERVICE_PORT', 'default 8080', 'DATABASE_URL']],
+    ['cmd/sidecar/main.ts', 'sidecar', ['--sidecar-control-plane-url', 'SIDECAR_TENANT_ID', 'SIDECAR_ALLOWED_HOSTS']],
+    ['cmd/injector/main.ts', 'injector', ['--injector-port', 'INJECTOR_TLS_CERT_FILE']],
   ])('%s prints its settings and its version, and starts nothing', async (entry, name, settings) => {
     for (const flag of ['--help', '-h']) {
       const help = await run(entry, flag);

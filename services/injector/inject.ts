@@ -38,9 +38,9 @@ export const PROBE_PORT_NAME = 'authz-probe';
 /** Never injected, whatever a pod there says (besides the injector's own namespace). */
 export const SYSTEM_NAMESPACES = ['kube-system', 'kube-public', 'kube-node-lease'] as const;
 /** Paths inside the image (deploy/Dockerfile: WORKDIR /app, the build in /app/dist). */
-export const SIDECAR_ENTRY = '/app/dist/sidecar/main.js';
+export const SIDECAR_ENTRY = '/app/dist/cmd/sidecar/main.js';
 /** Run inside the container by the `container`-mode postStart wait (the kubelet's probes use the probe port). */
-export const HEALTHCHECK_ENTRY = '/app/dist/services/healthcheck/main.js';
+export const HEALTHCHECK_ENTRY = '/app/dist/cmd/healthcheck/main.js';
 /**
  * How the control plane's CA reaches a sidecar in another namespace: as a pod annotation the
  * injector writes, which a downward API volume turns into the file SIDECAR_CONTROL_PLANE_CA_FILE

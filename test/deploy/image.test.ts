@@ -129,10 +129,10 @@ describe('deploy/Dockerfile', () => {
       expect(d.spec.template.spec.securityContext.runAsGroup, d.metadata.name).toBe(Number(m![2]));
     }
     expect(loadInjectorConfig({ INJECTOR_SIDECAR_IMAGE: 'i', INJECTOR_CONTROL_PLANE_URL: 'http://cp' }, []).sidecarUser).toBe(Number(m![1]));
-    expect(execForm(runtime.find((l) => /^CMD\s/i.test(l)), 'CMD')).toEqual(['node', ...CONTROL_PLANE_NODE_FLAGS, 'dist/services/control-plane/main.js']);
+    expect(execForm(runtime.find((l) => /^CMD\s/i.test(l)), 'CMD')).toEqual(['node', ...CONTROL_PLANE_NODE_FLAGS, 'dist/cmd/control-plane/main.js']);
     // `npm start` runs the sources with the same V8 flags.
     const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start;
-    expect(start).toBe(`node ${CONTROL_PLANE_NODE_FLAGS.join(' ')} --import tsx services/control-plane/main.ts`);
+    expect(start).toBe(`node ${CONTROL_PLANE_NODE_FLAGS.join(' ')} --import tsx cmd/control-plane/main.ts`);
     expect(runtime.some((l) => /^ENTRYPOINT\s/i.test(l))).toBe(false);
     expect(runtime.find((l) => /^EXPOSE\s/i.test(l))).toBe('EXPOSE 8080 8443');
     const env = runtime.filter((l) => /^ENV\s/i.test(l)).join(' ');
@@ -145,12 +145,12 @@ describe('deploy/Dockerfile', () => {
     const line = stage('runtime').find((l) => /^HEALTHCHECK\s/i.test(l)) ?? '';
     const cmd = /\sCMD\s+(\[.*\])$/.exec(line);
     expect(cmd, 'HEALTHCHECK … CMD [exec form]').not.toBeNull();
-    expect(JSON.parse(cmd![1])).toEqual(['node', 'dist/services/healthcheck/main.js']);
-    expect(`${APP_DIR}/dist/services/healthcheck/main.js`).toBe(HEALTHCHECK_ENTRY);
+    expect(JSON.parse(cmd![1])).toEqual(['node', 'dist/cmd/healthcheck/main.js']);
+    expect(`${APP_DIR}/dist/cmd/healthcheck/main.js`).toBe(HEALTHCHECK_ENTRY);
   });
 
   it('everything the entry points import at run time is compiled into dist/ and is a production dependency', () => {
-    const entries = ['services/control-plane/main.ts', 'sidecar/main.ts', 'services/injector/main.ts', 'services/healthcheck/main.ts'];
+    const entries = ['cmd/control-plane/main.ts', 'cmd/sidecar/main.ts', 'cmd/injector/main.ts', 'cmd/healthcheck/main.ts'];
     const included = (buildConfig.include as string[]).map((d) => join(ROOT, d) + '/');
     const prod = new Set(Object.keys(pkg.dependencies));
     const builtins = new Set(builtinModules);
@@ -228,7 +228,7 @@ describe('dist/ (npm run build)', () => {
 
   /** Runs the compiled health-check script; its exit code and what it printed. */
   const healthcheck = (...args: string[]) => {
-    const r = spawnSync(process.execPath, [join(ROOT, 'dist/services/healthcheck/main.js'), ...args], { encoding: 'utf8', timeout: 30_000 });
+    const r = spawnSync(process.execPath, [join(ROOT, 'dist/cmd/healthcheck/main.js'), ...args], { encoding: 'utf8', timeout: 30_000 });
     return { code: r.status, stderr: r.stderr };
   };
 
@@ -298,7 +298,7 @@ describe('dist/ (npm run build)', () => {
     // --wait (the plain-container sidecar's postStart hook) waits for a process that is not up yet.
     const late = await freePort();
     const waiting = new Promise<number | null>((done) => {
-      const child = spawn(process.execPath, [join(ROOT, 'dist/services/healthcheck/main.js'), '--wait', '30', `http://127.0.0.1:${late}/readyz`], { stdio: 'ignore' });
+      const child = spawn(process.execPath, [join(ROOT, 'dist/cmd/healthcheck/main.js'), '--wait', '30', `http://127.0.0.1:${late}/readyz`], { stdio: 'ignore' });
       child.on('exit', (code) => done(code));
     });
     await new Promise((r) => setTimeout(r, 500));

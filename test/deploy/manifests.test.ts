@@ -212,7 +212,7 @@ function checkService(objects: K8sObject[], expected: { controlPlane: number; in
   // the control plane
   expect(cpDeployment.spec.replicas).toBe(expected.controlPlane);
   checkHardening(cpPod, cp, objects);
-  expect(cp.command).toEqual(['node', ...CONTROL_PLANE_NODE_FLAGS, 'dist/services/control-plane/main.js']);
+  expect(cp.command).toEqual(['node', ...CONTROL_PLANE_NODE_FLAGS, 'dist/cmd/control-plane/main.js']);
   checkSelectors(objects, cpDeployment, { service: CP, networkPolicy: CP, pdb: CP });
   const cpPort = resolvePort(cp, 'https');
   const cpService = one(objects, 'Service', CP);

@@ -152,7 +152,7 @@ describe('SIGTERM with a full output pipe whose reader then goes away', { timeou
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const { port } = server.address() as AddressInfo;
     try {
-      const p = startIntoFullPipe('healthcheck', ['--import', 'tsx', resolve(ROOT, 'services/healthcheck/main.ts'), '--wait', '600', `http://127.0.0.1:${port}/healthz`], {});
+      const p = startIntoFullPipe('healthcheck', ['--import', 'tsx', resolve(ROOT, 'cmd/healthcheck/main.ts'), '--wait', '600', `http://127.0.0.1:${port}/healthz`], {});
       await until(() => !alive(p.child) || asked > 0, 30_000, 'asking');
       expect(alive(p.child)).toBe(true);
       p.child.kill('SIGTERM');

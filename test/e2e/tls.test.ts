@@ -153,7 +153,7 @@ describe('a control plane serving TLS', () => {
   });
 
   it('is found healthy by the image\'s health check, over HTTPS', () => {
-    const r = spawnSync(process.execPath, ['--import', 'tsx', resolve(ROOT, 'services/healthcheck/main.ts'), '--pid', String(cp.child.pid)], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
+    const r = spawnSync(process.execPath, ['--import', 'tsx', resolve(ROOT, 'cmd/healthcheck/main.ts'), '--pid', String(cp.child.pid)], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
     expect({ code: r.status, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
   });
 });

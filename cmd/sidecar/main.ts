@@ -1,8 +1,8 @@
-import { runEntryPoint } from '../services/common/entrypoint.js';
-import { canonicalHost, isLoopbackHost } from '../services/common/hosts.js';
-import { createLogger } from '../services/transport/observability.js';
-import { loadSidecarConfig, redactSidecarConfig, SIDECAR_VARIABLES } from './config.js';
-import { startSidecar } from './app.js';
+import { runEntryPoint } from '../../services/common/entrypoint.js';
+import { canonicalHost, isLoopbackHost } from '../../services/common/hosts.js';
+import { createLogger } from '../../services/transport/observability.js';
+import { loadSidecarConfig, redactSidecarConfig, SIDECAR_VARIABLES } from '../../sidecar/config.js';
+import { startSidecar } from '../../sidecar/app.js';
 
 /** `npm run sidecar`: a policy-decision sidecar. Settings come from the environment or `--flags`. */
 runEntryPoint({
@@ -12,7 +12,7 @@ runEntryPoint({
   printable: redactSidecarConfig,
   help: {
     summary: 'The authz policy-decision sidecar: follows one tenant\'s Watch stream and answers decisions on loopback over gRPC, Connect and REST.',
-    usage: 'npm run sidecar -- [--flag value | --flag=value]...   (or node dist/sidecar/main.js …)',
+    usage: 'npm run sidecar -- [--flag value | --flag=value]...   (or node dist/cmd/sidecar/main.js …)',
     settings: SIDECAR_VARIABLES,
   },
   start: (config, logger) => {

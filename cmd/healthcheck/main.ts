@@ -1,7 +1,7 @@
 /**
  * A health check for the image's three entry points, run inside the container:
  *
- *   node dist/services/healthcheck/main.js [--wait SECONDS] [--pid PID] [URL]
+ *   node dist/cmd/healthcheck/main.js [--wait SECONDS] [--pid PID] [URL]
  *
  * It has two users, and only two: the image's Docker HEALTHCHECK (no URL) and the
  * `container`-mode sidecar's postStart wait (`--wait` and a URL), a hook that runs inside the
@@ -19,15 +19,15 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { loadConfig } from '../control-plane/config.js';
+import { loadConfig } from '../../services/control-plane/config.js';
 import { loadSidecarConfig } from '../../sidecar/config.js';
-import { loadInjectorConfig } from '../injector/config.js';
+import { loadInjectorConfig } from '../../services/injector/config.js';
 
 /** Entry points by the path that ends their script argument (sources or `dist/`), and how to find their /healthz. */
 const ENTRIES: { script: RegExp; url: (env: Record<string, string | undefined>, argv: string[]) => string }[] = [
-  { script: /services\/control-plane\/main\.[jt]s$/, url: (env, argv) => controlPlaneUrl(loadConfig(env, argv)) },
-  { script: /sidecar\/main\.[jt]s$/, url: (env, argv) => local('http', loadSidecarConfig(env, argv)) },
-  { script: /services\/injector\/main\.[jt]s$/, url: (env, argv) => local('https', loadInjectorConfig(env, argv)) },
+  { script: /cmd\/control-plane\/main\.[jt]s$/, url: (env, argv) => controlPlaneUrl(loadConfig(env, argv)) },
+  { script: /cmd\/sidecar\/main\.[jt]s$/, url: (env, argv) => local('http', loadSidecarConfig(env, argv)) },
+  { script: /cmd\/injector\/main\.[jt]s$/, url: (env, argv) => local('https', loadInjectorConfig(env, argv)) },
 ];
 
 /** The control plane serves TLS when given a certificate (SERVICE_TLS_CERT_FILE), plain text otherwise. */

@@ -1,8 +1,8 @@
-import { runEntryPoint } from '../common/entrypoint.js';
-import { createLogger } from '../transport/observability.js';
-import { CONFIG_VARIABLES, loadConfig, redactConfig } from './config.js';
-import { startControlPlane } from './app.js';
-import { CONTROL_PLANE_NODE_FLAGS, missingNodeFlags } from './node-flags.js';
+import { runEntryPoint } from '../../services/common/entrypoint.js';
+import { createLogger } from '../../services/transport/observability.js';
+import { CONFIG_VARIABLES, loadConfig, redactConfig } from '../../services/control-plane/config.js';
+import { startControlPlane } from '../../services/control-plane/app.js';
+import { CONTROL_PLANE_NODE_FLAGS, missingNodeFlags } from '../../services/control-plane/node-flags.js';
 
 /** `npm start`: the control plane. Settings come from the environment or `--flags`. */
 runEntryPoint({
@@ -13,7 +13,7 @@ runEntryPoint({
   start: (config, logger) => startControlPlane(config, logger),
   help: {
     summary: 'The authz control plane: the management API and decisions over gRPC, Connect and REST on one port, and the Watch stream its sidecars follow.',
-    usage: 'npm start -- [--flag value | --flag=value]...   (or node --no-memory-reducer dist/services/control-plane/main.js …)',
+    usage: 'npm start -- [--flag value | --flag=value]...   (or node --no-memory-reducer dist/cmd/control-plane/main.js …)',
     settings: CONFIG_VARIABLES,
   },
   started(cp, _config, logger) {
@@ -29,7 +29,7 @@ runEntryPoint({
     }
     const missing = missingNodeFlags();
     if (missing.length > 0) {
-      logger.warn({ missing, expected: `node ${CONTROL_PLANE_NODE_FLAGS.join(' ')} dist/services/control-plane/main.js` }, 'node was started without the control plane\'s V8 flags: snapshot reads cost more CPU (see node-flags.ts)');
+      logger.warn({ missing, expected: `node ${CONTROL_PLANE_NODE_FLAGS.join(' ')} dist/cmd/control-plane/main.js` }, 'node was started without the control plane\'s V8 flags: snapshot reads cost more CPU (see node-flags.ts)');
     }
     logger.info({ url: cp.server.url, database: cp.db.backend }, 'control plane listening');
   },
