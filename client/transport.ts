@@ -38,7 +38,7 @@ export function normalizeBaseUrl(raw: string): string {
 }
 
 /** Node's TLS options for `ca`: the default roots plus the given CAs (Node's `ca` alone would replace the roots). */
-function tlsOptions(ca: string | Buffer | undefined): { ca?: (string | Buffer)[] } {
+export function tlsOptions(ca: string | Buffer | undefined): { ca?: (string | Buffer)[] } {
   return ca === undefined ? {} : { ca: [...rootCertificates, ca] };
 }
 

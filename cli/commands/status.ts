@@ -53,6 +53,7 @@ interface StatusData {
   keyKind?: string | null;
   keyError?: string;
   tenant?: string | null;
+  tenantError?: string;
   revision?: number | null;
 }
 
@@ -83,8 +84,15 @@ async function status(ctx: CliContext): Promise<number> {
     data.tenant = tenant ?? null;
     // A service key reaches decisions only: it cannot read its tenant's revision.
     if (tenant !== undefined && key !== undefined && key.kind !== 'service') {
-      const { tenant: t } = await client.tenancy.getTenant({ id: tenant });
-      data.revision = Number(t!.revision);
+      try {
+        const { tenant: t } = await client.tenancy.getTenant({ id: tenant });
+        data.revision = Number(t!.revision);
+      } catch (err) {
+        const e = AuthzError.from(err);
+        data.revision = null;
+        data.tenantError = `${e.message} (${e.codeName})`;
+        healthy = false;
+      }
     }
   }
   const s = ctx.styles;
@@ -96,7 +104,7 @@ async function status(ctx: CliContext): Promise<number> {
         ['live', data.error ?? yes(data.live)],
         ['ready', data.error ? '-' : yes(data.ready)],
         ...(data.keyKind !== undefined ? [['key', data.keyError ?? `${data.keyKind} key`] as const] : c.apiKey === undefined ? [['key', 'none given'] as const] : []),
-        ...(data.tenant !== undefined ? [['tenant', data.tenant] as const] : []),
+        ...(data.tenant !== undefined ? [['tenant', data.tenantError ? `${data.tenant}: ${data.tenantError}` : data.tenant] as const] : []),
         ...(data.revision !== undefined ? [['revision', data.revision] as const] : []),
       ],
       s,
@@ -110,7 +118,7 @@ export const statusCommands: CliCommand = {
     program
       .command('status')
       .summary('is the server up and ready; the key kind and the tenant\'s revision')
-      .description('Asks the server\'s /healthz and /readyz (no key needed), and with a key, what kind it is and the tenant\'s revision. Exits 0 when the server is up, ready and accepts the key; else 1.')
+      .description('Asks the server\'s /healthz and /readyz (no key needed), and with a key, what kind it is and the tenant\'s revision. Exits 0 when the server is up, ready, accepts the key and knows the tenant; else 1.')
       .action(cli.action(status));
     program
       .command('whoami')

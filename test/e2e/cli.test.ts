@@ -6,7 +6,7 @@
  * process start each. Every run's output is kept, and the last test checks that no API key
  * appears in any of it.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { Readable } from 'node:stream';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -29,6 +29,9 @@ interface Run {
   stdout: string;
   stderr: string;
 }
+
+const hasScript = spawnSync('script', ['--version']).status === 0;
+if (!hasScript) console.warn('skipping the terminal login test: util-linux `script` is not on PATH');
 
 /** Everything every run printed, for the last test. */
 const printed: string[] = [];
@@ -265,6 +268,35 @@ describe(`the authz command line (${BACKEND})`, () => {
       expect(JSON.parse(again.stdout)).toEqual({ configFile: config, removed: false });
     }, 120_000);
 
+    it.runIf(hasScript)('login at a terminal asks for the URL, the key without echoing it, and the tenant', async () => {
+      // util-linux `script` runs the command on a pseudo-terminal fed from this process.
+      const config = join(home, 'tty', 'config.json');
+      const child = spawn('script', ['-qfec', `'${process.execPath}' '${BIN}' login --config '${config}'`, '/dev/null'], {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH ?? '', HOME: home, TERM: 'dumb' },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      let screen = '';
+      child.stdout.on('data', (b: Buffer) => (screen += b.toString()));
+      const exited = new Promise<number | null>((done) => child.once('close', done));
+      const answer = async (prompt: string, text: string) => {
+        for (let waited = 0; !screen.includes(prompt); waited += 50) {
+          if (waited > 30_000) throw new Error(`no prompt ${JSON.stringify(prompt)}; the terminal shows:\n${screen}`);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        child.stdin.write(`${text}\r`);
+      };
+      await answer('URL [http://127.0.0.1:8080]: ', cp.url);
+      await answer('API key: ', t.userKey);
+      await answer('Tenant id (empty: none): ', '');
+      const code = await exited;
+      printed.push(screen);
+      expect([code, screen]).toEqual([0, expect.stringContaining(`Logged in to ${cp.url} with a user key (tenant ${t.tenantId}).`)]);
+      expect(screen).not.toContain(t.userKey);
+      expect(JSON.parse(readFileSync(config, 'utf8'))).toEqual({ url: cp.url, apiKey: t.userKey, tenant: t.tenantId });
+      expect(statSync(config).mode & 0o777).toBe(0o600);
+    }, 60_000);
+
     it('never sends the saved key to another URL', async () => {
       const config = join(home, 'other', 'config.json');
       const login = await authz(['login', '--url', cp.url, '--tenant', t.tenantId, '--api-key-stdin'], { AUTHZ_CONFIG: config }, `${TEST_BOOTSTRAP_KEY}\n`);
@@ -300,10 +332,15 @@ describe(`the authz command line (${BACKEND})`, () => {
         [0, 'user'],
         [0, 'service'],
       ]);
-      const [table, refused, unreachable] = await Promise.all([
+      const [table, refused, unreachable, noTenant] = await Promise.all([
         authz(['status'], as),
         authzHere(['status', '-o', 'json'], { ...as, AUTHZ_API_KEY: 'azk_revoked_or_never_was_0123456789abcdef' }),
         authzHere(['status'], { AUTHZ_URL: 'http://127.0.0.1:9' }),
+        authzHere(['status', '-o', 'json'], { ...as, AUTHZ_TENANT: 'tenant_missing' }),
+      ]);
+      expect([noTenant.code, JSON.parse(noTenant.stdout)]).toEqual([
+        1,
+        { url: cp.url, live: true, ready: true, keyKind: 'platform', tenant: 'tenant_missing', revision: null, tenantError: 'tenant tenant_missing not found (not_found)' },
       ]);
       expect([table.code, table.stdout]).toEqual([0, expect.stringMatching(/^url {7}http:\/\/127\.0\.0\.1:\d+\nlive {6}yes\nready {5}yes\nkey {7}platform key\ntenant {4}tenant_\S+\nrevision {2}\d+\n$/)]);
       expect([refused.code, JSON.parse(refused.stdout)]).toMatchObject([1, { live: true, ready: true, keyKind: null, keyError: expect.stringContaining('unauthenticated') }]);
