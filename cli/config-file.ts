@@ -53,8 +53,8 @@ export function readLogin(path: string): { login: StoredLogin; mode: number } | 
 }
 
 /**
- * Writes the login readable by its owner only: a new file of mode 0600 renamed over the old one,
- * so no reader ever sees a partial file or a wider mode.
+ * Writes the login readable by its owner only: a temporary file of mode 0600, renamed over the
+ * login file, so no reader ever sees a partial file or a wider mode.
  */
 export function writeLogin(path: string, login: StoredLogin): void {
   const dir = dirname(path);

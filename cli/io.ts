@@ -45,7 +45,7 @@ export class CliIo {
     return this.streams.env;
   }
 
-  /** From now on, `secret` is written as `[redacted]` wherever it would appear. */
+  /** Makes every later write show `secret` as `[redacted]`. */
   addSecret(secret: string | undefined): void {
     // A very short value would redact ordinary text; real keys are 32 characters or more.
     if (secret !== undefined && secret.length >= 8) this.secrets.add(secret);
