@@ -1,7 +1,8 @@
 /**
  * The import rules of architecture.md, checked by test/architecture.test.ts: no cycles, and
  * arrows only one way (control plane → store → gen; control plane → engine → gen; sidecar →
- * engine → gen; the sidecar never touches the store; the engine never touches the network).
+ * engine → gen; CLI → client → gen; the sidecar never touches the store; the engine never
+ * touches the network; the CLI reaches the service only through the client).
  */
 const part = (folder) => `^${folder.replace(/\//g, '\\/')}/`;
 const ENGINE = part('services/engine');
@@ -12,6 +13,8 @@ const TRANSPORT = part('services/transport');
 const COMMON = part('services/common');
 const INJECTOR = part('services/injector');
 const SIDECAR = part('sidecar');
+const CLIENT = part('client');
+const CLI = part('cli');
 const TESTS = '\\.test\\.ts$|^test/|/testdata/';
 
 /** `from` (production code, not its tests) may import nothing internal but `allowed`. */
@@ -20,7 +23,7 @@ const onlyImports = (name, from, allowed, comment) => ({
   comment,
   severity: 'error',
   from: { path: from, pathNot: TESTS },
-  to: { path: '^(services|sidecar|gen|test|bench)/', pathNot: [from, ...allowed].join('|') },
+  to: { path: '^(services|sidecar|client|cli|gen|test|bench)/', pathNot: [from, ...allowed].join('|') },
 });
 
 module.exports = {
@@ -36,7 +39,7 @@ module.exports = {
       name: 'no-tests-in-production',
       comment: 'Production code never imports test code, test helpers or benchmarks.',
       severity: 'error',
-      from: { path: '^(services|sidecar)/', pathNot: TESTS },
+      from: { path: '^(services|sidecar|client|cli)/', pathNot: TESTS },
       to: { path: `${TESTS}|^bench/` },
     },
     onlyImports('engine-is-pure', ENGINE, [part('gen')], 'The engine sees only generated types: no I/O, no transport, no store.'),
@@ -54,6 +57,15 @@ module.exports = {
       to: { path: '^cmd/' },
     },
     onlyImports('control-plane', CONTROL_PLANE, [STORE, ENGINE, DECISION, TRANSPORT, COMMON, part('gen')], 'The control plane sits on top.'),
+    onlyImports('client-stands-alone', CLIENT, [part('gen')], 'Applications import the client: it needs the generated code and Connect, nothing of the service.'),
+    onlyImports('cli-through-the-client', CLI, [CLIENT, ENGINE, part('gen')], 'The command line reaches the service only through the client; offline work may use the engine.'),
+    {
+      name: 'cli-on-top',
+      comment: 'The command line composes the client; nothing of the product imports it.',
+      severity: 'error',
+      from: { path: '^(services|sidecar|client|cmd)/', pathNot: TESTS },
+      to: { path: '^cli/' },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

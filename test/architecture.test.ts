@@ -31,7 +31,7 @@ async function violations(cwd: string, paths: string[], tsConfig?: string): Prom
 
 describe('the architecture\'s import rules', () => {
   it('hold for the product\'s sources', async () => {
-    expect(await violations(ROOT, ['cmd', 'services', 'sidecar'], 'tsconfig.json')).toEqual([]);
+    expect(await violations(ROOT, ['cmd', 'services', 'sidecar', 'client', 'cli'], 'tsconfig.json')).toEqual([]);
   }, 120_000);
 
   describe('catch what breaks them', () => {
@@ -50,9 +50,12 @@ describe('the architecture\'s import rules', () => {
     write('test/helper.ts', 'export const helper = 1;\n');
     write('cmd/sidecar/main.ts', "import { f } from '../../sidecar/follower.js';\nexport const main = f;\n");
     write('services/transport/server.ts', "import { main } from '../../cmd/sidecar/main.js';\nexport const server = main;\n");
+    write('client/lookup.ts', "import { db } from '../services/store/db.js';\nexport const lookup = db;\n");
+    write('cli/program.ts', "import { lookup } from '../client/lookup.js';\nimport { db } from '../services/store/db.js';\nexport const program = [lookup, db];\n");
+    write('services/decision/connect.ts', "import { program } from '../../cli/program.js';\nexport const connect = program;\n");
 
-    it('a cycle, the engine or the sidecar reaching the store, production code importing tests, a library importing a main', async () => {
-      const found = await violations(planted, ['cmd', 'services', 'sidecar']);
+    it('a cycle, the engine, the sidecar, the client or the CLI reaching the store, production code importing tests, a library importing a main or the CLI', async () => {
+      const found = await violations(planted, ['cmd', 'services', 'sidecar', 'client', 'cli']);
       expect(found).toEqual(expect.arrayContaining([
         expect.stringMatching(/^no-circular: services\/transport\/(a|b)\.ts/),
         'engine-is-pure: services/engine/pure.ts → services/store/db.ts',
@@ -60,7 +63,12 @@ describe('the architecture\'s import rules', () => {
         'sidecar-never-touches-the-store: sidecar/follower.ts → services/control-plane/app.ts',
         'no-tests-in-production: services/control-plane/app.ts → test/helper.ts',
         'mains-on-top: services/transport/server.ts → cmd/sidecar/main.ts',
+        'client-stands-alone: client/lookup.ts → services/store/db.ts',
+        'cli-through-the-client: cli/program.ts → services/store/db.ts',
+        'cli-on-top: services/decision/connect.ts → cli/program.ts',
       ]));
+      // The CLI importing the client is the arrow the rules allow.
+      expect(found.filter((v) => v.includes('cli/program.ts → client/'))).toEqual([]);
     }, 60_000);
   });
 });

@@ -5,8 +5,8 @@
  * compiled entry point starts and answers /healthz, and the health check script finds each one
  * and agrees.
  */
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -20,6 +20,7 @@ import { HEALTHCHECK_ENTRY, SIDECAR_ENTRY } from '../../services/injector/inject
 import { SIDECAR_VARIABLES } from '../../sidecar/config.js';
 import { createScratchDatabase } from '../databases.js';
 import { freePort, startProcess, waitFor200, type RunningProcess } from '../processes.js';
+import { buildOutputs, ensureBuild } from '../build.js';
 import { kustomize } from './kustomize.js';
 
 type Json = any;
@@ -150,7 +151,7 @@ describe('deploy/Dockerfile', () => {
   });
 
   it('everything the entry points import at run time is compiled into dist/ and is a production dependency', () => {
-    const entries = ['cmd/control-plane/main.ts', 'cmd/sidecar/main.ts', 'cmd/injector/main.ts', 'cmd/healthcheck/main.ts'];
+    const entries = ['cmd/control-plane/main.ts', 'cmd/sidecar/main.ts', 'cmd/injector/main.ts', 'cmd/healthcheck/main.ts', 'cli/main.ts'];
     const included = (buildConfig.include as string[]).map((d) => join(ROOT, d) + '/');
     const prod = new Set(Object.keys(pkg.dependencies));
     const builtins = new Set(builtinModules);
@@ -184,26 +185,13 @@ describe('deploy/Dockerfile', () => {
 
 // ---- dist/ ---------------------------------------------------------------------------------
 
-/** Source files tsconfig.build.json compiles, each with the dist/ file it becomes. */
-function buildOutputs(): { source: string; output: string }[] {
-  const walk = (dir: string): string[] =>
-    readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? (e.name === 'testdata' ? [] : walk(join(dir, e.name))) : [join(dir, e.name)]));
-  const excluded = (f: string) => /\.test\.ts$/.test(f) || /\.d\.ts$/.test(f);
-  return (buildConfig.include as string[])
-    .flatMap((d) => walk(join(ROOT, d)))
-    .filter((f) => f.endsWith('.ts') && !excluded(f))
-    .map((source) => ({ source, output: join(ROOT, 'dist', rel(source).replace(/\.ts$/, '.js')) }));
-}
-
 describe('dist/ (npm run build)', () => {
   const scratch: { drop?: () => Promise<void> } = {};
   const running: RunningProcess[] = [];
   let certDir: string;
 
   beforeAll(() => {
-    // `npm test` builds first; a developer running this file alone gets a build when dist/ is stale.
-    const stale = buildOutputs().filter(({ source, output }) => !existsSync(output) || statSync(output).mtimeMs < statSync(source).mtimeMs);
-    if (stale.length > 0) execFileSync(join(ROOT, 'node_modules/.bin/tsc'), ['-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'pipe', timeout: 300_000 });
+    ensureBuild();
     certDir = mkdtempSync(join(tmpdir(), 'authz-image-'));
   }, 320_000);
   afterAll(async () => {

@@ -1,7 +1,7 @@
 /**
  * docs/configuration.md against the settings the processes read: every variable of the control
- * plane's, the sidecar's and the injector's settings tables is in its section with the loader's
- * default, and every variable the page lists there is read; every `OTEL_*` variable tracing.ts
+ * plane's, the sidecar's, the injector's and the command line's settings tables is in its
+ * section with the loader's default, and every variable the page lists there is read; every `OTEL_*` variable tracing.ts
  * reads is in the tracing section, and every one listed there is read by tracing.ts or by the
  * OpenTelemetry packages it configures.
  */
@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { CONFIG_VARIABLES } from '../../services/control-plane/config.js';
 import { INJECTOR_VARIABLES } from '../../services/injector/config.js';
 import { SIDECAR_VARIABLES } from '../../sidecar/config.js';
+import { CLI_VARIABLES } from '../../cli/settings.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const PAGE = readFileSync(join(ROOT, 'docs/configuration.md'), 'utf8');
@@ -45,6 +46,7 @@ const LOADERS = [
   ['Control plane', 'services/control-plane/config.ts', CONFIG_VARIABLES],
   ['Sidecar', 'sidecar/config.ts', SIDECAR_VARIABLES],
   ['Injector', 'services/injector/config.ts', INJECTOR_VARIABLES],
+  ['Command line', 'cli/settings.ts', CLI_VARIABLES],
 ] as const;
 
 describe('docs/configuration.md', () => {
@@ -58,6 +60,15 @@ describe('docs/configuration.md', () => {
       if (expected === undefined) expect([s.variable, /^(required|unset)/.test(row.defaultCell)]).toEqual([s.variable, true]);
       else expect([s.variable, row.defaultCell.startsWith(expected)]).toEqual([s.variable, true]);
     }
+  });
+
+  it('lists in CLI_VARIABLES exactly the AUTHZ_ variables the command line reads', () => {
+    const sources = readdirSync(join(ROOT, 'cli'), { recursive: true, encoding: 'utf8' })
+      .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts') && f !== 'settings.ts')
+      .map((f) => readFileSync(join(ROOT, 'cli', f), 'utf8'))
+      .join('\n');
+    const read = new Set([...sources.matchAll(/\benv\.(AUTHZ_[A-Z_]+)/g)].map((m) => m[1]));
+    expect([...read].sort()).toEqual(CLI_VARIABLES.map((v) => v.variable).sort());
   });
 
   it('names each setting once', () => {
