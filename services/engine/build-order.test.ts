@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { effectivePermissions } from './effective.js';
 import { evaluate } from './evaluate.js';
-import { TenantIndex } from './index.js';
+import { TenantIndex } from './tenant-index/mod.js';
 import type { TenantSnapshot } from './model.js';
 import { genRequest, genTenant, rng } from './testdata/generate.js';
 

@@ -68,7 +68,7 @@ import {
   type SubjectNode,
   type TenantIndex,
   type TypeSlot,
-} from './index.js';
+} from './tenant-index/mod.js';
 import { isPlainObject } from './json.js';
 import { applyJsonLogic, logicTruthy, missingVariables } from './jsonlogic.js';
 import { matchOutcome, type MatchSubject, type ResourceTags } from './match.js';
