@@ -7,7 +7,7 @@
  * too: a type slot carries its type's key.
  */
 import { IdTable } from '../id-table.js';
-import type { JsonObject, Resource, ResourceEdge } from '../model.js';
+import type { JsonObject, Policy, Resource, ResourceScopeLink, TagAssignment } from '../model.js';
 import { NumTable } from '../num-table.js';
 import { bagAdd, bagDelete, bagIds, type Multi, type MutableRowBag } from './bags.js';
 import { RowTable } from './row-table.js';
@@ -22,7 +22,6 @@ import {
   type ParentLink,
   type ResourceNode,
 } from './types.js';
-import type { Policy, ResourceScopeLink, TagAssignment } from '../model.js';
 
 export interface MutableTypeSlot {
   readonly id: string;
@@ -32,7 +31,6 @@ export interface MutableTypeSlot {
 }
 
 export interface MutableParentLink extends ParentLink {
-  readonly edge: ResourceEdge;
   readonly parent: MutableResourceNode;
 }
 

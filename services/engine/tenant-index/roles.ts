@@ -3,13 +3,12 @@
  * cover index (resourcePattern → action → entries) and, for pattern `*`, as a flat
  * {@link StarCover}, both behind one {@link RoleInfo} lookup.
  */
-import type { Permission, RolePermission, ScopeOverride } from '../model.js';
+import type { Permission, Role, RolePermission, ScopeOverride } from '../model.js';
 import { bagAdd, bagDelete, bagIds, bagRows, nested, rbAdd, rbAdd2, rbDelete, rbDelete2, type Multi, type MutableRowBag } from './bags.js';
 import type { ResourceNodes } from './resource-nodes.js';
 import { RowTable } from './row-table.js';
 import type { ScopeFamily } from './scopes.js';
 import { ANY_TERM, NO_TERM, type CachedPath, type CoverEntry, type ScopePath, type StarCover } from './types.js';
-import type { Role } from '../model.js';
 
 export interface MutableRoleInfo {
   readonly id: string;

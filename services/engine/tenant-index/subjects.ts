@@ -3,7 +3,7 @@
  * one subject hangs off its {@link SubjectNode}: its row, its role assignments (joined with
  * their memberships) by scope, its ownership grants and its tags.
  */
-import type { Membership, OwnershipGrant, RoleAssignment, Subject } from '../model.js';
+import type { Membership, OwnershipGrant, RoleAssignment, Subject, TagAssignment } from '../model.js';
 import { NumTable } from '../num-table.js';
 import { bagAdd, bagDelete, bagIds, type Multi, type MutableRowBag } from './bags.js';
 import type { ResourceNodes } from './resource-nodes.js';
@@ -12,7 +12,6 @@ import { RowTable, copyField } from './row-table.js';
 import type { ScopeFamily } from './scopes.js';
 import { SubjectGrants } from './subject-grants.js';
 import { ASSIGNMENT_SCAN_LIMIT, A_ID, A_ROLE, A_SCOPE, A_STRIDE, INLINE_ASSIGNMENTS, type AssignmentList, type KindStore } from './types.js';
-import type { TagAssignment } from '../model.js';
 
 export interface MutableSubjectNode {
   /** The subject id (the string of the first row that named it). */

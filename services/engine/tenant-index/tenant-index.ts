@@ -75,6 +75,7 @@ import {
   type TenantSnapshot,
 } from '../model.js';
 import type { RowBag } from './bags.js';
+import { BUILD_ORDER, isKind, kindTable, rowError, storeOf, type Families, type KindTable } from './kinds.js';
 import { PolicyFamily } from './policies.js';
 import { ResourceNodes, type MutableResourceNode, type MutableTypeSlot } from './resource-nodes.js';
 import { ResourceFamily } from './resources.js';
@@ -84,7 +85,6 @@ import { SubjectFamily, type MutableSubjectNode } from './subjects.js';
 import { TagFamily } from './tags.js';
 import {
   MAX_HIERARCHY_DEPTH,
-  type KindStore,
   type ParentLink,
   type ResourceNode,
   type RoleInfo,
@@ -103,38 +103,9 @@ export interface TenantIndexBuilder {
 }
 
 /** The families of an index and its table of kinds (see {@link TenantIndex.families}). */
-export interface TenantIndexFamilies {
+export interface TenantIndexFamilies extends Families {
   readonly kinds: KindTable;
-  readonly scopes: ScopeFamily;
-  readonly roles: RoleFamily;
-  readonly subjects: SubjectFamily;
-  readonly nodes: ResourceNodes;
-  readonly resources: ResourceFamily;
-  readonly policies: PolicyFamily;
-  readonly tags: TagFamily;
 }
-
-/** Each entity kind's store, from the family that owns it. */
-export type KindTable = { readonly [K in EntityKind]: KindStore<K> };
-
-/**
- * The order fromSnapshot indexes kinds in: the entities other rows refer to come first, so a
- * referring row's copy of their id can be the referred row's own string (see `RowHooks.slim`).
- * The result does not depend on the order (the differential test builds in change order too).
- */
-const BUILD_ORDER: readonly EntityKind[] = [
-  'scope',
-  'resource_type',
-  'role',
-  'permission',
-  'subject',
-  'resource',
-  'tag_group',
-  'tag',
-  ...ENTITY_KINDS.filter((k) => !['scope', 'resource_type', 'role', 'permission', 'subject', 'resource', 'tag_group', 'tag'].includes(k)),
-];
-
-const KIND_SET = new Set<string>(ENTITY_KINDS);
 
 /** One tenant's rows and derived maps. See the module comment. */
 export class TenantIndex {
@@ -168,27 +139,7 @@ export class TenantIndex {
     this.resourceFamily = new ResourceFamily(this.nodes, this.scopes, this.subjects);
     this.policies = new PolicyFamily(this.nodes);
     this.tags = new TagFamily(this.scopes, this.subjects, this.nodes);
-    this.kinds = {
-      scope: this.scopes.scopes,
-      subject: this.subjects.subjects,
-      role: this.roles.roles,
-      permission: this.roles.permissions,
-      role_permission: this.roles.rolePermissions,
-      membership: this.subjects.memberships,
-      role_assignment: this.subjects.assignments,
-      scope_override: this.roles.overrides,
-      ownership_grant: this.subjects.grants,
-      resource_type: this.nodes.types,
-      resource: this.resourceFamily.resources,
-      resource_scope_link: this.resourceFamily.links,
-      resource_edge: this.resourceFamily.edges,
-      collection: this.policies.collections,
-      policy: this.policies.policies,
-      tag_group: this.tags.groups,
-      tag: this.tags.tags,
-      tag_assignment: this.tags.assignments,
-      tag_binding: this.tags.bindings,
-    };
+    this.kinds = kindTable({ scopes: this.scopes, roles: this.roles, subjects: this.subjects, nodes: this.nodes, resources: this.resourceFamily, policies: this.policies, tags: this.tags });
     this.scopeRows = this.scopes.rows;
     this.roleRows = this.roles.roles.rows;
     this.permissionRows = this.roles.permissions.rows;
@@ -204,12 +155,12 @@ export class TenantIndex {
     const idx = new TenantIndex(snapshot.revision, snapshot.rows.resource?.length ?? 0);
     for (const kind of ENTITY_KINDS) {
       for (const row of (snapshot.rows[kind] ?? []) as unknown[]) {
-        const err = idx.rowError(kind, row);
+        const err = rowError(idx.kinds, kind, row);
         if (err) throw new InvalidChangeError(err);
       }
     }
     for (const kind of BUILD_ORDER) {
-      const store = idx.store(kind);
+      const store = storeOf(idx.kinds, kind);
       for (const row of (snapshot.rows[kind] ?? []) as RowsByKind[EntityKind][]) store.upsert(row);
     }
     return idx;
@@ -229,10 +180,10 @@ export class TenantIndex {
     return {
       add(kind: EntityKind, row: unknown): void {
         if (done) throw new Error('TenantIndex.builder: already built');
-        if (!KIND_SET.has(kind)) throw new InvalidChangeError(`unknown kind ${String(kind)}`);
-        const err = idx.rowError(kind, row);
+        if (!isKind(kind)) throw new InvalidChangeError(`unknown kind ${String(kind)}`);
+        const err = rowError(idx.kinds, kind, row);
         if (err) throw new InvalidChangeError(err);
-        idx.store(kind).upsert(row as RowsByKind[EntityKind]);
+        storeOf(idx.kinds, kind).upsert(row as RowsByKind[EntityKind]);
       },
       build(revision: number): TenantIndex {
         if (done) throw new Error('TenantIndex.builder: already built');
@@ -258,10 +209,10 @@ export class TenantIndex {
     if (!Number.isSafeInteger(revision)) throw new InvalidChangeError('revision must be an integer');
     if (revision <= this._revision) return false;
     for (const c of changes) {
-      if (!c || !KIND_SET.has(c.kind)) throw new InvalidChangeError(`unknown change kind ${String(c?.kind)}`);
+      if (!c || !isKind(c.kind)) throw new InvalidChangeError(`unknown change kind ${String(c?.kind)}`);
       if (typeof c.id !== 'string') throw new InvalidChangeError('change id must be a string');
       if (c.op === 'upsert') {
-        const err = this.rowError(c.kind, c.row);
+        const err = rowError(this.kinds, c.kind, c.row);
         if (err) throw new InvalidChangeError(err);
         if ((c.row as { id: string }).id !== c.id) throw new InvalidChangeError(`change id ${c.id} does not match its row`);
       } else if (c.op !== 'delete') {
@@ -269,26 +220,11 @@ export class TenantIndex {
       }
     }
     for (const c of changes) {
-      if (c.op === 'upsert') this.store(c.kind).upsert(c.row as RowsByKind[EntityKind]);
-      else this.store(c.kind).remove(c.id);
+      if (c.op === 'upsert') storeOf(this.kinds, c.kind).upsert(c.row as RowsByKind[EntityKind]);
+      else storeOf(this.kinds, c.kind).remove(c.id);
     }
     this._revision = revision;
     return true;
-  }
-
-  private store(kind: EntityKind): KindStore<EntityKind> {
-    return this.kinds[kind] as KindStore<EntityKind>;
-  }
-
-  /** Why a row of a kind is malformed, or null. */
-  private rowError(kind: EntityKind, row: unknown): string | null {
-    if (row === null || typeof row !== 'object') return 'row is not an object';
-    const r = row as Record<string, unknown>;
-    const store = this.store(kind);
-    for (const f of store.required) {
-      if (typeof r[f] !== 'string') return `${kind}.${f} must be a string`;
-    }
-    return store.invalid(r);
   }
 
   // --- reads: rows --------------------------------------------------------------------------------
