@@ -101,6 +101,18 @@ describe('incremental updates', () => {
     expect(idx.scopePath('scope_3').ids).toEqual(['scope_3', 'scope_1', 'scope_0']);
   });
 
+  it('deleting a scope drops the cached paths through it: it is unknown, and its children stop below it', () => {
+    const idx = TenantIndex.fromSnapshot(tenant(scopes, 'scope_1'));
+    expect(evaluate(idx, read('scope_3'), opts).allowed).toBe(true);
+    expect(idx.scopePath('scope_1').ids).toEqual(['scope_1', 'scope_0']);
+    idx.apply(2, [{ op: 'delete', kind: 'scope', id: 'scope_1' }]);
+    expect(idx.scopePath('scope_1').ids).toEqual([]);
+    expect(idx.scopePath('scope_3').ids).toEqual(['scope_3']);
+    expect(() => evaluate(idx, read('scope_1'), opts)).toThrow(/scope scope_1 not found/);
+    // The membership at the deleted scope no longer reaches its former child.
+    expect(evaluate(idx, read('scope_3'), opts).allowed).toBe(false);
+  });
+
   it('deleting every row leaves no derived entry behind', () => {
     const t = tenant(scopes, 'scope_1', '*', {
       resource: [doc('resource_a'), doc('resource_b')],
