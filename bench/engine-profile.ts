@@ -4,7 +4,7 @@
  *   node --expose-gc --import tsx bench/engine-profile.ts <resources> [--cpu-prof]
  */
 import { evaluate, type EvaluateRequest } from '../services/engine/evaluate.js';
-import { TenantIndex } from '../services/engine/index.js';
+import { TenantIndex } from '../services/engine/tenant-index/mod.js';
 import { generateTenant } from './engine-tenant.js';
 
 const size = Number(process.argv[2] ?? 100_000);

@@ -21,7 +21,7 @@ import os from 'node:os';
 import { newEnforcer, newModelFromString, type Enforcer } from 'casbin';
 import { evaluate, type EvaluateRequest } from '../services/engine/evaluate.js';
 import { IdTable } from '../services/engine/id-table.js';
-import { TenantIndex } from '../services/engine/index.js';
+import { TenantIndex } from '../services/engine/tenant-index/mod.js';
 import type { Change, TenantSnapshot } from '../services/engine/model.js';
 import { generateTenant as generate, type Shape } from './engine-tenant.js';
 import { rng } from '../services/engine/testdata/generate.js';

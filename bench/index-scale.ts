@@ -22,7 +22,7 @@
 import os from 'node:os';
 import { evaluate, type EvaluateRequest } from '../services/engine/evaluate.js';
 import { IdTable } from '../services/engine/id-table.js';
-import { TenantIndex } from '../services/engine/index.js';
+import { TenantIndex } from '../services/engine/tenant-index/mod.js';
 import type { Change, EntityKind, TenantSnapshot } from '../services/engine/model.js';
 import { rng } from '../services/engine/testdata/generate.js';
 import { writeResults } from './results-file.js';

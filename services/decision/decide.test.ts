@@ -3,7 +3,7 @@
  * batch, later requests on that tenant asking for the revision it gave.
  */
 import { describe, expect, it } from 'vitest';
-import { TenantIndex } from '../engine/index.js';
+import { TenantIndex } from '../engine/tenant-index/mod.js';
 import type { Scope } from '../engine/model.js';
 import { decideAll, parseEvaluate, type DecisionSource, type Freshness } from './decide.js';
 

@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { EvaluateBatchResponseSchema, EvaluateResponseSchema } from '../../gen/authz/v1/decision_service_pb.js';
 import { evaluate, type EvaluateRequest, type GateMode } from '../engine/evaluate.js';
-import { TenantIndex } from '../engine/index.js';
+import { TenantIndex } from '../engine/tenant-index/mod.js';
 import type { Decision, Policy, TenantSnapshot, TraceStep } from '../engine/mod.js';
 import { int64ToNumbers } from '../transport/gateway/json.js';
 import { JSON_OPTIONS } from '../transport/server.js';

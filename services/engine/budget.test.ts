@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { BATCH_MAX_OPERATIONS, CONDITION_MAX_OPERATIONS, DECISION_MAX_OPERATIONS, EvaluationBudget } from './budget.js';
 import { evaluate, type Decision, type EvaluateRequest } from './evaluate.js';
-import { TenantIndex } from './index.js';
+import { TenantIndex } from './tenant-index/mod.js';
 import type { JsonValue, Policy, TenantSnapshot } from './model.js';
 
 const opts = { now: new Date('2025-06-01T10:00:00Z'), gate: 'off' as const };

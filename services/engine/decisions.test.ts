@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ScopeNotFoundError } from './errors.js';
 import { evaluate, type EvaluateRequest, type GateMode } from './evaluate.js';
-import { TenantIndex } from './index.js';
+import { TenantIndex } from './tenant-index/mod.js';
 import { ENTITY_KINDS, type Change, type EntityKind, type RowsByKind, type TenantSnapshot } from './model.js';
 import { RefScopeNotFound, referenceEvaluate } from './testdata/reference.js';
 

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { effectivePermissions } from './effective.js';
 import { ResourceNotFoundError, ScopeNotFoundError } from './errors.js';
-import { TenantIndex } from './index.js';
+import { TenantIndex } from './tenant-index/mod.js';
 import type { TenantSnapshot } from './model.js';
 
 const { tenant } = JSON.parse(readFileSync(new URL('./testdata/decisions.json', import.meta.url), 'utf8')) as { tenant: TenantSnapshot };

@@ -2,7 +2,7 @@
  * Effective permissions of a subject at a scope (`GET /effective-permissions`).
  */
 import { ResourceNotFoundError, ScopeNotFoundError } from './errors.js';
-import { bagRows, type TenantIndex } from './index.js';
+import { bagRows, type TenantIndex } from './tenant-index/mod.js';
 import type { OwnershipGrant } from './model.js';
 import { grantRoleUsable, heldRoles, overrideDecisions, rolePermissionIdsAt, type OverrideDecisions } from './roles.js';
 

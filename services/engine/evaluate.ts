@@ -68,7 +68,8 @@ import {
   type SubjectNode,
   type TenantIndex,
   type TypeSlot,
-} from './index.js';
+} from './tenant-index/mod.js';
+import { isPlainObject } from './json.js';
 import { applyJsonLogic, logicTruthy, missingVariables } from './jsonlogic.js';
 import { matchOutcome, type MatchSubject, type ResourceTags } from './match.js';
 import type { Collection, OwnershipGrant, Policy, Resource, ResourceScopeLink, Subject } from './model.js';
@@ -682,12 +683,6 @@ function traceHeld(trace: TraceStep[], held: HeldRole[], unorderedSkipped: Skipp
 function validTime(iso: string | null | undefined): number | null {
   if (iso === undefined || iso === null) return null;
   return typeof iso === 'string' ? Date.parse(iso) : NaN;
-}
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) return false;
-  const proto = Object.getPrototypeOf(v);
-  return proto === Object.prototype || proto === null;
 }
 
 /** Context as sent, with `time` filled from the clock when absent. */

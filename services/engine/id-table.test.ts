@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { HOT_WORDS, INLINE_KEY_CHARS, IdTable, MAX_PROBE, hashId } from './id-table.js';
+import { HOT_WORDS, INLINE_KEY_CHARS, IdTable } from './id-table.js';
+import { MAX_PROBE, hashId } from './probing.js';
 
 /** Keys that exercise every comparison path: short, inline limit, too long, above U+00FE. */
 const keyArb = fc.oneof(

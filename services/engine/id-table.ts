@@ -13,12 +13,14 @@
  * Keys of up to {@link INLINE_KEY_CHARS} characters in U+0000..U+00FE (every id the service
  * issues or accepts) are compared against the slot's bytes; any other key is marked in its
  * slot and compared as a string. Each table hashes with its own random seed, and an insert
- * whose probe run grows past {@link MAX_PROBE} rebuilds the table with a fresh seed, so a
- * tenant choosing ids cannot make lookups degrade for long.
+ * whose probe run grows past `MAX_PROBE` rebuilds the table with a fresh seed, so a
+ * tenant choosing ids cannot make lookups degrade for long (probing.ts, shared with NumTable).
  *
  * Slot numbers move when the table grows, is rebuilt or deletes (backward-shift deletion keeps
  * probe runs short without tombstones): callers must not keep them across writes.
  */
+
+import { MIN_CAPACITY, capacityFor, freeSlot, hashId, needsReseed, nextShift, overfull, probeDistance, randomSeed } from './probing.js';
 
 /** Bytes per slot: one cache line. */
 const SLOT_BYTES = 64;
@@ -31,37 +33,8 @@ const KEY_AT = 4 * (1 + HOT_WORDS);
 export const INLINE_KEY_CHARS = SLOT_BYTES - KEY_AT - 1;
 /** Key-length byte of a key kept only as a string (too long, or a character above U+00FE). */
 const OUT_OF_LINE = 255;
-/** An insert probing further than this rebuilds the table with a new seed. */
-export const MAX_PROBE = 64;
-const MIN_CAPACITY = 16;
 /** {@link IdTable}'s remembered slot when the remembered key was not looked up yet. */
 const NO_SLOT = -2;
-
-/** A table's hash seed: random, so that a tenant choosing ids cannot aim at its slots. */
-export function randomSeed(): number {
-  return (Math.random() * 0x100000000) | 0;
-}
-
-/**
- * Backward-shift deletion (linear probing without tombstones): whether the entry in slot `j`,
- * whose home slot is `home`, may move into the hole at slot `i` before it in its probe run; it
- * may unless its home lies in (i, j], cyclically.
- */
-export function mayShiftBack(i: number, j: number, home: number): boolean {
-  return i <= j ? home <= i || home > j : home <= i && home > j;
-}
-
-/** Seeded FNV-1a with a murmur3 finaliser (spreads the low bits a mask keeps); never 0. */
-export function hashId(key: string, seed: number): number {
-  let h = seed ^ 0x811c9dc5;
-  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h === 0 ? 1 : h;
-}
 
 export class IdTable<V> {
   // Set by allocate(), which the constructor calls.
@@ -95,9 +68,7 @@ export class IdTable<V> {
     seed = randomSeed(),
     private readonly keyOf?: (value: V) => string,
   ) {
-    let cap = MIN_CAPACITY;
-    while (cap * 3 < capacity * 4) cap *= 2;
-    this.allocate(cap, seed);
+    this.allocate(capacityFor(capacity), seed);
   }
 
   /** Fresh, empty storage for `capacity` slots (a power of two), hashed with `seed`. */
@@ -195,25 +166,17 @@ export class IdTable<V> {
       return this;
     }
     const h = this.memoHash;
-    if ((this._size + 1) * 4 > (this.mask + 1) * 3) this.rebuild((this.mask + 1) * 2, this.seed);
+    if (overfull(this._size + 1, this.mask + 1)) this.rebuild((this.mask + 1) * 2, this.seed);
     const distance = this.place(key, h, value, 0, 0);
     this._size++;
     this.inserts++;
-    // A long run under a fresh seed means crafted or unlucky keys: rehash with another seed,
-    // at most once per size/2 inserts so that keys colliding under every seed cost O(1) each.
-    if (distance > MAX_PROBE && this.inserts * 2 >= this._size) this.rebuild(this.mask + 1, randomSeed(), true);
+    if (needsReseed(distance, this.inserts, this._size)) this.rebuild(this.mask + 1, randomSeed(), true);
     return this;
   }
 
   /** Writes an entry into the first free slot of its run (remembered as the key's); returns the probe distance. */
   private place(key: string, h: number, value: V, w0: number, w1: number): number {
-    const mask = this.mask;
-    let i = h & mask;
-    let distance = 0;
-    while (this.words[i * SLOT_WORDS] !== 0) {
-      i = (i + 1) & mask;
-      distance++;
-    }
+    const i = freeSlot(this.words, SLOT_WORDS, this.mask, h);
     this.memoKey = key;
     this.memoHash = h;
     this.memoSlot = i;
@@ -230,14 +193,12 @@ export class IdTable<V> {
       this.bytes[at] = key.length;
       for (let c = 0; c < key.length; c++) this.bytes[at + 1 + c] = key.charCodeAt(c);
     } else this.bytes[at] = OUT_OF_LINE;
-    return distance;
+    return probeDistance(i, h, this.mask);
   }
 
   /** Writes old slot `from` of `oldWords` into the first free slot of its run, unchanged. */
   private move(oldWords: Int32Array, from: number, key: string | undefined, value: V): void {
-    const mask = this.mask;
-    let i = oldWords[from * SLOT_WORDS] & mask;
-    while (this.words[i * SLOT_WORDS] !== 0) i = (i + 1) & mask;
+    const i = freeSlot(this.words, SLOT_WORDS, this.mask, oldWords[from * SLOT_WORDS]);
     // Word by word: a subarray per entry is an allocation, and most of the cost of a growth.
     const words = this.words;
     const src = from * SLOT_WORDS;
@@ -276,9 +237,7 @@ export class IdTable<V> {
     // slot allows, so no tombstone is left behind.
     const mask = this.mask;
     const words = this.words;
-    for (let j = (i + 1) & mask; words[j * SLOT_WORDS] !== 0; j = (j + 1) & mask) {
-      const home = words[j * SLOT_WORDS] & mask;
-      if (!mayShiftBack(i, j, home)) continue;
+    for (let j = nextShift(words, SLOT_WORDS, mask, i); j >= 0; j = nextShift(words, SLOT_WORDS, mask, i)) {
       this.bytes.copyWithin(i * SLOT_BYTES, j * SLOT_BYTES, (j + 1) * SLOT_BYTES);
       if (this.keys !== undefined) this.keys[i] = this.keys[j];
       this.vals[i] = this.vals[j];

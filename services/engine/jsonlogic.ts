@@ -31,6 +31,7 @@
  */
 import jsonLogic from 'json-logic-js';
 import { CONDITION_MAX_OPERATIONS, BUDGET_EXHAUSTED, type DecisionBudget } from './budget.js';
+import { isPlainObject } from './json.js';
 
 /** Deepest nesting of operations a rule may have (contract §6). */
 export const JSON_LOGIC_MAX_DEPTH = 32;
@@ -297,12 +298,6 @@ jsonLogic.add_operation('substr', (source: unknown, start: number, end: number) 
 });
 
 // --- validation -----------------------------------------------------------------------------
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) return false;
-  const proto = Object.getPrototypeOf(v);
-  return proto === Object.prototype || proto === null;
-}
 
 /**
  * Returns why `rule` is not an acceptable JSON Logic rule, or null when it is. Used by the

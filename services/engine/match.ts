@@ -38,6 +38,7 @@
  */
 import { RE2JS } from 're2js';
 import type { DecisionBudget } from './budget.js';
+import { isPlainObject } from './json.js';
 import { applyJsonLogic, getPath, logicTruthy, validateJsonLogic } from './jsonlogic.js';
 import type { Resource } from './model.js';
 
@@ -367,12 +368,6 @@ function fail(s: MatchSubject, reason: string): MatchOutcome {
 }
 
 // --- fields ---------------------------------------------------------------------------------
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) return false;
-  const proto = Object.getPrototypeOf(v);
-  return proto === Object.prototype || proto === null;
-}
 
 function isScalar(v: unknown): v is string | number | boolean | null {
   return v === null || typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v));

@@ -4,7 +4,7 @@
  */
 export * from './model.js';
 export { ScopeNotFoundError, ResourceNotFoundError, InvalidChangeError } from './errors.js';
-export { TenantIndex, MAX_HIERARCHY_DEPTH, type ScopePath, type TenantIndexBuilder } from './index.js';
+export { TenantIndex, MAX_HIERARCHY_DEPTH, type ScopePath, type TenantIndexBuilder } from './tenant-index/mod.js';
 export {
   evaluate,
   resolveResource,

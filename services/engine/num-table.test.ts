@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MAX_PROBE, hashId } from './id-table.js';
+import { MAX_PROBE, hashId } from './probing.js';
 import { NumTable, type NumTableOwner } from './num-table.js';
 
 /** An owner as the index is one: entries by number, each holding a set of keys. */

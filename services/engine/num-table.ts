@@ -8,10 +8,10 @@
  *
  * Keys are unique (a key maps to one number); several keys may map to the same number (an owner
  * entry may hold many keys). Hashing, probing, the per-table random seed and the rebuild with a
- * fresh seed after a long probe run are those of {@link IdTable}; the rebuild re-adds every key
+ * fresh seed after a long probe run are those of `IdTable` (probing.ts); the rebuild re-adds every key
  * the owner lists, since the table cannot recompute a hash it has no key for.
  */
-import { MAX_PROBE, hashId, mayShiftBack, randomSeed } from './id-table.js';
+import { MIN_CAPACITY, capacityFor, freeSlot, hashId, needsReseed, nextShift, overfull, probeDistance, randomSeed } from './probing.js';
 
 /** What a {@link NumTable} asks of the structure that keeps its keys. */
 export interface NumTableOwner {
@@ -21,7 +21,8 @@ export interface NumTableOwner {
   eachKey(visit: (key: string, num: number) => void): void;
 }
 
-const MIN_CAPACITY = 16;
+/** Words per slot: the hash, then the number. */
+const SLOT_WORDS = 2;
 
 export class NumTable {
   /** `[hash, num]` per slot; hash 0 marks a free slot (hashId never returns 0). */
@@ -42,13 +43,11 @@ export class NumTable {
     capacity = MIN_CAPACITY,
     seed = randomSeed(),
   ) {
-    let cap = MIN_CAPACITY;
-    while (cap * 3 < capacity * 4) cap *= 2;
-    this.allocate(cap, seed);
+    this.allocate(capacityFor(capacity), seed);
   }
 
   private allocate(capacity: number, seed: number): void {
-    this.words = new Int32Array(capacity * 2);
+    this.words = new Int32Array(capacity * SLOT_WORDS);
     this.mask = capacity - 1;
     this.seed = seed;
     this.adds = 0;
@@ -76,27 +75,25 @@ export class NumTable {
     const words = this.words;
     const mask = this.mask;
     for (let i = h & mask; ; i = (i + 1) & mask) {
-      const stored = words[2 * i];
+      const stored = words[SLOT_WORDS * i];
       if (stored === 0) return -1;
-      if (stored === h && this.owner.holds(words[2 * i + 1], key)) return i;
+      if (stored === h && this.owner.holds(words[SLOT_WORDS * i + 1], key)) return i;
     }
   }
 
   /** The number `key` maps to, or -1. */
   get(key: string): number {
     const i = this.find(key);
-    return i < 0 ? -1 : this.words[2 * i + 1];
+    return i < 0 ? -1 : this.words[SLOT_WORDS * i + 1];
   }
 
   /** Maps a key that is not in the table (the caller looked) to `num` (≥ 0). */
   add(key: string, num: number): void {
-    if ((this._size + 1) * 4 > (this.mask + 1) * 3) this.grow();
+    if (overfull(this._size + 1, this.mask + 1)) this.grow();
     const distance = this.place(this.hash(key), num);
     this._size++;
     this.adds++;
-    // As IdTable: a long run under a fresh seed means crafted or unlucky keys; rehash with another
-    // seed, at most once per size/2 adds so that keys colliding under every seed cost O(1) each.
-    if (distance > MAX_PROBE && this.adds * 2 >= this._size) this.reseed();
+    if (needsReseed(distance, this.adds, this._size)) this.reseed();
   }
 
   /**
@@ -107,9 +104,9 @@ export class NumTable {
     const h = this.hash(key);
     const words = this.words;
     const mask = this.mask;
-    for (let i = h & mask; words[2 * i] !== 0; i = (i + 1) & mask) {
-      if (words[2 * i] === h && words[2 * i + 1] === from && this.owner.holds(from, key)) {
-        words[2 * i + 1] = to;
+    for (let i = h & mask; words[SLOT_WORDS * i] !== 0; i = (i + 1) & mask) {
+      if (words[SLOT_WORDS * i] === h && words[SLOT_WORDS * i + 1] === from && this.owner.holds(from, key)) {
+        words[SLOT_WORDS * i + 1] = to;
         return;
       }
     }
@@ -118,24 +115,17 @@ export class NumTable {
 
   /** Writes an entry into the first free slot of its run; returns the probe distance. */
   private place(h: number, num: number): number {
-    const words = this.words;
-    const mask = this.mask;
-    let i = h & mask;
-    let distance = 0;
-    while (words[2 * i] !== 0) {
-      i = (i + 1) & mask;
-      distance++;
-    }
-    words[2 * i] = h;
-    words[2 * i + 1] = num;
-    return distance;
+    const i = freeSlot(this.words, SLOT_WORDS, this.mask, h);
+    this.words[SLOT_WORDS * i] = h;
+    this.words[SLOT_WORDS * i + 1] = num;
+    return probeDistance(i, h, this.mask);
   }
 
   /** Twice the slots, same seed: entries move by their stored hash, no key is needed. */
   private grow(): void {
     const old = this.words;
     this.allocate((this.mask + 1) * 2, this.seed);
-    for (let i = 0; i < old.length; i += 2) if (old[i] !== 0) this.place(old[i], old[i + 1]);
+    for (let i = 0; i < old.length; i += SLOT_WORDS) if (old[i] !== 0) this.place(old[i], old[i + 1]);
   }
 
   /** Same slots, a new seed: every key is hashed again, from the owner's list. */
@@ -160,15 +150,13 @@ export class NumTable {
     // their home slot allows, so no tombstone is left.
     const words = this.words;
     const mask = this.mask;
-    for (let j = (i + 1) & mask; words[2 * j] !== 0; j = (j + 1) & mask) {
-      const home = words[2 * j] & mask;
-      if (!mayShiftBack(i, j, home)) continue;
-      words[2 * i] = words[2 * j];
-      words[2 * i + 1] = words[2 * j + 1];
+    for (let j = nextShift(words, SLOT_WORDS, mask, i); j >= 0; j = nextShift(words, SLOT_WORDS, mask, i)) {
+      words[SLOT_WORDS * i] = words[SLOT_WORDS * j];
+      words[SLOT_WORDS * i + 1] = words[SLOT_WORDS * j + 1];
       i = j;
     }
-    words[2 * i] = 0;
-    words[2 * i + 1] = 0;
+    words[SLOT_WORDS * i] = 0;
+    words[SLOT_WORDS * i + 1] = 0;
     this._size--;
     return true;
   }

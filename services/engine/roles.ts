@@ -33,7 +33,7 @@ import {
   type StarCover,
   type SubjectNode,
   type TenantIndex,
-} from './index.js';
+} from './tenant-index/mod.js';
 import type { Permission, TagBinding } from './model.js';
 
 export type RoleSource = 'role' | 'tag_binding';

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it, vi } from 'vitest';
 import { evaluate, type EvaluateRequest } from './evaluate.js';
-import { TenantIndex } from './index.js';
+import { TenantIndex } from './tenant-index/mod.js';
 import type { TenantSnapshot } from './model.js';
 
 const { tenant } = JSON.parse(readFileSync(new URL('./testdata/decisions.json', import.meta.url), 'utf8')) as { tenant: TenantSnapshot };

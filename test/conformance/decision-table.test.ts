@@ -11,7 +11,7 @@ import type { JsonValue } from '@bufbuild/protobuf';
 import { pino } from 'pino';
 import { BATCH_MAX_OPERATIONS, DECISION_MAX_OPERATIONS } from '../../services/engine/budget.js';
 import { evaluate, type GateMode } from '../../services/engine/evaluate.js';
-import { TenantIndex } from '../../services/engine/index.js';
+import { TenantIndex } from '../../services/engine/tenant-index/mod.js';
 import { startSidecar, type Sidecar } from '../../sidecar/app.js';
 import { TEST_BOOTSTRAP_KEY, describeEachBackend, startTestControlPlane } from '../harness.js';
 import { SURFACES, evaluateBatchOn, evaluateOn, type Outcome } from './surfaces.js';

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import type { JsonObject, JsonValue, MessageInitShape } from '@bufbuild/protobuf';
 import type { EvaluateRequestSchema } from '../../gen/authz/v1/decision_service_pb.js';
 import { evaluate, type EvaluateRequest, type GateMode } from '../../services/engine/evaluate.js';
-import { TenantIndex } from '../../services/engine/index.js';
+import { TenantIndex } from '../../services/engine/tenant-index/mod.js';
 import { ENTITY_KINDS, type EntityKind, type TenantSnapshot } from '../../services/engine/model.js';
 import type { Database } from '../../services/store/db.js';
 import { KINDS, type KindName, type Row } from '../../services/store/kinds.js';

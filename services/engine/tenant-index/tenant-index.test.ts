@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidChangeError } from './errors.js';
-import { evaluate } from './evaluate.js';
-import { MAX_HIERARCHY_DEPTH, TenantIndex } from './index.js';
-import type { Change, Resource, ResourceEdge, Scope, TenantSnapshot } from './model.js';
+import { InvalidChangeError } from '../errors.js';
+import { evaluate } from '../evaluate.js';
+import type { Change, Resource, ResourceEdge, Scope, TenantSnapshot } from '../model.js';
+import { derivedState } from '../testdata/derived-state.js';
+import { MAX_HIERARCHY_DEPTH, TenantIndex } from './mod.js';
 
 const now = new Date('2025-06-01T10:00:00Z');
 const opts = { now, gate: 'off' as const };
@@ -100,6 +101,18 @@ describe('incremental updates', () => {
     expect(idx.scopePath('scope_3').ids).toEqual(['scope_3', 'scope_1', 'scope_0']);
   });
 
+  it('deleting a scope drops the cached paths through it: it is unknown, and its children stop below it', () => {
+    const idx = TenantIndex.fromSnapshot(tenant(scopes, 'scope_1'));
+    expect(evaluate(idx, read('scope_3'), opts).allowed).toBe(true);
+    expect(idx.scopePath('scope_1').ids).toEqual(['scope_1', 'scope_0']);
+    idx.apply(2, [{ op: 'delete', kind: 'scope', id: 'scope_1' }]);
+    expect(idx.scopePath('scope_1').ids).toEqual([]);
+    expect(idx.scopePath('scope_3').ids).toEqual(['scope_3']);
+    expect(() => evaluate(idx, read('scope_1'), opts)).toThrow(/scope scope_1 not found/);
+    // The membership at the deleted scope no longer reaches its former child.
+    expect(evaluate(idx, read('scope_3'), opts).allowed).toBe(false);
+  });
+
   it('deleting every row leaves no derived entry behind', () => {
     const t = tenant(scopes, 'scope_1', '*', {
       resource: [doc('resource_a'), doc('resource_b')],
@@ -110,7 +123,7 @@ describe('incremental updates', () => {
     const deletes: Change[] = [];
     for (const [kind, rows] of Object.entries(t.rows)) for (const row of rows ?? []) deletes.push({ op: 'delete', kind, id: row.id } as Change);
     idx.apply(2, deletes);
-    expect(idx.derivedState()).toEqual(TenantIndex.fromSnapshot({ revision: 2, rows: {} }).derivedState());
+    expect(derivedState(idx)).toEqual(derivedState(TenantIndex.fromSnapshot({ revision: 2, rows: {} })));
   });
 
   it('changing a permission re-indexes every role holding it', () => {
@@ -123,7 +136,7 @@ describe('incremental updates', () => {
 
   it('ignores replays and applies a malformed batch all-or-nothing', () => {
     const idx = TenantIndex.fromSnapshot(tenant(scopes, 'scope_0'));
-    const before = idx.derivedState();
+    const before = derivedState(idx);
     expect(idx.apply(1, [{ op: 'delete', kind: 'membership', id: 'membership_1' }])).toBe(false);
     expect(() =>
       idx.apply(2, [
@@ -134,7 +147,7 @@ describe('incremental updates', () => {
     expect(() => idx.apply(2, [{ op: 'upsert', kind: 'membership', id: 'x', row: { id: 'y', subjectId: 's', scopeId: 'scope_0' } }])).toThrow(/does not match/);
     expect(() => idx.apply(2, [{ op: 'upsert', kind: 'nope', id: 'x' } as unknown as Change])).toThrow(/unknown change kind/);
     expect(() => idx.apply(2, [{ op: 'upsert', kind: 'resource_edge', id: 'e', row: { ...edge('a', 'b'), id: 'e', cascade: 'sometimes' as 'none' } }])).toThrow(/cascade/);
-    expect(idx.derivedState()).toEqual(before);
+    expect(derivedState(idx)).toEqual(before);
     expect(idx.revision).toBe(1);
     expect(evaluate(idx, read('scope_0'), opts).allowed).toBe(true);
   });

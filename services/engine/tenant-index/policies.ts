@@ -1,0 +1,74 @@
+/**
+ * Policies and collections. A policy on a resource hangs off the resource's node; a policy on a
+ * collection is filed under the collection, and collections by resource type and scope.
+ */
+import type { Collection, Policy } from '../model.js';
+import { rbAdd, rbAdd2, rbDelete, rbDelete2, rbWith, rbWithout, type MutableRowBag, type RowBag } from './bags.js';
+import type { ResourceNodes } from './resource-nodes.js';
+import { RowTable } from './row-table.js';
+
+export class PolicyFamily {
+  readonly collectionsByTypeScope = new Map<string, Map<string, MutableRowBag<Collection>>>();
+  readonly policiesByCollection = new Map<string, MutableRowBag<Policy>>();
+
+  constructor(private readonly resources: ResourceNodes) {}
+
+  readonly collections = new RowTable<'collection'>({
+    required: ['id', 'scopeId', 'resourceTypeId'],
+    index: (c) => {
+      rbAdd2(this.collectionsByTypeScope, c.resourceTypeId, c.scopeId, c);
+      this.resources.typeSlot(c.resourceTypeId).collections++;
+    },
+    unindex: (c) => {
+      rbDelete2(this.collectionsByTypeScope, c.resourceTypeId, c.scopeId, c.id);
+      this.resources.typeSlot(c.resourceTypeId).collections--;
+    },
+  });
+
+  readonly policies = new RowTable<'policy'>({
+    required: ['id', 'effect'],
+    invalid: (r) => {
+      const t = r.target as Record<string, unknown> | null | undefined;
+      const targetOk =
+        !!t &&
+        typeof t === 'object' &&
+        ((t.kind === 'resource' && typeof t.resourceId === 'string') || (t.kind === 'collection' && typeof t.collectionId === 'string'));
+      if (!targetOk) return 'policy.target is invalid';
+      if (!Array.isArray(r.actions) || !r.actions.every((a) => typeof a === 'string')) return 'policy.actions must be an array of strings';
+      if (r.effect !== 'allow' && r.effect !== 'deny') return 'policy.effect is invalid';
+      return null;
+    },
+    index: (p) => {
+      if (p.target.kind === 'resource') {
+        const n = this.resources.nodeFor(p.target.resourceId);
+        n.policies = rbWith(n.policies, p);
+        this.resources.refreshCopies(n);
+      } else rbAdd(this.policiesByCollection, p.target.collectionId, p);
+    },
+    unindex: (p) => {
+      if (p.target.kind === 'resource') {
+        const n = this.resources.table.get(p.target.resourceId);
+        if (n) {
+          n.policies = rbWithout(n.policies, p.id);
+          this.resources.refreshCopies(n);
+        }
+        this.resources.prune(p.target.resourceId);
+      } else rbDelete(this.policiesByCollection, p.target.collectionId, p.id);
+    },
+  });
+
+  /** Collections of a resource type defined at exactly this scope. */
+  collectionsAt(resourceTypeId: string, scopeId: string): RowBag<Collection> | undefined {
+    return this.collectionsByTypeScope.get(resourceTypeId)?.get(scopeId);
+  }
+
+  /** True when some collection exists for this resource type (lets a check skip the scope walk). */
+  hasCollectionsOfType(resourceTypeId: string): boolean {
+    return this.collectionsByTypeScope.has(resourceTypeId);
+  }
+
+  /** Policies targeting a collection. */
+  collectionPolicies(collectionId: string): RowBag<Policy> | undefined {
+    return this.policiesByCollection.get(collectionId);
+  }
+}

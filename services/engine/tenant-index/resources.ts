@@ -1,0 +1,143 @@
+/**
+ * Resources, their parent edges and their scope links. A resource has no row object: its
+ * fields live in its node (see resource-nodes.ts) and its row is rebuilt when asked for.
+ */
+import type { Resource, ResourceEdge, ResourceScopeLink } from '../model.js';
+import { bagRows, rbWith, rbWithout } from './bags.js';
+import { EMPTY_ATTRIBUTES, isEmptyObject, type MutableParentLink, type ResourceNodes } from './resource-nodes.js';
+import { RowTable, copyField } from './row-table.js';
+import type { ScopeFamily } from './scopes.js';
+import type { SubjectFamily } from './subjects.js';
+import type { KindStore } from './types.js';
+
+export class ResourceFamily {
+  /** Creator id → the subject's own id string (see `creatorStr`). */
+  private readonly creators = new Map<string, string>();
+
+  constructor(
+    private readonly nodes: ResourceNodes,
+    private readonly scopes: ScopeFamily,
+    private readonly subjects: SubjectFamily,
+  ) {}
+
+  readonly resources: KindStore<'resource'> = {
+    required: ['id', 'resourceTypeId', 'ownerScopeId', 'externalResourceId'],
+    invalid: () => null,
+    get: (id) => this.nodes.resource(id),
+    upsert: (row) => {
+      const old = this.nodes.resource(row.id);
+      if (old) this.unindexResource(old);
+      this.indexResource(row);
+    },
+    remove: (id) => {
+      const old = this.nodes.resource(id);
+      if (old) this.unindexResource(old);
+    },
+    count: () => this.nodes.existing,
+  };
+
+  readonly edges = new RowTable<'resource_edge'>({
+    required: ['id', 'parentResourceId', 'childResourceId', 'cascade'],
+    invalid: (r) => (r.cascade !== 'inherit' && r.cascade !== 'none' ? 'resource_edge.cascade is invalid' : null),
+    slim: (e) => {
+      const out: Record<string, unknown> = {
+        id: e.id,
+        parentResourceId: this.nodes.str(e.parentResourceId),
+        childResourceId: this.nodes.str(e.childResourceId),
+        cascade: e.cascade,
+      };
+      copyField(out, e as unknown as Record<string, unknown>, 'relationshipType');
+      return out as unknown as ResourceEdge;
+    },
+    index: (e) => {
+      const n = this.nodes.nodeFor(e.childResourceId);
+      const parent = this.nodes.nodeFor(e.parentResourceId);
+      parent.refs++;
+      n.parents = rbWith(n.parents, { id: e.id, edge: e, inherit: e.cascade === 'inherit', parent });
+      this.nodes.refreshUp(n);
+    },
+    unindex: (e) => {
+      const n = this.nodes.table.get(e.childResourceId);
+      if (!n) return;
+      let link: MutableParentLink | undefined;
+      for (const l of bagRows(n.parents)) if (l.id === e.id) link = l;
+      if (!link) return;
+      n.parents = rbWithout(n.parents, e.id);
+      this.nodes.refreshUp(n);
+      link.parent.refs--;
+      this.nodes.prune(link.parent.id);
+      this.nodes.prune(e.childResourceId);
+    },
+  });
+
+  readonly links = new RowTable<'resource_scope_link'>({
+    required: ['id', 'resourceId', 'scopeId'],
+    slim: (l) => ({ id: l.id, resourceId: this.nodes.str(l.resourceId), scopeId: this.scopes.str(l.scopeId), linkType: l.linkType }),
+    index: (l) => {
+      const n = this.nodes.nodeFor(l.resourceId);
+      n.links = rbWith(n.links, l);
+      this.nodes.refreshCopies(n);
+    },
+    unindex: (l: ResourceScopeLink) => {
+      const n = this.nodes.table.get(l.resourceId);
+      if (n) {
+        n.links = rbWithout(n.links, l.id);
+        this.nodes.refreshCopies(n);
+      }
+      this.nodes.prune(l.resourceId);
+    },
+  });
+
+  /** Files a resource row's fields in its node. */
+  private indexResource(r: Resource): void {
+    const nodes = this.nodes;
+    const n = nodes.nodeFor(r.id);
+    n.exists = true;
+    nodes.existing++;
+    n.type = nodes.typeSlot(r.resourceTypeId);
+    n.ext = r.externalResourceId;
+    n.owner = this.scopes.str(r.ownerScopeId);
+    n.displayName = r.displayName;
+    n.attributes = isEmptyObject(r.attributes) ? EMPTY_ATTRIBUTES : r.attributes;
+    n.createdBy = typeof r.createdBy === 'string' ? this.creatorStr(r.createdBy) : r.createdBy;
+    nodes.setCreatedAt(n.num, (r as { createdAt?: unknown }).createdAt);
+    n.patterns += nodes.patternCounts.get(r.externalResourceId) ?? 0;
+    nodes.refreshCopies(n);
+    nodes.addExternal(n);
+  }
+
+  /** Clears a resource row's fields from its node (`r`: the row rebuilt from it). */
+  private unindexResource(r: Resource): void {
+    const nodes = this.nodes;
+    const n = nodes.table.get(r.id);
+    if (n) {
+      // While the node still carries its external id (the table confirms keys through it).
+      nodes.removeExternal(n);
+      n.exists = false;
+      nodes.existing--;
+      n.type = undefined;
+      n.ext = undefined;
+      n.owner = undefined;
+      n.displayName = undefined;
+      n.attributes = undefined;
+      n.createdBy = undefined;
+      nodes.setCreatedAt(n.num, undefined);
+      n.patterns -= nodes.patternCounts.get(r.externalResourceId) ?? 0;
+      nodes.refreshCopies(n);
+    }
+    nodes.prune(r.id);
+  }
+
+  /**
+   * One string per creator: a tenant's resources are created by few subjects. A small map
+   * (cleared when full, so it stays small and in cache) in front of the subjects map.
+   */
+  private creatorStr(id: string): string {
+    let s = this.creators.get(id);
+    if (s === undefined) {
+      if (this.creators.size >= 4096) this.creators.clear();
+      this.creators.set(id, (s = this.subjects.str(id)));
+    }
+    return s;
+  }
+}

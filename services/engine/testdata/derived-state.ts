@@ -1,0 +1,233 @@
+/**
+ * A canonical dump of every derived map and node of a tenant index (not the lazy path cache),
+ * for tests that compare an incrementally updated index with a freshly built one: two indexes
+ * of the same rows give equal dumps whatever order they received them in. Beyond the entries,
+ * each copy the index keeps (inline assignments, facts, the plain bitmap, star covers, the
+ * id tables) is checked against what it copies and shows as `'stale'` when it disagrees.
+ */
+import { ENTITY_KINDS } from '../model.js';
+import { type Bag, type Identified, type RowBag, bagRows } from '../tenant-index/bags.js';
+import { factFlags, type MutableResourceNode, type ResourceNodes } from '../tenant-index/resource-nodes.js';
+import { RowTable } from '../tenant-index/row-table.js';
+import type { SubjectGrants } from '../tenant-index/subject-grants.js';
+import { groupByScope, type MutableSubjectNode, type SubjectFamily } from '../tenant-index/subjects.js';
+import type { TenantIndex } from '../tenant-index/tenant-index.js';
+import {
+  ASSIGNMENT_SCAN_LIMIT,
+  A_ID,
+  A_ROLE,
+  A_SCOPE,
+  A_STRIDE,
+  FACT_FLAGS,
+  FACT_UP_NUM,
+  GRANT_SCAN_LIMIT,
+  INLINE_ASSIGNMENTS,
+  type AssignmentList,
+  type StarCover,
+} from '../tenant-index/types.js';
+
+type Deep = Map<string, unknown>;
+
+const byKey = <T>(xs: [string, T][]) => xs.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+
+/** Id bags canonicalise to sorted ids; row bags to their rows (so a stale row is caught too). */
+function ids(b: RowBag<Identified> | Bag | undefined): unknown[] {
+  if (b === undefined) return [];
+  if (typeof b === 'string') return [b];
+  if (b instanceof Set || Array.isArray(b)) return [...b].sort();
+  return [...bagRows(b as RowBag<Identified>)].sort((x, y) => (x.id < y.id ? -1 : 1));
+}
+
+/** A map of bags `depth` maps deep, sorted by key at every level. */
+function canon(m: Deep, depth: number): unknown {
+  return byKey([...m.entries()].map(([k, v]) => [k, depth > 1 ? canon(v as Deep, depth - 1) : ids(v as Bag)]));
+}
+
+/** The entries of a flat assignment list, one array of four strings each, by id. */
+function entriesOf(list: AssignmentList): string[][] {
+  const out: string[][] = [];
+  for (let i = 0; i < list.length; i += A_STRIDE) out.push(list.slice(i, i + A_STRIDE));
+  return out.sort((x, y) => (x[A_ID] < y[A_ID] ? -1 : 1));
+}
+
+/** Canonical text of a by-scope view. */
+function byScopeKey(m: ReadonlyMap<string, AssignmentList>): string {
+  return JSON.stringify([...m.entries()].map(([k, v]) => [k, entriesOf(v)]).sort((a, b) => (a[0] < b[0] ? -1 : 1)));
+}
+
+/** Whether a subject node's inline copy agrees with its list. */
+function inlineOk(n: MutableSubjectNode): boolean {
+  const list = n.assignments;
+  const count = list.length / A_STRIDE;
+  const fields = [n.s0, n.r0, n.s1, n.r1, n.s2, n.r2, n.s3, n.r3];
+  for (let k = 0; k < INLINE_ASSIGNMENTS; k++) {
+    if (fields[2 * k] !== list[k * A_STRIDE + A_SCOPE] || fields[2 * k + 1] !== list[k * A_STRIDE + A_ROLE]) return false;
+  }
+  return n.inline === (count <= INLINE_ASSIGNMENTS ? count : -1);
+}
+
+function sameStar(a: StarCover | undefined, b: StarCover | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+/** A subject's grants as sorted (resource id, grant rows) pairs, with whether its storage agrees with its count. */
+export function grantSetCanonical(set: SubjectGrants): unknown {
+  const rows = set.rows();
+  const { list, byId, count } = set.layout();
+  let form = 'ok';
+  if (list !== undefined && list.length > GRANT_SCAN_LIMIT * 3) form = 'list too long';
+  if (list === undefined) {
+    if (count <= GRANT_SCAN_LIMIT / 2) form = 'map too small';
+    if (byId === undefined || byId.size !== rows.length || rows.some((g) => byId.get(g.id) !== g.resourceId)) form = 'byId out of sync';
+  }
+  const byResource = new Map<string, typeof rows>();
+  for (const g of rows) (byResource.get(g.resourceId) ?? byResource.set(g.resourceId, []).get(g.resourceId)!).push(g);
+  return {
+    form: form === 'ok' && rows.length === count ? 'ok' : `${form}, ${rows.length} rows for a count of ${count}`,
+    byResource: [...byResource.entries()].map(([k, v]) => [k, v.sort((x, y) => (x.id < y.id ? -1 : 1))]).sort((a, b) => ((a[0] as string) < (b[0] as string) ? -1 : 1)),
+  };
+}
+
+/** Whether a node's facts in the resource table are those its node implies. */
+function factsOk(nodes: ResourceNodes, id: string, n: MutableResourceNode): boolean {
+  const slot = nodes.table.slotOf(id);
+  return (
+    slot >= 0 &&
+    nodes.table.valueAt(slot) === n &&
+    nodes.table.word(slot, FACT_FLAGS) === factFlags(n) &&
+    nodes.table.word(slot, FACT_UP_NUM) === n.upNum &&
+    (n.type === undefined || nodes.typeSlotsByNum[n.type.num] === n.type)
+  );
+}
+
+/**
+ * External id → sorted resource ids, from the nodes; each marked when the table and the
+ * extra ids do not file it exactly once, then the table's size when it holds others.
+ */
+function externalCanonical(nodes: ResourceNodes): [string, string[]][] {
+  const byExt = new Map<string, string[]>();
+  let firsts = 0;
+  nodes.nodesByNum.forEach((n, num) => {
+    if (n === undefined || !n.exists) return;
+    if (n.num !== num || nodes.table.get(n.id) !== n) (byExt.get('(stale nodes)') ?? byExt.set('(stale nodes)', []).get('(stale nodes)')!).push(n.id);
+    const ext = n.ext as string;
+    const first = nodes.externalFirst.get(ext) === n.num;
+    const more = nodes.isExternalMore(n);
+    if (first) firsts++;
+    (byExt.get(ext) ?? byExt.set(ext, []).get(ext)!).push(first !== more ? n.id : `${n.id} (filed ${first ? 'twice' : 'nowhere'})`);
+  });
+  const out = [...byExt].map(([k, list]) => [k, list.sort()] as [string, string[]]).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  if (nodes.externalFirst.size !== firsts) out.push([`(the external-id table holds ${nodes.externalFirst.size} for ${firsts})`, []]);
+  return out;
+}
+
+/** Every grant id, sorted, each marked when the id table does not map it to its set; then the table's size when it holds others. */
+function grantIdsCanonical(subjects: SubjectFamily): string[] {
+  const out: string[] = [];
+  subjects.grantSets.forEach((set, num) => {
+    if (set === undefined) return;
+    if (set.num !== num || set.size === 0) out.push(`set ${num} (stale)`);
+    for (const g of set.rows()) out.push(subjects.grantsById.get(g.id) === num ? g.id : `${g.id} (stale)`);
+  });
+  out.sort();
+  if (subjects.grantsById.size !== out.length) out.push(`(the id table holds ${subjects.grantsById.size})`);
+  return out;
+}
+
+/** The canonical dump of an index's derived state (see the module comment). */
+export function derivedState(index: TenantIndex): Record<string, unknown> {
+  const { kinds, scopes, roles, subjects, nodes, policies, tags } = index.families();
+  return {
+    subjects: byKey(
+      [...subjects.nodes.entries()].map(([k, n]) => [
+        k,
+        {
+          row: n.row?.id ?? null,
+          type: n.type === n.row?.type ? 'ok' : 'stale',
+          inline: inlineOk(n) ? 'ok' : 'stale',
+          assignments: entriesOf(n.assignments),
+          // The by-scope view may outlive its threshold (hysteresis), so only its presence
+          // when required and its agreement with the list are canonical.
+          byScope: n.assignmentsByScope
+            ? byScopeKey(n.assignmentsByScope) === byScopeKey(groupByScope(n.assignments))
+              ? 'ok'
+              : 'out of sync'
+            : n.assignments.length > ASSIGNMENT_SCAN_LIMIT * A_STRIDE
+              ? 'missing'
+              : 'ok',
+          grants: n.grantsByResource ? grantSetCanonical(n.grantsByResource) : [],
+          tags: ids(n.tags),
+        },
+      ]),
+    ),
+    resources: byKey(
+      [...nodes.table.entries()].map(([k, n]) => [
+        k,
+        {
+          row: n.exists ? nodes.row(n) : null,
+          type: n.type ? { key: n.type.key ?? null, collections: n.type.collections, live: nodes.typeSlots.get(n.type.id) === n.type } : null,
+          // A node without a row keeps none of its fields.
+          cleared:
+            n.exists ||
+            (n.type === undefined && n.ext === undefined && n.owner === undefined && n.displayName === undefined && n.attributes === undefined && n.createdBy === undefined && nodes.createdAtOf(n.num) === undefined)
+              ? 'ok'
+              : 'stale',
+          patterns: n.patterns,
+          up: n.up === nodes.parentOf(n)?.parent && n.upInherit === (nodes.parentOf(n)?.inherit ?? false) ? (n.up?.id ?? null) : 'stale',
+          refs: n.refs,
+          // Numbers differ between builds; their use must agree with the node.
+          plain: n.upNum === (n.up ? n.up.num : -1) && nodes.plain[n.num] === (n.exists && n.patterns === 0 && n.up === undefined ? 1 : 0) ? 'ok' : 'stale',
+          // Each link must point at the live node of its parent.
+          parents: [...bagRows(n.parents)]
+            .sort((x, y) => (x.id < y.id ? -1 : 1))
+            .map((l) => ({ edge: l.edge, parent: l.parent.id, live: nodes.table.get(l.parent.id) === l.parent })),
+          policies: ids(n.policies),
+          links: ids(n.links),
+          tags: ids(n.tags),
+          facts: factsOk(nodes, k, n) ? 'ok' : 'stale',
+        },
+      ]),
+    ),
+    scopeChildren: canon(scopes.children as Deep, 1),
+    overridesByScopeRole: canon(roles.overridesByScopeRole as Deep, 2),
+    rpByRole: canon(roles.rpByRole as Deep, 1),
+    rpByPermission: canon(roles.rpByPermission as Deep, 1),
+    roleInfos: byKey(
+      [...roles.infos.entries()].map(([role, info]) => [
+        role,
+        {
+          row: info.row === roles.roles.rows.get(role) ? (info.row ? 'ok' : null) : 'stale',
+          scope: info.scope === info.row?.scopeId ? 'ok' : 'stale',
+          cover: info.cover ? byKey([...info.cover.entries()].map(([pat, byAction]) => [pat, byKey([...byAction.entries()].map(([a, b]) => [a, ids(b)]))])) : null,
+          // Term numbers differ between builds: compare with a fresh compile of this index's cover.
+          star: sameStar(info.star, roles.starCoverOf(info)) ? 'ok' : 'stale',
+        },
+      ]),
+    ),
+    assignmentsByMembership: canon(subjects.assignmentsByMembership as Deep, 1),
+    // Slots are never dropped, so an incremental index may hold empty ones a rebuild lacks.
+    typeSlots: byKey(
+      [...nodes.typeSlots.entries()]
+        .filter(([, slot]) => slot.key !== undefined || slot.collections !== 0)
+        .map(([k, slot]) => [k, { id: slot.id, key: slot.key ?? null, collections: slot.collections }]),
+    ),
+    resourcesByExternal: externalCanonical(nodes),
+    patternCounts: byKey([...nodes.patternCounts.entries()]),
+    collectionsByTypeScope: canon(policies.collectionsByTypeScope as Deep, 2),
+    policiesByCollection: canon(policies.policiesByCollection as Deep, 1),
+    scopeTags: canon(tags.scopeTags as Deep, 1),
+    bindingsByTagScope: canon(tags.bindingsByTagScope as Deep, 2),
+    rows: Object.fromEntries(
+      ENTITY_KINDS.map((k) => {
+        const store = kinds[k];
+        if (store instanceof RowTable) return [k, [...store.rows.keys()].sort()];
+        if (k === 'resource') return [k, [...nodes.table.entries()].filter(([, n]) => n.exists).map(([id]) => id).sort()];
+        if (k === 'ownership_grant') return [k, grantIdsCanonical(subjects)];
+        throw new Error(`derivedState: no dump for kind ${k}`);
+      }),
+    ),
+    resourceCount: nodes.existing,
+    createdAtRaw: nodes.createdAtRaw.size,
+  };
+}
