@@ -12,9 +12,13 @@ import { ScopeNotFoundError } from './errors.js';
 import { evaluate, resolveResource, type Decision } from './evaluate.js';
 import { TenantIndex } from './index.js';
 import { ENTITY_KINDS, type Change, type EntityKind, type RowsByKind, type TenantSnapshot } from './model.js';
-import { CANARY, UNKNOWN_SUBJECT, genMatch, genRequest, genTenant, int, rng, chance, type GenCase, type Rng } from './testdata/generate.js';
-import { RefScopeNotFound, refMatch, refMatchOutcome, referenceEvaluate, type RefDecision } from './testdata/reference.js';
-import { matchOutcome, matchesDefinition } from './match.js';
+import { CANARY, GENERATED_CONDITIONS, UNKNOWN_SUBJECT, genMatch, genRequest, genTenant, int, chance, type GenCase, type Rng } from './testdata/generate.js';
+import { mulberry32 } from '../../test/seeded-random.js';
+import { RefScopeNotFound, referenceEvaluate, type RefDecision } from './testdata/reference.js';
+import { refApplyLogic, refJsonLogicError, refTruthy } from './testdata/reference-logic.js';
+import { refMatch, refMatchDefinitionError, refMatchOutcome } from './testdata/reference-match.js';
+import { applyJsonLogic, logicTruthy, validateJsonLogic } from './jsonlogic.js';
+import { matchOutcome, matchesDefinition, validateMatchDefinition } from './match.js';
 
 const FIXED_SEED = 20250101;
 const envSeed = process.env.ENGINE_PROP_SEED ? Number(process.env.ENGINE_PROP_SEED) : undefined;
@@ -60,7 +64,7 @@ describe.each(seeds)('engine vs reference (%s seed %i)', (_label, seed) => {
     const before = casesRun;
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), (tenantSeed) => {
-        const r = rng(tenantSeed);
+        const r = mulberry32(tenantSeed);
         const t = genTenant(r);
         const index = TenantIndex.fromSnapshot(t);
         for (let i = 0; i < REQUESTS; i++) {
@@ -138,7 +142,7 @@ describe.each(seeds)('incremental index equals a rebuilt one (%s seed %i)', (_la
   it('after random change sets', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), (s) => {
-        const r = rng(s);
+        const r = mulberry32(s);
         const a = genTenant(r);
         const inc = TenantIndex.fromSnapshot(a);
         // Warm the lazy caches so invalidation is exercised too.
@@ -181,7 +185,7 @@ describe.each(seeds)('effective permissions agree with evaluate (%s seed %i)', (
     let checked = 0;
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), (s) => {
-        const r = rng(s);
+        const r = mulberry32(s);
         const t = genTenant(r);
         const index = TenantIndex.fromSnapshot(t);
         const typeKeyOf = (resourceTypeId: string) => index.resourceType(resourceTypeId)?.key;
@@ -247,13 +251,19 @@ describe.each(seeds)('match definitions agree with the reference (%s seed %i)', 
   it('on generated definitions and resources', () => {
     let matched = 0;
     let errored = 0;
+    let invalid = 0;
     let total = 0;
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), (s) => {
-        const r = rng(s);
+        const r = mulberry32(s);
         const t = genTenant(r);
         const index = TenantIndex.fromSnapshot(t);
         const defs = Array.from({ length: 8 }, () => genMatch(r));
+        for (const def of defs) {
+          // The control plane refuses exactly what the reference refuses.
+          const refused = refMatchDefinitionError(def);
+          expect(validateMatchDefinition(def) === null, `${JSON.stringify(def)}: reference says ${refused ?? 'valid'}`).toBe(refused === null);
+        }
         for (const res of t.rows.resource ?? []) {
           const tags = index.resourceTags(res.id);
           const pairs: [string, string][] = [...tags].flatMap(([g, ids]) => [...ids].map((id) => [g, id] as [string, string]));
@@ -265,14 +275,53 @@ describe.each(seeds)('match definitions agree with the reference (%s seed %i)', 
             total++;
             if (got) matched++;
             if (outcome === 'error') errored++;
+            if (refMatchDefinitionError(def) !== null) invalid++;
           }
         }
       }),
       { seed, numRuns: 600 },
     );
-    // Both outcomes must be well represented for the comparison to mean anything.
+    // Every outcome must be well represented for the comparison to mean anything, invalid
+    // definitions (which must error, never match) included.
     expect(matched).toBeGreaterThan(total * 0.1);
     expect(total - matched).toBeGreaterThan(total * 0.1);
-    expect(errored).toBeGreaterThan(0);
+    expect(invalid).toBeGreaterThan(total * 0.1);
+    expect(errored).toBeGreaterThan(invalid);
+  });
+});
+
+// --- JSON Logic: the engine's wrapper vs the reference's -----------------------------------------
+
+describe('generated conditions agree with the reference', () => {
+  /** What each generated condition is evaluated against: data that makes its value an array, an empty one, an object, null. */
+  const DATA: unknown[] = [
+    {},
+    { xs: [], ip: '10.0.0.1', time: {}, subject: { meta: {} } },
+    { xs: [0, 2, 3], country: 'FR', deviceType: '', subject: { id: 's', type: 'user', meta: { dept: 'a', level: 2, xs: [] } } },
+    { xs: Array.from({ length: 16 }, (_, i) => i), subject: { meta: { xs: [1, 2] } }, resource: { id: 'resource_1', attributes: {} } },
+    { resource: { id: 'r', displayName: null, attributes: { tier: 'gold', labels: [], size: 3, xs: [1] } } },
+    { resource: { id: 'r', displayName: 'n', attributes: { tier: 'silver', labels: ['x', 'y'] } } },
+  ];
+
+  it('in validity, value and truthiness', () => {
+    let refused = 0;
+    let falsyArrays = 0;
+    for (const rule of GENERATED_CONDITIONS) {
+      const why = refJsonLogicError(rule);
+      expect(validateJsonLogic(rule) === null, `${JSON.stringify(rule)}: reference says ${why ?? 'valid'}`).toBe(why === null);
+      if (why !== null) refused++;
+      for (const data of DATA) {
+        const got = applyJsonLogic(rule, data);
+        const want = refApplyLogic(rule, data);
+        const where = JSON.stringify({ rule, data });
+        expect(got.ok, where).toBe(want.ok);
+        if (!got.ok || !want.ok) continue;
+        expect(got.value, where).toEqual(want.value);
+        expect(logicTruthy(got.value), where).toBe(refTruthy(want.value));
+        if (Array.isArray(want.value) && want.value.length === 0) falsyArrays++;
+      }
+    }
+    expect(refused).toBeGreaterThan(5);
+    expect(falsyArrays).toBeGreaterThan(5);
   });
 });
