@@ -76,13 +76,16 @@ describe.each(seeds)('engine vs reference (%s seed %i)', (_label, seed) => {
           }
           // The canary holds nothing: only a policy can let it in, never a role, grant or ancestor.
           if (c.request.actor.subjectId === CANARY && 'allowed' in got && got.allowed) expect(got.reason).toBe('policy_allow');
-          if (c.request.actor.subjectId === UNKNOWN_SUBJECT && 'allowed' in got) expect(got.allowed).toBe(false);
           // The unknown canary (no subject row, though dangling rows name it) is never allowed,
-          // whatever the rest of the request: replay every case as that subject.
+          // whatever the rest of the request, and the answer says why: replay every case as
+          // that subject.
           const asUnknown: GenCase = { request: { ...c.request, actor: { subjectId: UNKNOWN_SUBJECT } }, options: c.options };
           const unknownGot = engineOutcome(index, asUnknown);
           expect(unknownGot).toEqual(refOutcome(t, asUnknown));
-          if ('allowed' in unknownGot) expect(unknownGot.allowed, JSON.stringify(asUnknown)).toBe(false);
+          if ('allowed' in unknownGot) {
+            expect(unknownGot.allowed, JSON.stringify(asUnknown)).toBe(false);
+            expect(['resource_not_found', 'gate_unreachable', 'subject_not_found'], JSON.stringify(asUnknown)).toContain(unknownGot.reason);
+          }
           // Count the fail-closed paths taken (explaining only the cases a policy can touch).
           if (!('thrown' in got) && c.request.resource) {
             const text = JSON.stringify(evaluate(index, { ...c.request, explain: true }, c.options).trace);
@@ -196,6 +199,11 @@ describe.each(seeds)('effective permissions agree with evaluate (%s seed %i)', (
           const d = evaluate(index, c.request, c.options);
           if (['policy_allow', 'policy_deny', 'resource_not_found', 'error'].includes(d.reason)) continue;
           const { subjectId } = c.request.actor;
+          if (!index.subject(subjectId)) {
+            expect(d.reason, JSON.stringify(c)).toBe('subject_not_found');
+            expect(effectivePermissions(index, { subjectId, scopeId: c.request.scopeId })).toEqual([]);
+            continue;
+          }
           const { scopeId, action } = c.request;
           const ref = c.request.resource;
           let expected: string;

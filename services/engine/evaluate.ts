@@ -10,8 +10,9 @@
  *   project's roles are). Under `links-fallback` a resource without links is reachable from
  *   everywhere. An unknown `externalResourceId` has no links: reachable under
  *   `links-fallback`, unreachable under `strict`.
- * - An unknown subject, or one whose stored type differs from `actor.subjectType` when that is
- *   given (non-empty), is denied with reason `no_match` (policies are not consulted).
+ * - An unknown subject (no subject row in the tenant, whatever rows name it) is denied with
+ *   reason `subject_not_found`; one whose stored type differs from `actor.subjectType` when that
+ *   is given (non-empty) with reason `no_match`. Policies are not consulted for either.
  * - `externalResourceId` + type key naming several resources (bad data) resolves to the one
  *   owned nearest to S along its ancestors, else the smallest id.
  * - A null/absent condition is no condition. A condition that errors (invalid rule, a safety
@@ -117,16 +118,21 @@ export interface EvaluateRequest {
   explain?: boolean;
 }
 
-export type DecisionReason =
-  | 'policy_allow'
-  | 'policy_deny'
-  | 'role'
-  | 'ownership'
-  | 'inherited'
-  | 'no_match'
-  | 'gate_unreachable'
-  | 'resource_not_found'
-  | 'error';
+/** Every reason a decision can give, in the order of the decision path. */
+export const DECISION_REASONS = [
+  'resource_not_found',
+  'gate_unreachable',
+  'subject_not_found',
+  'policy_allow',
+  'policy_deny',
+  'role',
+  'ownership',
+  'inherited',
+  'no_match',
+  'error',
+] as const;
+
+export type DecisionReason = (typeof DECISION_REASONS)[number];
 
 export type TraceLeg =
   | 'scope'
@@ -330,13 +336,14 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
 
   // Subject (the node's copy of the row's type: the row itself is read only by conditions).
   // An empty subjectType is how proto3 spells "not given".
+  // A node without a row is a subject that only dangling rows name: not in the tenant.
+  if (subjectNode === undefined || subjectNode.row === undefined) {
+    trace?.push({ leg: 'subject', outcome: 'fail', message: `subject ${subjectId} not found` });
+    return done(ctx, false, 'subject_not_found');
+  }
   const wantType = request.actor.subjectType || undefined;
-  if (subjectNode === undefined || subjectNode.row === undefined || (wantType !== undefined && wantType !== subjectNode.type)) {
-    trace?.push({
-      leg: 'subject',
-      outcome: 'fail',
-      message: subjectNode?.row ? `subject ${subjectId} is a ${String(subjectNode.type)}, not a ${String(wantType)}` : `subject ${subjectId} not found`,
-    });
+  if (wantType !== undefined && wantType !== subjectNode.type) {
+    trace?.push({ leg: 'subject', outcome: 'fail', message: `subject ${subjectId} is a ${String(subjectNode.type)}, not a ${String(wantType)}` });
     return done(ctx, false, 'no_match');
   }
   trace?.push({ leg: 'subject', outcome: 'info', message: `subject ${subjectNode.row.id} (${String(subjectNode.type)})` });

@@ -114,7 +114,7 @@ export function referenceEvaluate(snap: TenantSnapshot, req: RefRequest, opts: R
   }
 
   const subject = subjects.find((s) => s.id === req.actor.subjectId);
-  if (!subject) return { allowed: false, reason: 'no_match' };
+  if (!subject) return { allowed: false, reason: 'subject_not_found' };
   // An empty actor type means "not given" (proto3 default).
   if (req.actor.subjectType && req.actor.subjectType !== subject.type) return { allowed: false, reason: 'no_match' };
 
