@@ -280,13 +280,13 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
     if (!reachable) return done(ctx, false, 'gate_unreachable');
   } else if (target.kind !== 'none') trace?.push({ leg: 'gate', outcome: 'pass', message: 'gate off' });
 
-  // Subject (the node's copy of the row's type: the row itself is read only by conditions).
-  // An empty subjectType is how proto3 spells "not given".
-  // A node without a row is a subject that only dangling rows name: not in the tenant.
+  // Subject. A node without a row is a subject only dangling rows name: not in the tenant.
   if (subjectNode === undefined || subjectNode.row === undefined) {
     trace?.push({ leg: 'subject', outcome: 'fail', message: `subject ${subjectId} not found` });
     return done(ctx, false, 'subject_not_found');
   }
+  // The node's copy of the row's type (the row itself is read only by conditions); an empty
+  // subjectType is how proto3 spells "not given".
   const wantType = request.actor.subjectType || undefined;
   if (wantType !== undefined && wantType !== subjectNode.type) {
     trace?.push({ leg: 'subject', outcome: 'fail', message: `subject ${subjectId} is a ${String(subjectNode.type)}, not a ${String(wantType)}` });
