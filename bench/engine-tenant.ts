@@ -9,7 +9,7 @@
  */
 import type { EvaluateRequest } from '../services/engine/evaluate.js';
 import type { Permission, Policy, Resource, ResourceEdge, TenantSnapshot } from '../services/engine/model.js';
-import { rng } from '../services/engine/testdata/generate.js';
+import { mulberry32 } from '../test/seeded-random.js';
 
 // --- deterministic generation -------------------------------------------------------------------
 
@@ -63,7 +63,7 @@ function zipfSampler(size: number, s: number, q: () => number): () => number {
 }
 
 export function generateTenant(shape: Shape, seed: number) {
-  const r = rng(seed);
+  const r = mulberry32(seed);
   const int = (n: number) => Math.floor(r() * n);
   const scopes: NonNullable<TenantSnapshot['rows']['scope']> = [{ id: 'scope_root', tenantId: 'tenant_b', parentId: null, typeId: 'tenant', name: 'root' }];
   const projects: string[] = [];
@@ -184,7 +184,7 @@ export function generateTenant(shape: Shape, seed: number) {
    * a random ranking, so a few are hot and most are cold.
    */
   const requests = (n: number, seed2: number, working?: { resources: number; subjects: number } | { zipf: number }): EvaluateRequest[] => {
-    const q = rng(seed2);
+    const q = mulberry32(seed2);
     const pickFrom = (size: number, k: number | undefined): (() => number) => {
       if (k === undefined || k >= size) return () => Math.floor(q() * size);
       const subset = Array.from({ length: k }, () => Math.floor(q() * size));

@@ -24,7 +24,7 @@ import { IdTable } from '../services/engine/id-table.js';
 import { TenantIndex } from '../services/engine/tenant-index/mod.js';
 import type { Change, TenantSnapshot } from '../services/engine/model.js';
 import { generateTenant as generate, type Shape } from './engine-tenant.js';
-import { rng } from '../services/engine/testdata/generate.js';
+import { mulberry32 } from '../test/seeded-random.js';
 import { writeResults } from './results-file.js';
 
 const QUICK = process.argv.includes('--quick');
@@ -124,7 +124,7 @@ function lookupsPerCheck(index: TenantIndex, requests: EvaluateRequest[]): numbe
 function mapGetNs(n: number): number {
   const m = new Map<string, { a: number }>();
   for (let i = 0; i < n; i++) m.set(`resource_${i}`, { a: i });
-  const q = rng(7);
+  const q = mulberry32(7);
   const keys = Array.from({ length: 200_000 }, () => `resource_${Math.floor(q() * n)}`);
   let sum = 0;
   for (const k of keys) sum += m.get(k)!.a;
@@ -158,7 +158,7 @@ function dependentLoadNs(mib: number): number {
   const lines = (mib * 1024 * 1024) / 64;
   const order = new Int32Array(lines);
   for (let i = 0; i < lines; i++) order[i] = i;
-  const q = rng(5);
+  const q = mulberry32(5);
   for (let i = lines - 1; i > 0; i--) {
     const j = Math.floor(q() * (i + 1));
     const t = order[i];

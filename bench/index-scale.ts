@@ -24,7 +24,7 @@ import { evaluate, type EvaluateRequest } from '../services/engine/evaluate.js';
 import { IdTable } from '../services/engine/id-table.js';
 import { TenantIndex } from '../services/engine/tenant-index/mod.js';
 import type { Change, EntityKind, TenantSnapshot } from '../services/engine/model.js';
-import { rng } from '../services/engine/testdata/generate.js';
+import { mulberry32 } from '../test/seeded-random.js';
 import { writeResults } from './results-file.js';
 
 const arg = (name: string, dflt: number): number => {
@@ -110,7 +110,7 @@ interface Tenant {
 }
 
 function tenant(): Tenant {
-  const r = rng(2024);
+  const r = mulberry32(2024);
   const int = (n: number) => Math.floor(r() * n);
   const scopes: { id: string; parentId: string | null; typeId: string }[] = [{ id: id('scope', 0), parentId: null, typeId: 'tenant' }];
   const envs: number[] = [];
@@ -357,7 +357,7 @@ function lookups(index: TenantIndex, requests: EvaluateRequest[]): number {
 }
 
 function decisionRequests(t: Tenant, n: number): Record<string, EvaluateRequest[]> {
-  const q = rng(77);
+  const q = mulberry32(77);
   const int = (k: number) => Math.floor(q() * k);
   const role: EvaluateRequest[] = [];
   const ownership: EvaluateRequest[] = [];

@@ -1,10 +1,6 @@
 import type { Registry } from 'prom-client';
 import { HotCounter } from '../transport/hot-metrics.js';
-import type { Decision, DecisionReason } from '../engine/mod.js';
-
-const REASONS: readonly DecisionReason[] = [
-  'policy_allow', 'policy_deny', 'role', 'ownership', 'inherited', 'no_match', 'gate_unreachable', 'resource_not_found', 'error',
-];
+import { DECISION_REASONS, type Decision } from '../engine/mod.js';
 
 /**
  * `authz_decisions_total{reason, allowed}`: every decision a process answers, by the engine's
@@ -18,7 +14,7 @@ export function decisionCounter(registry: Registry): (d: Decision) => void {
     labelNames: ['reason', 'allowed'],
   });
   const children = new Map<string, [denied: { inc(): void }, allowed: { inc(): void }]>();
-  for (const reason of REASONS) children.set(reason, [counter.child({ reason, allowed: 'false' }), counter.child({ reason, allowed: 'true' })]);
+  for (const reason of DECISION_REASONS) children.set(reason, [counter.child({ reason, allowed: 'false' }), counter.child({ reason, allowed: 'true' })]);
   return (d) => {
     const pair = children.get(d.reason);
     if (pair) pair[d.allowed ? 1 : 0].inc();

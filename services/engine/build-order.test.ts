@@ -15,7 +15,8 @@ import { evaluate } from './evaluate.js';
 import type { TenantSnapshot } from './model.js';
 import { TenantIndex } from './tenant-index/mod.js';
 import { derivedState } from './testdata/derived-state.js';
-import { genRequest, genTenant, rng, type GenCase } from './testdata/generate.js';
+import { genRequest, genTenant, type GenCase } from './testdata/generate.js';
+import { mulberry32 } from '../../test/seeded-random.js';
 
 const NOW = new Date('2026-11-25T10:00:00Z');
 
@@ -61,7 +62,7 @@ const REAL: Engine = { build: (t) => TenantIndex.fromSnapshot(t), outcome };
 
 /** Builds the tenant in its order and in reverse, then asks both `requests` generated requests; fails on any disagreement. */
 function expectOrdersAgree(seed: number, engine: Engine = REAL, requests = 20): void {
-  const r = rng(seed);
+  const r = mulberry32(seed);
   const t = genTenant(r);
   const a = settle(() => engine.build(t));
   const b = settle(() => engine.build(reversed(t)));

@@ -12,10 +12,14 @@ import { ScopeNotFoundError } from './errors.js';
 import { evaluate, resolveResource, type Decision } from './evaluate.js';
 import { TenantIndex } from './tenant-index/mod.js';
 import { ENTITY_KINDS, type Change, type EntityKind, type RowsByKind, type TenantSnapshot } from './model.js';
+import { CANARY, GENERATED_CONDITIONS, UNKNOWN_SUBJECT, genMatch, genRequest, genTenant, int, chance, type GenCase, type Rng } from './testdata/generate.js';
+import { mulberry32 } from '../../test/seeded-random.js';
 import { derivedState } from './testdata/derived-state.js';
-import { CANARY, UNKNOWN_SUBJECT, genMatch, genRequest, genTenant, int, rng, chance, type GenCase, type Rng } from './testdata/generate.js';
-import { RefScopeNotFound, refMatch, refMatchOutcome, referenceEvaluate, type RefDecision } from './testdata/reference.js';
-import { matchOutcome, matchesDefinition } from './match.js';
+import { RefScopeNotFound, referenceEvaluate, type RefDecision } from './testdata/reference.js';
+import { refApplyLogic, refJsonLogicError, refTruthy } from './testdata/reference-logic.js';
+import { refMatch, refMatchDefinitionError, refMatchOutcome } from './testdata/reference-match.js';
+import { applyJsonLogic, logicTruthy, validateJsonLogic } from './jsonlogic.js';
+import { matchOutcome, matchesDefinition, validateMatchDefinition } from './match.js';
 
 const FIXED_SEED = 20250101;
 const envSeed = process.env.ENGINE_PROP_SEED ? Number(process.env.ENGINE_PROP_SEED) : undefined;
@@ -61,7 +65,7 @@ describe.each(seeds)('engine vs reference (%s seed %i)', (_label, seed) => {
     const before = casesRun;
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), (tenantSeed) => {
-        const r = rng(tenantSeed);
+        const r = mulberry32(tenantSeed);
         const t = genTenant(r);
         const index = TenantIndex.fromSnapshot(t);
         for (let i = 0; i < REQUESTS; i++) {
@@ -73,13 +77,16 @@ describe.each(seeds)('engine vs reference (%s seed %i)', (_label, seed) => {
           }
           // The canary holds nothing: only a policy can let it in, never a role, grant or ancestor.
           if (c.request.actor.subjectId === CANARY && 'allowed' in got && got.allowed) expect(got.reason).toBe('policy_allow');
-          if (c.request.actor.subjectId === UNKNOWN_SUBJECT && 'allowed' in got) expect(got.allowed).toBe(false);
           // The unknown canary (no subject row, though dangling rows name it) is never allowed,
-          // whatever the rest of the request: replay every case as that subject.
+          // whatever the rest of the request, and the answer says why: replay every case as
+          // that subject.
           const asUnknown: GenCase = { request: { ...c.request, actor: { subjectId: UNKNOWN_SUBJECT } }, options: c.options };
           const unknownGot = engineOutcome(index, asUnknown);
           expect(unknownGot).toEqual(refOutcome(t, asUnknown));
-          if ('allowed' in unknownGot) expect(unknownGot.allowed, JSON.stringify(asUnknown)).toBe(false);
+          if ('allowed' in unknownGot) {
+            expect(unknownGot.allowed, JSON.stringify(asUnknown)).toBe(false);
+            expect(['resource_not_found', 'gate_unreachable', 'subject_not_found'], JSON.stringify(asUnknown)).toContain(unknownGot.reason);
+          }
           // Count the fail-closed paths taken (explaining only the cases a policy can touch).
           if (!('thrown' in got) && c.request.resource) {
             const text = JSON.stringify(evaluate(index, { ...c.request, explain: true }, c.options).trace);
@@ -139,7 +146,7 @@ describe.each(seeds)('incremental index equals a rebuilt one (%s seed %i)', (_la
   it('after random change sets', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), (s) => {
-        const r = rng(s);
+        const r = mulberry32(s);
         const a = genTenant(r);
         const inc = TenantIndex.fromSnapshot(a);
         // Warm the lazy caches so invalidation is exercised too.
@@ -182,7 +189,7 @@ describe.each(seeds)('effective permissions agree with evaluate (%s seed %i)', (
     let checked = 0;
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), (s) => {
-        const r = rng(s);
+        const r = mulberry32(s);
         const t = genTenant(r);
         const index = TenantIndex.fromSnapshot(t);
         const typeKeyOf = (resourceTypeId: string) => index.resourceType(resourceTypeId)?.key;
@@ -193,6 +200,11 @@ describe.each(seeds)('effective permissions agree with evaluate (%s seed %i)', (
           const d = evaluate(index, c.request, c.options);
           if (['policy_allow', 'policy_deny', 'resource_not_found', 'error'].includes(d.reason)) continue;
           const { subjectId } = c.request.actor;
+          if (!index.subject(subjectId)) {
+            expect(d.reason, JSON.stringify(c)).toBe('subject_not_found');
+            expect(effectivePermissions(index, { subjectId, scopeId: c.request.scopeId })).toEqual([]);
+            continue;
+          }
           const { scopeId, action } = c.request;
           const ref = c.request.resource;
           let expected: string;
@@ -248,13 +260,19 @@ describe.each(seeds)('match definitions agree with the reference (%s seed %i)', 
   it('on generated definitions and resources', () => {
     let matched = 0;
     let errored = 0;
+    let invalid = 0;
     let total = 0;
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), (s) => {
-        const r = rng(s);
+        const r = mulberry32(s);
         const t = genTenant(r);
         const index = TenantIndex.fromSnapshot(t);
         const defs = Array.from({ length: 8 }, () => genMatch(r));
+        for (const def of defs) {
+          // The control plane refuses exactly what the reference refuses.
+          const refused = refMatchDefinitionError(def);
+          expect(validateMatchDefinition(def) === null, `${JSON.stringify(def)}: reference says ${refused ?? 'valid'}`).toBe(refused === null);
+        }
         for (const res of t.rows.resource ?? []) {
           const tags = index.resourceTags(res.id);
           const pairs: [string, string][] = [...tags].flatMap(([g, ids]) => [...ids].map((id) => [g, id] as [string, string]));
@@ -266,14 +284,53 @@ describe.each(seeds)('match definitions agree with the reference (%s seed %i)', 
             total++;
             if (got) matched++;
             if (outcome === 'error') errored++;
+            if (refMatchDefinitionError(def) !== null) invalid++;
           }
         }
       }),
       { seed, numRuns: 600 },
     );
-    // Both outcomes must be well represented for the comparison to mean anything.
+    // Every outcome must be well represented for the comparison to mean anything, invalid
+    // definitions (which must error, never match) included.
     expect(matched).toBeGreaterThan(total * 0.1);
     expect(total - matched).toBeGreaterThan(total * 0.1);
-    expect(errored).toBeGreaterThan(0);
+    expect(invalid).toBeGreaterThan(total * 0.1);
+    expect(errored).toBeGreaterThan(invalid);
+  });
+});
+
+// --- JSON Logic: the engine's wrapper vs the reference's -----------------------------------------
+
+describe('generated conditions agree with the reference', () => {
+  /** What each generated condition is evaluated against: data that makes its value an array, an empty one, an object, null. */
+  const DATA: unknown[] = [
+    {},
+    { xs: [], ip: '10.0.0.1', time: {}, subject: { meta: {} } },
+    { xs: [0, 2, 3], country: 'FR', deviceType: '', subject: { id: 's', type: 'user', meta: { dept: 'a', level: 2, xs: [] } } },
+    { xs: Array.from({ length: 16 }, (_, i) => i), subject: { meta: { xs: [1, 2] } }, resource: { id: 'resource_1', attributes: {} } },
+    { resource: { id: 'r', displayName: null, attributes: { tier: 'gold', labels: [], size: 3, xs: [1] } } },
+    { resource: { id: 'r', displayName: 'n', attributes: { tier: 'silver', labels: ['x', 'y'] } } },
+  ];
+
+  it('in validity, value and truthiness', () => {
+    let refused = 0;
+    let falsyArrays = 0;
+    for (const rule of GENERATED_CONDITIONS) {
+      const why = refJsonLogicError(rule);
+      expect(validateJsonLogic(rule) === null, `${JSON.stringify(rule)}: reference says ${why ?? 'valid'}`).toBe(why === null);
+      if (why !== null) refused++;
+      for (const data of DATA) {
+        const got = applyJsonLogic(rule, data);
+        const want = refApplyLogic(rule, data);
+        const where = JSON.stringify({ rule, data });
+        expect(got.ok, where).toBe(want.ok);
+        if (!got.ok || !want.ok) continue;
+        expect(got.value, where).toEqual(want.value);
+        expect(logicTruthy(got.value), where).toBe(refTruthy(want.value));
+        if (Array.isArray(want.value) && want.value.length === 0) falsyArrays++;
+      }
+    }
+    expect(refused).toBeGreaterThan(5);
+    expect(falsyArrays).toBeGreaterThan(5);
   });
 });

@@ -3,15 +3,18 @@
  * tenant index, a request and the caller's clock and gate mode.
  *
  * Order: scope → resource resolution → reachability gate → subject → resource policies →
- * role-based permissions → ownership grants → hierarchy inheritance → no match.
+ * role-based permissions → ownership grants → hierarchy inheritance → no match. This file runs
+ * the legs in order; resolution and the gate are in target.ts, the policy leg in policy-leg.ts,
+ * held roles and permission covers in roles.ts, the explanation's text in trace.ts.
  * Interpretations fixed here (the spec leaves them open):
  * - Gate: the resource is reachable from S when its owner scope or one of its linked scopes is
  *   S or an ancestor of S (a project's resources are reachable from its environments, as the
  *   project's roles are). Under `links-fallback` a resource without links is reachable from
  *   everywhere. An unknown `externalResourceId` has no links: reachable under
  *   `links-fallback`, unreachable under `strict`.
- * - An unknown subject, or one whose stored type differs from `actor.subjectType` when that is
- *   given (non-empty), is denied with reason `no_match` (policies are not consulted).
+ * - An unknown subject (no subject row in the tenant, whatever rows name it) is denied with
+ *   reason `subject_not_found`; one whose stored type differs from `actor.subjectType` when that
+ *   is given (non-empty) with reason `no_match`. Policies are not consulted for either.
  * - `externalResourceId` + type key naming several resources (bad data) resolves to the one
  *   owned nearest to S along its ancestors, else the smallest id.
  * - A null/absent condition is no condition. A condition that errors (invalid rule, a safety
@@ -46,33 +49,24 @@
  * - Any internal error is a deny with reason `error`; an unknown scope throws
  *   ScopeNotFoundError.
  */
-import { DecisionBudget, type EvaluationBudget } from './budget.js';
+import type { EvaluationBudget } from './budget.js';
 import { ScopeNotFoundError } from './errors.js';
 import {
-  FACT_FLAGS,
-  FACT_UP_NUM,
-  F_EXISTS,
-  F_LINKS,
-  F_NAMED,
   F_POLICIES,
-  F_TYPE_SHIFT,
+  F_NAMED,
   F_UP,
   F_UP_INHERIT,
   MAX_HIERARCHY_DEPTH,
-  bagRows,
   type ParentLink,
-  type RowBag,
   type ResourceNode,
   type RoleInfo,
   type ScopePath,
   type SubjectNode,
   type TenantIndex,
-  type TypeSlot,
 } from './tenant-index/mod.js';
-import { isPlainObject } from './json.js';
-import { applyJsonLogic, logicTruthy, missingVariables } from './jsonlogic.js';
-import { matchOutcome, type MatchSubject, type ResourceTags } from './match.js';
-import type { Collection, OwnershipGrant, Policy, Resource, ResourceScopeLink, Subject } from './model.js';
+import type { OwnershipGrant, Policy, Resource } from './model.js';
+import { inIdOrder } from './order.js';
+import { evaluatePolicies } from './policy-leg.js';
 import {
   collectRoles,
   coversWith,
@@ -89,8 +83,12 @@ import {
   type OverrideDecisions,
   type SkippedRole,
 } from './roles.js';
+import { gateReachable, nodeOf, resolveTarget, rowOf, type GateMode, type KnownTarget, type ResourceRef, type Target } from './target.js';
+import { byRole, gateMessage, traceHeld, traceTarget, traceUnusableGrant, type TraceStep } from './trace.js';
 
-export type GateMode = 'off' | 'links-fallback' | 'strict';
+export { conditionContext } from './policy-leg.js';
+export type { GateMode, ResourceRef } from './target.js';
+export type { TraceLeg, TraceStep } from './trace.js';
 
 export interface EvaluateOptions {
   /** The clock: policy windows and the `time` context variables read it. */
@@ -107,8 +105,6 @@ export interface EvaluateOptions {
   budget?: EvaluationBudget;
 }
 
-export type ResourceRef = { resourceId: string } | { externalResourceId: string; resourceType: string };
-
 export interface EvaluateRequest {
   actor: { subjectId: string; subjectType?: string };
   scopeId: string;
@@ -118,36 +114,21 @@ export interface EvaluateRequest {
   explain?: boolean;
 }
 
-export type DecisionReason =
-  | 'policy_allow'
-  | 'policy_deny'
-  | 'role'
-  | 'ownership'
-  | 'inherited'
-  | 'no_match'
-  | 'gate_unreachable'
-  | 'resource_not_found'
-  | 'error';
+/** Every reason a decision can give, in the order of the decision path. */
+export const DECISION_REASONS = [
+  'resource_not_found',
+  'gate_unreachable',
+  'subject_not_found',
+  'policy_allow',
+  'policy_deny',
+  'role',
+  'ownership',
+  'inherited',
+  'no_match',
+  'error',
+] as const;
 
-export type TraceLeg =
-  | 'scope'
-  | 'resource'
-  | 'gate'
-  | 'subject'
-  | 'policy'
-  | 'role'
-  | 'ownership'
-  | 'hierarchy'
-  | 'decision'
-  | 'error';
-
-/** One step of an explanation, in the order the engine took it. */
-export interface TraceStep {
-  leg: TraceLeg;
-  outcome: 'info' | 'pass' | 'fail' | 'skip' | 'allow' | 'deny';
-  message: string;
-  detail?: Record<string, unknown>;
-}
+export type DecisionReason = (typeof DECISION_REASONS)[number];
 
 export interface Decision {
   allowed: boolean;
@@ -160,36 +141,6 @@ export interface Decision {
   revision: number;
   /** Present when the request asked for `explain`. */
   trace?: TraceStep[];
-}
-
-/**
- * A resource the tenant holds, as first resolved: its slot facts (see `FACT_FLAGS` in
- * index.ts), enough for the common check. Its node, one more trip to DRAM on a large tenant,
- * is read by {@link nodeOf} only on a leg that needs more (policies, links, a parent to walk,
- * a permission naming it, an explanation).
- */
-interface KnownTarget {
-  kind: 'known';
-  /** The resource id. */
-  id: string;
-  slot: number;
-  flags: number;
-  upNum: number;
-  type: TypeSlot | undefined;
-  typeKey: string | undefined;
-  node: ResourceNode | undefined;
-}
-
-/** How the request's resource resolved. */
-type Target = { kind: 'none' } | KnownTarget | { kind: 'external'; externalResourceId: string; typeKey: string };
-
-function nodeOf(index: TenantIndex, t: KnownTarget): ResourceNode {
-  return (t.node ??= index.resourceNodeAt(t.slot));
-}
-
-/** The row of a known target (it exists: resolution checked). */
-function rowOf(index: TenantIndex, t: KnownTarget): Resource {
-  return index.resourceRow(nodeOf(index, t));
 }
 
 class MalformedRequestError extends Error {}
@@ -311,7 +262,7 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
   // depend on one another, so issued back to back (before any work that uses them) their misses
   // overlap instead of adding up. Nothing is decided on the subject before the resource and
   // gate legs, as the order of the decision path requires.
-  const target = resolveTarget(index, request, path);
+  const target = resolveTarget(index, request.resource, path);
   const up =
     target !== null && target.kind === 'known' && (target.flags & F_UP) !== 0 && !index.isPlainNum(target.upNum) ? nodeOf(index, target).up : undefined;
   const upPatterns = up !== undefined ? up.patterns : 0;
@@ -329,15 +280,16 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
     if (!reachable) return done(ctx, false, 'gate_unreachable');
   } else if (target.kind !== 'none') trace?.push({ leg: 'gate', outcome: 'pass', message: 'gate off' });
 
-  // Subject (the node's copy of the row's type: the row itself is read only by conditions).
-  // An empty subjectType is how proto3 spells "not given".
+  // Subject. A node without a row is a subject only dangling rows name: not in the tenant.
+  if (subjectNode === undefined || subjectNode.row === undefined) {
+    trace?.push({ leg: 'subject', outcome: 'fail', message: `subject ${subjectId} not found` });
+    return done(ctx, false, 'subject_not_found');
+  }
+  // The node's copy of the row's type (the row itself is read only by conditions); an empty
+  // subjectType is how proto3 spells "not given".
   const wantType = request.actor.subjectType || undefined;
-  if (subjectNode === undefined || subjectNode.row === undefined || (wantType !== undefined && wantType !== subjectNode.type)) {
-    trace?.push({
-      leg: 'subject',
-      outcome: 'fail',
-      message: subjectNode?.row ? `subject ${subjectId} is a ${String(subjectNode.type)}, not a ${String(wantType)}` : `subject ${subjectId} not found`,
-    });
+  if (wantType !== undefined && wantType !== subjectNode.type) {
+    trace?.push({ leg: 'subject', outcome: 'fail', message: `subject ${subjectId} is a ${String(subjectNode.type)}, not a ${String(wantType)}` });
     return done(ctx, false, 'no_match');
   }
   trace?.push({ leg: 'subject', outcome: 'info', message: `subject ${subjectNode.row.id} (${String(subjectNode.type)})` });
@@ -346,7 +298,9 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
   // type slot), so a resource without either costs no further lookup.
   if (target.kind === 'known') {
     if ((target.flags & F_POLICIES) !== 0 || (target.type !== undefined && target.type.collections > 0)) {
-      const winner = evaluatePolicies(index, request, target, path, now, subjectNode.row, trace, options.budget);
+      const winner = evaluatePolicies({
+        index, action, context: request.context, target, path, now, subject: subjectNode.row, trace, group: options.budget,
+      });
       if (winner) return done(ctx, winner.effect === 'allow', winner.effect === 'allow' ? 'policy_allow' : 'policy_deny', winner);
     } else trace?.push({ leg: 'policy', outcome: 'skip', message: 'no policy targets the resource or a matching collection' });
   } else if (target.kind === 'external') {
@@ -515,35 +469,8 @@ function inherit(
 /** Whether a grant on `node` counts (see grantRoleUsable); says why not in the trace. */
 function usableGrant(index: TenantIndex, g: OwnershipGrant, node: ResourceNode, trace: TraceStep[] | undefined): boolean {
   if (grantRoleUsable(index, g.roleId, node.owner)) return true;
-  if (trace) {
-    const role = index.role(g.roleId);
-    trace.push({
-      leg: 'ownership',
-      outcome: 'skip',
-      message: role
-        ? `ownership grant ${g.id}: role ${g.roleId} is defined at ${role.scopeId}, not at the resource's owner scope ${String(node.owner)} or above`
-        : `ownership grant ${g.id}: role ${g.roleId} does not exist`,
-    });
-  }
+  if (trace) traceUnusableGrant(index, trace, g, node);
   return false;
-}
-
-function traceTarget(index: TenantIndex, trace: TraceStep[], target: Target): void {
-  if (target.kind === 'none') trace.push({ leg: 'resource', outcome: 'info', message: 'no resource: only permissions with pattern * apply' });
-  else if (target.kind === 'known') {
-    const r = rowOf(index, target);
-    trace.push({
-      leg: 'resource',
-      outcome: 'info',
-      message: `resource ${r.id} (type ${target.typeKey ?? '(unknown type)'}, external id ${r.externalResourceId}, owner scope ${r.ownerScopeId})`,
-    });
-  } else {
-    trace.push({
-      leg: 'resource',
-      outcome: 'info',
-      message: `unknown external id ${target.externalResourceId} of type ${target.typeKey}: evaluated by permission pattern alone (no policies, no hierarchy)`,
-    });
-  }
 }
 
 /**
@@ -553,72 +480,8 @@ function traceTarget(index: TenantIndex, trace: TraceStep[], target: Target): vo
  */
 export function resolveResource(index: TenantIndex, scopeId: string, ref: ResourceRef): Resource | undefined {
   if (!index.scope(scopeId)) throw new ScopeNotFoundError(scopeId);
-  const t = resolveTarget(index, { actor: { subjectId: '' }, scopeId, action: '', resource: ref }, index.scopePath(scopeId));
+  const t = resolveTarget(index, ref, index.scopePath(scopeId));
   return t?.kind === 'known' ? rowOf(index, t) : undefined;
-}
-
-const NO_RESOURCE: Target = { kind: 'none' };
-
-function resolveTarget(index: TenantIndex, request: EvaluateRequest, path: ScopePath): Target | null {
-  const ref = request.resource;
-  if (!ref) return NO_RESOURCE;
-  if ('resourceId' in ref && typeof ref.resourceId === 'string') return knownTarget(index, ref.resourceId, undefined);
-  const { externalResourceId, resourceType } = ref as { externalResourceId: string; resourceType: string };
-  const candidates = index.resourcesByExternalId(resourceType, externalResourceId);
-  if (candidates.length === 0) return { kind: 'external', externalResourceId, typeKey: resourceType };
-  return knownTarget(index, pickCandidate(candidates, path).id, resourceType);
-}
-
-/** The target of an existing resource from its slot facts (null when its row does not exist). */
-function knownTarget(index: TenantIndex, id: string, typeKey: string | undefined): KnownTarget | null {
-  const slot = index.resourceSlot(id);
-  if (slot < 0) return null;
-  const flags = index.resourceFact(slot, FACT_FLAGS);
-  if ((flags & F_EXISTS) === 0) return null;
-  const type = index.typeSlotAt((flags >>> F_TYPE_SHIFT) - 1);
-  return { kind: 'known', id, slot, flags, upNum: index.resourceFact(slot, FACT_UP_NUM), type, typeKey: typeKey ?? type?.key, node: undefined };
-}
-
-/** Several resources under one external id and type key: nearest owner on the path, else smallest id. */
-function pickCandidate(candidates: Resource[], path: ScopePath): Resource {
-  if (candidates.length === 1) return candidates[0];
-  const byId = [...candidates].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  for (const s of path.ids) {
-    const owned = byId.find((r) => r.ownerScopeId === s);
-    if (owned) return owned;
-  }
-  return byId[0];
-}
-
-/** Whether the gate lets the request reach its resource (gate is not `off`). */
-function gateReachable(index: TenantIndex, target: Target, path: ScopePath, gate: GateMode): boolean {
-  if (target.kind === 'external') return gate !== 'strict';
-  if (target.kind !== 'known') return true;
-  if (gate === 'links-fallback' && (target.flags & F_LINKS) === 0) return true;
-  const node = nodeOf(index, target);
-  const links = node.links;
-  if (path.set.has(node.owner as string)) return true;
-  for (const l of bagRows<ResourceScopeLink>(links)) if (path.set.has(l.scopeId)) return true;
-  return false;
-}
-
-/** The explanation of a gate outcome. */
-function gateMessage(index: TenantIndex, target: Target, path: ScopePath, gate: GateMode, reachable: boolean): string {
-  if (target.kind === 'external') {
-    return gate === 'strict'
-      ? 'strict gate: an unknown resource is never reachable'
-      : 'links-fallback gate: an unknown resource has no links, so it is reachable';
-  }
-  if (target.kind !== 'known') return 'no resource';
-  const r = rowOf(index, target);
-  const links = nodeOf(index, target).links;
-  if (gate === 'links-fallback' && links === undefined) return 'links-fallback gate: resource has no scope links, reachable from every scope';
-  if (path.set.has(r.ownerScopeId)) return `${gate} gate: owner scope ${r.ownerScopeId} is the evaluation scope or an ancestor`;
-  for (const l of [...bagRows<ResourceScopeLink>(links)].sort((a, b) => cmp(a.id, b.id))) {
-    if (path.set.has(l.scopeId)) return `${gate} gate: linked scope ${l.scopeId} (link ${l.id}) is the evaluation scope or an ancestor`;
-  }
-  if (reachable) return `${gate} gate: reachable`;
-  return `${gate} gate: neither owner scope ${r.ownerScopeId} nor any linked scope is the evaluation scope or an ancestor`;
 }
 
 /**
@@ -655,279 +518,4 @@ function distinctRoleIds(held: HeldRole[]): string[] {
   const out: string[] = [];
   for (const h of held) if (!out.includes(h.roleId)) out.push(h.roleId);
   return out;
-}
-
-/** Orders explained roles by id, source and scope: a trace must not depend on the order the index was built in. */
-const byRole = (a: HeldRole | SkippedRole, b: HeldRole | SkippedRole) =>
-  cmp(a.roleId, b.roleId) || cmp(a.viaId, b.viaId) || cmp(a.sourceScopeId, b.sourceScopeId) || cmp(a.source, b.source);
-const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-
-/** `held` comes sorted (byRole). */
-function traceHeld(trace: TraceStep[], held: HeldRole[], unorderedSkipped: SkippedRole[]): void {
-  const skipped = [...unorderedSkipped].sort(byRole);
-  for (const s of skipped) {
-    const why =
-      s.why === 'blocked' ? `blocked by an override at ${s.blockedAt}` : s.why === 'role_missing' ? 'role does not exist' : 'role is not defined at or above the source scope';
-    trace.push({ leg: 'role', outcome: 'skip', message: `role ${s.roleId} from ${s.source === 'role' ? 'membership' : 'tag binding'} ${s.viaId} at ${s.sourceScopeId}: ${why}` });
-  }
-  trace.push({
-    leg: 'role',
-    outcome: 'info',
-    message: held.length
-      ? `roles held: ${held.map((h) => `${h.roleId} (${h.source === 'role' ? 'membership' : 'tag binding'} ${h.viaId} at ${h.sourceScopeId})`).join(', ')}`
-      : 'no roles held at this scope',
-    detail: { roles: held.map((h) => ({ ...h })) },
-  });
-}
-
-function validTime(iso: string | null | undefined): number | null {
-  if (iso === undefined || iso === null) return null;
-  return typeof iso === 'string' ? Date.parse(iso) : NaN;
-}
-
-/** Context as sent, with `time` filled from the clock when absent. */
-export function conditionContext(context: Record<string, unknown> | undefined | null, now: Date): Record<string, unknown> {
-  const base: Record<string, unknown> = isPlainObject(context) ? context : {};
-  if (Object.prototype.hasOwnProperty.call(base, 'time')) return base;
-  return {
-    ...base,
-    time: { hour: now.getUTCHours(), minute: now.getUTCMinutes(), dayOfWeek: now.getUTCDay(), iso: now.toISOString() },
-  };
-}
-
-interface Candidate {
-  policy: Policy;
-  via: string;
-}
-
-/**
- * Policies of the matching collections defined at S or an ancestor for the resource's type. A
- * collection whose match definition errors fails closed: its deny policies are considered (as if
- * it matched, still subject to their action, window and conditions), its allow policies are not.
- */
-function collectionCandidates(
-  index: TenantIndex,
-  resource: Resource,
-  path: ScopePath,
-  out: Candidate[],
-  trace: TraceStep[] | undefined,
-  budget: DecisionBudget,
-  spare: DecisionBudget | undefined,
-): void {
-  let tags: ResourceTags | undefined;
-  const subject: MatchSubject = { resource, tags: (): ResourceTags => (tags ??= index.resourceTags(resource.id)) };
-  for (const s of path.ids) {
-    for (const c of inIdOrder<Collection>(index.collectionsAt(resource.resourceTypeId, s))) {
-      const policies = index.collectionPolicies(c.id);
-      if (policies === undefined && !trace) continue;
-      // Matched only for the explanation: drawn from the spare budget, never the decision's.
-      subject.budget = policies === undefined ? spare : budget;
-      const outcome = matchOutcome(c.matchDefinition, subject);
-      if (trace) {
-        const message =
-          outcome === 'match'
-            ? `collection ${c.id} at ${s} matches the resource`
-            : outcome === 'no_match'
-              ? `collection ${c.id} at ${s} does not match the resource`
-              : `collection ${c.id} at ${s}: its match definition errored against the resource${subject.error ? ` (${clip(subject.error)})` : ''}, so its deny policies apply to fail closed (its allow policies do not)`;
-        trace.push({
-          leg: 'policy',
-          outcome: outcome === 'match' ? 'pass' : 'fail',
-          message,
-          detail: { collectionId: c.id, match: outcome, ...(outcome === 'error' && subject.error ? { matchError: clip(subject.error) } : {}) },
-        });
-      }
-      if (outcome === 'no_match') continue;
-      const via = outcome === 'match' ? `collection ${c.id}` : `collection ${c.id}, match definition errored`;
-      for (const p of bagRows<Policy>(policies)) if (outcome === 'match' || p.effect === 'deny') out.push({ policy: p, via });
-    }
-  }
-}
-
-/**
- * Collects the applicable policies (direct ones, and those of matching collections defined at
- * S or an ancestor for the resource's type), keeps the matching ones and returns the winner of
- * the highest-priority group, or undefined when none matches.
- */
-function evaluatePolicies(
-  index: TenantIndex,
-  request: EvaluateRequest,
-  target: KnownTarget,
-  path: ScopePath,
-  now: number,
-  subject: Subject,
-  trace: TraceStep[] | undefined,
-  group: EvaluationBudget | undefined,
-): Policy | undefined {
-  // Created here, so a decision that reaches no policy never touches a budget.
-  const budget = new DecisionBudget(group);
-  try {
-    return decidePolicies(index, request, target, path, now, subject, trace, budget);
-  } finally {
-    budget.settle();
-  }
-}
-
-/**
- * Policies are collected, then the matching ones kept. Rules that run only for the explanation
- * (conditions of a policy already out, collections without policies) draw on a spare budget of
- * their own, so explaining never changes a decision.
- */
-function decidePolicies(
-  index: TenantIndex,
-  request: EvaluateRequest,
-  target: KnownTarget,
-  path: ScopePath,
-  now: number,
-  subject: Subject,
-  trace: TraceStep[] | undefined,
-  budget: DecisionBudget,
-): Policy | undefined {
-  const spare = trace ? new DecisionBudget() : undefined;
-  // A view: match definitions read a field or two, so no whole row is built.
-  const resource = index.resourceView(nodeOf(index, target));
-  const direct = nodeOf(index, target).policies;
-  const hasCollections = index.hasCollectionsOfType(resource.resourceTypeId);
-  if (direct === undefined && !hasCollections) {
-    trace?.push({ leg: 'policy', outcome: 'skip', message: 'no policy targets the resource or a matching collection' });
-    return undefined;
-  }
-  const candidates: Candidate[] = [];
-  for (const p of bagRows<Policy>(direct)) candidates.push({ policy: p, via: 'direct' });
-  if (hasCollections) collectionCandidates(index, resource, path, candidates, trace, budget, spare);
-  if (candidates.length === 0) {
-    trace?.push({ leg: 'policy', outcome: 'skip', message: 'no policy targets the resource or a matching collection' });
-    return undefined;
-  }
-  // One order in every process, whatever order the index received its rows in: which condition
-  // runs out of a shared budget (and so fails closed) must not depend on it.
-  if (candidates.length > 1) candidates.sort(byPriorityThenId);
-
-  const action = request.action;
-  let subjectData: unknown;
-  let contextData: Record<string, unknown> | undefined;
-  const nowDate = new Date(now);
-  const matching: Policy[] = [];
-  for (const { policy: p, via } of candidates) {
-    const actionOk = p.actions.includes(action) || p.actions.includes('*');
-    // A bound or condition that cannot be evaluated fails closed: it counts as holding on a
-    // deny, not holding on an allow.
-    const failClosed = p.effect === 'deny';
-    const from = validTime(p.validFrom);
-    const until = validTime(p.validUntil);
-    const badWindow = Number.isNaN(from) || Number.isNaN(until);
-    const windowOk =
-      (from === null || (Number.isNaN(from) ? failClosed : now >= from)) &&
-      (until === null || (Number.isNaN(until) ? failClosed : now < until));
-    const hasSubjectCond = p.subjectCondition !== undefined && p.subjectCondition !== null;
-    const hasContextCond = p.contextCondition !== undefined && p.contextCondition !== null;
-    // Cheap checks first; conditions run only when they can still matter, except when explaining.
-    let subjectOk: boolean | undefined;
-    let contextOk: boolean | undefined;
-    let subjectError: string | undefined;
-    let contextError: string | undefined;
-    let missing: string[] | undefined;
-    if ((actionOk && windowOk) || trace) {
-      const needed = actionOk && windowOk;
-      if (hasSubjectCond) {
-        subjectData ??= { subject: { id: subject.id, type: subject.type, externalId: subject.externalId, meta: isPlainObject(subject.metadata) ? subject.metadata : {} } };
-        const r = applyJsonLogic(p.subjectCondition, subjectData, needed ? budget : spare);
-        if (r.ok) subjectOk = logicTruthy(r.value);
-        else {
-          subjectError = r.error;
-          subjectOk = failClosed;
-        }
-      } else subjectOk = true;
-      if (subjectOk || trace) {
-        if (hasContextCond) {
-          contextData ??= conditionContext(request.context, nowDate);
-          const r = applyJsonLogic(p.contextCondition, contextData, needed && subjectOk ? budget : spare);
-          if (r.ok) contextOk = logicTruthy(r.value);
-          else {
-            contextError = r.error;
-            contextOk = failClosed;
-          }
-          if (trace && !contextOk && contextError === undefined) missing = missingVariables(p.contextCondition, contextData);
-        } else contextOk = true;
-      }
-    }
-    const matched = actionOk && windowOk && subjectOk === true && contextOk === true;
-    if (matched) matching.push(p);
-    if (trace) {
-      const parts = [
-        `action ${actionOk ? 'matches' : 'does not match'}`,
-        `window ${windowOk ? 'active' : 'inactive'}${badWindow ? ` (unparsable validFrom/validUntil counted as ${failClosed ? 'holding on a deny' : 'not holding on an allow'}, to fail closed)` : ''}`,
-        hasSubjectCond ? conditionText('subjectCondition', subjectOk, subjectError, failClosed) : 'no subjectCondition',
-        hasContextCond
-          ? `${conditionText('contextCondition', contextOk, contextError, failClosed)}${missing && missing.length ? ` (missing: ${missing.join(', ')})` : ''}`
-          : 'no contextCondition',
-      ];
-      trace.push({
-        leg: 'policy',
-        outcome: matched ? 'pass' : 'fail',
-        message: `policy ${p.id} (${via}, priority ${priorityOf(p)}, ${p.effect}): ${parts.join(', ')}`,
-        detail: {
-          policyId: p.id,
-          via,
-          priority: priorityOf(p),
-          effect: p.effect,
-          action: actionOk,
-          window: windowOk,
-          ...(hasSubjectCond ? { subjectCondition: subjectOk } : {}),
-          ...(hasContextCond ? { contextCondition: contextOk } : {}),
-          ...(subjectError !== undefined ? { subjectConditionError: clip(subjectError) } : {}),
-          ...(contextError !== undefined ? { contextConditionError: clip(contextError) } : {}),
-          ...(missing && missing.length ? { missingContext: missing } : {}),
-          matched,
-        },
-      });
-    }
-  }
-  if (matching.length === 0) {
-    trace?.push({ leg: 'policy', outcome: 'skip', message: 'no policy matches; role-based evaluation follows' });
-    return undefined;
-  }
-  const top = Math.max(...matching.map(priorityOf));
-  let deny: Policy | undefined;
-  let allow: Policy | undefined;
-  for (const p of matching) {
-    if (priorityOf(p) !== top) continue;
-    if (p.effect === 'deny') {
-      if (!deny || p.id < deny.id) deny = p;
-    } else if (!allow || p.id < allow.id) allow = p;
-  }
-  const winner = (deny ?? allow) as Policy;
-  trace?.push({
-    leg: 'policy',
-    outcome: winner.effect === 'deny' ? 'deny' : 'allow',
-    message: `highest matching priority ${top}: ${deny ? `deny wins (policy ${winner.id})` : `only allows; first by id is policy ${winner.id}`}`,
-  });
-  return winner;
-}
-
-/** Trace text of one condition; an errored one says which way it failed closed. */
-function conditionText(name: string, ok: boolean | undefined, error: string | undefined, deny: boolean): string {
-  if (error === undefined) return `${name} ${ok ? 'passed' : 'failed'}`;
-  return deny
-    ? `${name} errored (${clip(error)}): counted as matching, so this deny policy is applied to fail closed`
-    : `${name} errored (${clip(error)}): counted as not matching, so this allow policy is not applied (fail closed)`;
-}
-
-/** Error text of a tenant's own rule, bounded for the trace (the end says what went wrong). */
-function clip(text: string): string {
-  return text.length > 160 ? `${text.slice(0, 50)}…${text.slice(-100)}` : text;
-}
-
-/** Highest priority first, then by id: the order policies are evaluated in. */
-function byPriorityThenId(a: Candidate, b: Candidate): number {
-  return priorityOf(b.policy) - priorityOf(a.policy) || cmp(a.policy.id, b.policy.id);
-}
-
-/** A bag's rows by id: the order match definitions run in (they draw on the decision's budget). */
-function inIdOrder<T extends { id: string }>(bag: RowBag<T> | undefined): Iterable<T> {
-  return bag instanceof Map && bag.size > 1 ? [...bag.values()].sort((a, b) => cmp(a.id, b.id)) : bagRows(bag);
-}
-
-function priorityOf(p: Policy): number {
-  return typeof p.priority === 'number' && Number.isFinite(p.priority) ? p.priority : 0;
 }

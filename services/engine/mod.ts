@@ -8,6 +8,7 @@ export { TenantIndex, MAX_HIERARCHY_DEPTH, type ScopePath, type TenantIndexBuild
 export {
   evaluate,
   resolveResource,
+  DECISION_REASONS,
   conditionContext,
   type Decision,
   type DecisionReason,

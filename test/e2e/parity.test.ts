@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
-import { rng } from '../../services/engine/testdata/generate.js';
+import { mulberry32 } from '../seeded-random.js';
 import { startSidecar, type Sidecar } from '../../sidecar/app.js';
 import { describeEachBackend } from '../harness.js';
 import { startFuzzServer, PLATFORM_SECRET, type FuzzServer } from '../fuzz/control-plane.js';
@@ -36,7 +36,7 @@ describeEachBackend('control plane and sidecar decide alike (%s)', (backend) => 
 
   beforeAll(async () => {
     server = await startFuzzServer(backend, { SERVICE_WATCH_HEARTBEAT_MS: '200' });
-    const r = rng(SEED);
+    const r = mulberry32(SEED);
     const built = await buildWorld(server, PLATFORM_SECRET, r);
     world = built.world;
     serviceKey = built.keys.service;
@@ -80,7 +80,7 @@ describeEachBackend('control plane and sidecar decide alike (%s)', (backend) => 
     const resources = ids('resource');
     const actions = ['read', 'write', 'edit', 'share', 'delete'];
     const requests: unknown[] = [];
-    const r = rng(SEED + 1);
+    const r = mulberry32(SEED + 1);
     for (const subjectId of subjects) {
       for (const scopeId of scopes) {
         for (const action of actions) {

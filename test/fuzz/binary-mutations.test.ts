@@ -4,7 +4,7 @@
  * the mutation was aimed at (or an enclosing one), except the few a reader takes on purpose.
  */
 import { describe, expect, it } from 'vitest';
-import { rng } from '../../services/engine/testdata/generate.js';
+import { mulberry32 } from '../seeded-random.js';
 import { binaryRequestProblem } from '../../services/transport/binary-scan.js';
 import { MAX_BODY_BYTES } from '../../services/transport/request-limits.js';
 import { WIRE_KINDS, fieldPaths, mutateBinary, rewritten, validBinary, type WireKind } from './binary-mutations.js';
@@ -21,7 +21,7 @@ const TAKEN = /within the limit|past 64 bits|129-deep|no bytes/;
 
 describe('the binary mutator', () => {
   it('reads every method\'s valid request back byte for byte, each field under its JSON path', () => {
-    const r = rng(1);
+    const r = mulberry32(1);
     for (const m of METHODS) {
       const bytes = validBinary(m, validRequest(r, world, m, 'A'));
       expect(binaryRequestProblem(m.method.input, bytes), m.name).toBeNull();
@@ -33,7 +33,7 @@ describe('the binary mutator', () => {
   });
 
   it.each(WIRE_KINDS.filter((k) => k !== 'badEnvelope'))('%s: bytes the server\'s scan refuses, naming the field aimed at', (kind: WireKind) => {
-    const r = rng(7);
+    const r = mulberry32(7);
     let made = 0;
     for (const m of METHODS) {
       const got = mutateBinary(r, world, m, validRequest(r, world, m, 'A'), 'connect-proto', [kind]);
@@ -57,7 +57,7 @@ describe('the binary mutator', () => {
   });
 
   it('badEnvelope: a gRPC frame that is not the one envelope of a valid message', () => {
-    const r = rng(3);
+    const r = mulberry32(3);
     const labels = new Set<string>();
     for (const m of METHODS) {
       const got = mutateBinary(r, world, m, validRequest(r, world, m, 'A'), 'grpc', ['badEnvelope']);

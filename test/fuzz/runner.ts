@@ -11,7 +11,8 @@
  */
 import { createHash } from 'node:crypto';
 import { AccessTier } from '../../gen/authz/v1/options_pb.js';
-import { rng, type Rng } from '../../services/engine/testdata/generate.js';
+import { type Rng } from '../../services/engine/testdata/generate.js';
+import { mulberry32 } from '../seeded-random.js';
 import { mutateBinary, validBinary, type BinaryPayload } from './binary-mutations.js';
 import { PLATFORM_SECRET, startFuzzServer } from './control-plane.js';
 import { METHODS, isObj, needs, pathText, validRequest, type Json, type JsonObj, type MethodInfo, type Mutation, type Payload } from './generator.js';
@@ -48,7 +49,7 @@ const emptyCost = (): State['costs']['control-plane'] => ({
 
 export async function runFuzz(opts: RunOptions): Promise<RunResult> {
   const log = opts.log ?? (() => {});
-  const r: Rng = rng(opts.seed);
+  const r: Rng = mulberry32(opts.seed);
   const started = Date.now();
   const bounds: Bounds = { ...DEFAULT_BOUNDS, ...opts.bounds };
   const server = await startFuzzServer(opts.backend);

@@ -366,7 +366,8 @@ export type EvaluateResponse = Message<"authz.v1.EvaluateResponse"> & {
 
   /**
    * `policy_allow`, `policy_deny`, `role`, `ownership`, `inherited`, `no_match`,
-   * `gate_unreachable`, `resource_not_found` or `error`.
+   * `gate_unreachable`, `resource_not_found`, `subject_not_found` (the actor's subject id is not
+   * in the tenant) or `error`.
    *
    * @generated from field: string reason = 4;
    */
@@ -410,7 +411,8 @@ export type EvaluateResponseJson = {
 
   /**
    * `policy_allow`, `policy_deny`, `role`, `ownership`, `inherited`, `no_match`,
-   * `gate_unreachable`, `resource_not_found` or `error`.
+   * `gate_unreachable`, `resource_not_found`, `subject_not_found` (the actor's subject id is not
+   * in the tenant) or `error`.
    *
    * @generated from field: string reason = 4;
    */

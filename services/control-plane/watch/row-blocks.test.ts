@@ -9,7 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { create, fromBinary, toBinary, type JsonObject, type JsonValue } from '@bufbuild/protobuf';
 import { BinaryReader } from '@bufbuild/protobuf/wire';
 import { RowBlockSchema, SnapshotChunkSchema, type RowBlock } from '../../../gen/authz/v1/snapshot_service_pb.js';
-import { pick, rng, type Rng } from '../../engine/testdata/generate.js';
+import { pick, type Rng } from '../../engine/testdata/generate.js';
+import { mulberry32 } from '../../../test/seeded-random.js';
 import { ChunkRowBlocks } from './row-blocks.js';
 
 const KIND_FIELDS: Record<string, string[]> = {
@@ -55,7 +56,7 @@ function randomRow(r: Rng, kind: string, n: number): JsonObject {
 
 describe('row blocks (control plane encoder)', () => {
   it('are the bytes protobuf-es writes, decode to the rows given, and count their size exactly', () => {
-    const r = rng(7);
+    const r = mulberry32(7);
     for (const rows of [1, 3, 70, 5_000]) {
       const enc = new ChunkRowBlocks(fieldsOf);
       const given: [string, JsonObject][] = [];
@@ -98,7 +99,7 @@ describe('row blocks (control plane encoder)', () => {
   });
 
   it('a chunk taken is left as it was while later chunks reuse the buffers its blocks grew', () => {
-    const r = rng(11);
+    const r = mulberry32(11);
     const enc = new ChunkRowBlocks(fieldsOf);
     const taken: { entries: ReturnType<ChunkRowBlocks['take']>; copies: Buffer[]; rows: JsonObject[] }[] = [];
     for (let chunk = 0; chunk < 4; chunk++) {

@@ -6,19 +6,8 @@
 import type { JsonObject, JsonValue, Policy, Subject, TenantSnapshot } from '../model.js';
 import type { RefOptions, RefRequest } from './reference.js';
 
+/** A source of numbers in [0, 1): `mulberry32` from test/seeded-random.ts, so a seed replays a case. */
 export type Rng = () => number;
-
-/** mulberry32: small, fast, seedable. */
-export function rng(seed: number): Rng {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export const int = (r: Rng, min: number, max: number) => min + Math.floor(r() * (max - min + 1));
 export const pick = <T>(r: Rng, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
@@ -38,27 +27,46 @@ const ACTIONS = ['read', 'write', '*'];
 const TYPE_KEYS = ['doc', 'folder', '*'];
 
 /**
- * A definition drawn from every match feature, occasionally invalid (bad regex) or erroring at
- * run time (a doubling `condition` over a long `attributes.xs`).
+ * Doubles an array once per element of the list at `path`: 14 or more elements exceed the
+ * `merge` limit (10,000 items) while evaluating, so the condition errors at run time; a shorter
+ * list passes and a missing one evaluates to [] (falsy, not an error).
+ */
+export const doublingCondition = (path: string): JsonValue => ({
+  reduce: [{ var: path }, { merge: [{ var: 'accumulator' }, { var: 'accumulator' }, [0]] }, []],
+});
+
+/**
+ * A definition drawn from every match feature; about one in four holds a part the control plane
+ * refuses (a stored copy may predate a bound: it must error, never match) or errors at run time
+ * (a doubling `condition` over a long `attributes.xs`).
  */
 export function genMatch(r: Rng, depth = 0): JsonValue {
+  if (depth === 0 && chance(r, 0.03)) return pick(r, DEEP_DEFINITIONS);
   const def: Record<string, JsonValue> = {};
   const n = int(r, 0, 2);
   for (let i = 0; i < n; i++) {
+    if (chance(r, 0.12)) {
+      Object.assign(def, pick(r, INVALID_MATCH_PARTS));
+      continue;
+    }
     switch (int(r, 0, depth < 2 ? 8 : 5)) {
       case 0:
         def.fields = pick(r, [
           { 'attributes.size': int(r, 0, 5) },
           { 'attributes.size': { gt: int(r, 0, 5) } },
           { 'attributes.size': { lte: int(r, 0, 5), gte: 1 } },
+          { 'attributes.size': { in: [1, 2, null] } },
           { 'attributes.tier': { in: ['gold', 'bronze'] } },
           { 'attributes.tier': { nin: ['gold'] } },
+          { 'attributes.tier': { in: [] } },
+          { 'attributes.tier': { nin: [] } },
           { 'attributes.tier': { ne: 'silver' } },
           { 'attributes.labels': { contains: 'x' } },
           { externalResourceId: { startsWith: 'e' }, displayName: { endsWith: '1' } },
           { displayName: null },
           { 'attributes.tier': { regex: '^go' } },
           { 'attributes.nested.deep': true },
+          { 'attributes.labels.0': 'x' },
           { ownerScopeId: 'scope_1' },
         ] as JsonValue[]);
         break;
@@ -77,13 +85,7 @@ export function genMatch(r: Rng, depth = 0): JsonValue {
         ] as JsonValue[]);
         break;
       case 4:
-        def.condition = pick(r, [
-          { '==': [{ var: 'resource.attributes.tier' }, 'gold'] },
-          { '>': [{ var: 'resource.attributes.size' }, 2] },
-          { in: ['scope_0', [{ var: 'resource.ownerScopeId' }]] },
-          { var: 'resource.attributes.__proto__' },
-          doublingCondition('resource.attributes.xs'),
-        ] as JsonValue[]);
+        def.condition = pick(r, RESOURCE_CONDITIONS);
         break;
       case 5:
         break;
@@ -101,14 +103,118 @@ export function genMatch(r: Rng, depth = 0): JsonValue {
   return def;
 }
 
+/** `{"!": {"!": … true}}`, `levels` operations deep: true when `levels` is even. */
+const nestedNot = (levels: number): JsonValue => {
+  let rule: JsonValue = true;
+  for (let i = 0; i < levels; i++) rule = { '!': rule };
+  return rule;
+};
+
+/** `{all: [{all: [… {}]}]}`: `levels` definitions deep, matching everything. */
+const nestedAll = (levels: number): JsonValue => {
+  let def: JsonValue = {};
+  for (let i = 1; i < levels; i++) def = { all: [def] };
+  return def;
+};
+
+/** The deepest nesting allowed (32) and one level more. */
+const DEEP_DEFINITIONS: JsonValue[] = [nestedAll(32), nestedAll(33)];
+
+/** A loop over a literal array inside another: 40,000 operations over literal data, refused whatever runs. */
+const COSTLY_LOOP: JsonValue = { some: [Array.from({ length: 200 }, (_, i) => i), { some: [Array.from({ length: 200 }, (_, i) => i), { '==': [1, 2] }] }] };
+/** A literal object of 33 keys (32 at most). */
+const WIDE_OBJECT: JsonValue = Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, i]));
+
 /**
- * Doubles an array once per element of the list at `path`: 14 or more elements exceed the
- * `merge` limit (10,000 items) while evaluating, so the condition errors at run time; a shorter
- * list passes and a missing one evaluates to [] (falsy, not an error).
+ * Rules a condition may not be, whatever data they meet: too deep, an operation that is not
+ * allowed, a forbidden name, an array or object over its bound, a number that is not finite, a
+ * cost over literal data beyond a condition's (even where the branch taken would be cheap).
  */
-export const doublingCondition = (path: string): JsonValue => ({
-  reduce: [{ var: path }, { merge: [{ var: 'accumulator' }, { var: 'accumulator' }, [0]] }, []],
-});
+const INVALID_RULES: JsonValue[] = [
+  nestedNot(33),
+  { log: 'x' },
+  { eval: ['1'] },
+  { 'toString.call': [] },
+  { '==': [{ var: 'x' }, { a: 1, constructor: 2 }] },
+  { in: ['x', Array.from({ length: 1_001 }, (_, i) => i)] },
+  { '==': [WIDE_OBJECT, 1] },
+  { '==': [{ var: 'x' }, Number.NaN] },
+  { and: [false, COSTLY_LOOP] },
+  { if: [true, true, COSTLY_LOOP] },
+];
+
+/**
+ * Conditions over a resource: ordinary ones, ones whose value is an array (empty or not), an
+ * object, a string or a number (JSON Logic truthiness decides), the deepest allowed, invalid
+ * ones, and one that errors at run time on a long list.
+ */
+const RESOURCE_CONDITIONS: JsonValue[] = [
+  { '==': [{ var: 'resource.attributes.tier' }, 'gold'] },
+  { '>': [{ var: 'resource.attributes.size' }, 2] },
+  { in: ['scope_0', [{ var: 'resource.ownerScopeId' }]] },
+  { in: ['gold', { var: 'resource.attributes.tier' }] },
+  { var: 'resource.attributes.__proto__' },
+  { var: 'resource.constructor.name' },
+  { var: 'resource.attributes.labels' },
+  { var: 'resource.attributes' },
+  { var: 'resource.id.length' },
+  { var: ['resource.attributes.none', []] },
+  { filter: [{ var: 'resource.attributes.labels' }, { '==': [{ var: '' }, 'y'] }] },
+  { missing: ['resource.attributes.tier', 'resource.displayName'] },
+  { cat: [{ var: 'resource.attributes.labels' }] },
+  { merge: [] },
+  [],
+  {},
+  '0',
+  0,
+  '',
+  nestedNot(32),
+  { method: [{ var: 'resource.id' }, 'toString'] },
+  ...INVALID_RULES,
+  doublingCondition('resource.attributes.xs'),
+];
+
+/** Parts of a match definition the control plane refuses, one rule each (docs/decision-path.md). */
+const INVALID_MATCH_PARTS: Record<string, JsonValue>[] = [
+  { fields: { 'attributes.tier': { in: 'gold' } } },
+  { fields: { 'attributes.tier': { nin: 'gold' } } },
+  { fields: { 'attributes.tier': { in: [['gold']] } } },
+  { fields: { 'attributes.tier': { nin: [{ tier: 'gold' }] } } },
+  { fields: { 'attributes.tier': { in: null } } },
+  { fields: { 'attributes.size': { gt: true } } },
+  { fields: { 'attributes.size': { lte: [3] } } },
+  { fields: { 'attributes.size': { between: [1, 3] } } },
+  { fields: { 'attributes.size': {} } },
+  { fields: { 'attributes.tier': ['gold', 'bronze'] } },
+  { fields: { 'attributes.tier': { startsWith: 1 } } },
+  { fields: { 'attributes.tier': { eq: { tier: 'gold' } } } },
+  { fields: { 'attributes.labels': { contains: ['x'] } } },
+  { fields: { 'attributes.tier': { regex: '(' } } },
+  { fields: { 'attributes.tier': { regex: 7 } } },
+  { fields: { 'attributes.': 1 } },
+  { fields: { 'attributes.__proto__.x': 1 } },
+  { fields: { owner: 'scope_0' } },
+  { fields: ['attributes.size'] },
+  { tags: { env: [] } },
+  { tags: { env: 3 } },
+  { tags: { '': 'prod' } },
+  { tags: 'env' },
+  { patterns: { externalResourceId: 5 } },
+  { patterns: { owner: 'e' } },
+  { patterns: { displayName: '(ab){600}' } },
+  { patterns: Object.fromEntries(['id', 'externalResourceId', 'displayName', 'createdBy', 'attributes.tier'].map((f) => [f, '[a-z]{900}'])) },
+  { time: { field: 'createdAt' } },
+  { time: { field: 'createdAt', before: 'soon' } },
+  { time: { field: 'createdAt', between: [TIMES[0]] } },
+  { time: { field: 'createdAt', after: TIMES[0], until: TIMES[2] } },
+  { time: { field: 'updatedAt', after: TIMES[0] } },
+  ...INVALID_RULES.map((condition) => ({ condition })),
+  { any: [5] },
+  { all: 'x' },
+  { none: [null] },
+  { any: {} },
+  { colour: 'red' },
+];
 
 const SUBJECT_CONDITIONS: JsonValue[] = [
   { '==': [{ var: 'subject.meta.dept' }, 'a'] },
@@ -116,6 +222,13 @@ const SUBJECT_CONDITIONS: JsonValue[] = [
   { '>=': [{ var: 'subject.meta.level' }, 2] },
   { '==': [{ var: 'subject.type' }, 'user'] },
   { '==': [{ var: 'subject.constructor' }, null] },
+  { var: 'subject.meta.xs' },
+  { var: 'subject.meta' },
+  { missing_some: [1, ['subject.meta.dept', 'subject.meta.level']] },
+  { filter: [{ var: 'subject.meta.xs' }, { '>': [{ var: '' }, 1] }] },
+  nestedNot(32),
+  [0],
+  ...INVALID_RULES,
   doublingCondition('subject.meta.xs'),
 ];
 const CONTEXT_CONDITIONS: JsonValue[] = [
@@ -124,8 +237,16 @@ const CONTEXT_CONDITIONS: JsonValue[] = [
   { '==': [{ var: 'country' }, 'FR'] },
   { '!': { var: 'deviceType' } },
   { method: [{ var: 'ip' }, 'toString'] },
+  { var: 'xs' },
+  { var: 'time' },
+  { var: 'ip.length' },
+  { missing: ['ip', 'country'] },
+  ...INVALID_RULES,
   doublingCondition('xs'),
 ];
+
+/** Every condition the generator uses, for the tests that compare rules alone. */
+export const GENERATED_CONDITIONS: readonly JsonValue[] = [...RESOURCE_CONDITIONS, ...SUBJECT_CONDITIONS, ...CONTEXT_CONDITIONS];
 
 /** A list for doublingCondition: absent, short (passes) or long (errors at run time). */
 const maybeList = (r: Rng): { xs?: number[] } => (chance(r, 0.5) ? { xs: Array.from({ length: pick(r, [0, 2, 14, 16]) }, (_, i) => i) } : {});

@@ -1,13 +1,13 @@
 /**
  * A naive reference evaluator written straight from the spec's decision path and contract §5
- * (plus the interpretations documented in evaluate.ts and roles.ts). It scans the snapshot's
- * arrays on every call and shares no code with the engine except the JSON Logic wrapper and
- * the RE2 regex engine. Used only by the differential tests: slow and simple on purpose.
+ * (plus the interpretations documented in evaluate.ts, roles.ts and docs/decision-path.md). It
+ * scans the snapshot's arrays on every call and imports nothing from the engine but its types:
+ * JSON Logic (validity, evaluation, truthiness) is reference-logic.ts, match definitions are
+ * reference-match.ts. Used only by the differential tests: slow and simple on purpose.
  */
-import { RE2JS } from 're2js';
-import { applyJsonLogic, logicTruthy } from '../jsonlogic.js';
-import { validateMatchDefinition } from '../match.js';
-import type { JsonValue, Permission, Policy, Resource, TenantSnapshot } from '../model.js';
+import type { Permission, Policy, Resource, TenantSnapshot } from '../model.js';
+import { refHolds } from './reference-logic.js';
+import { refMatchOutcome } from './reference-match.js';
 
 export interface RefRequest {
   actor: { subjectId: string; subjectType?: string };
@@ -114,7 +114,7 @@ export function referenceEvaluate(snap: TenantSnapshot, req: RefRequest, opts: R
   }
 
   const subject = subjects.find((s) => s.id === req.actor.subjectId);
-  if (!subject) return { allowed: false, reason: 'no_match' };
+  if (!subject) return { allowed: false, reason: 'subject_not_found' };
   // An empty actor type means "not given" (proto3 default).
   if (req.actor.subjectType && req.actor.subjectType !== subject.type) return { allowed: false, reason: 'no_match' };
 
@@ -151,10 +151,7 @@ export function referenceEvaluate(snap: TenantSnapshot, req: RefRequest, opts: R
       if (p.validFrom != null && (Number.isNaN(t(p.validFrom)) ? p.effect !== 'deny' : !(now >= t(p.validFrom)))) return false;
       if (p.validUntil != null && (Number.isNaN(t(p.validUntil)) ? p.effect !== 'deny' : !(now < t(p.validUntil)))) return false;
       // A condition that cannot be evaluated fails closed: a deny still applies, an allow does not.
-      const holds = (rule: unknown, data: unknown) => {
-        const out = applyJsonLogic(rule, data);
-        return out.ok ? logicTruthy(out.value) : p.effect === 'deny';
-      };
+      const holds = (rule: unknown, data: unknown) => refHolds(rule, data) ?? p.effect === 'deny';
       if (p.subjectCondition != null && !holds(p.subjectCondition, subjData)) return false;
       if (p.contextCondition != null && !holds(p.contextCondition, ctx)) return false;
       return true;
@@ -262,140 +259,4 @@ export function referenceEvaluate(snap: TenantSnapshot, req: RefRequest, opts: R
     cur = parent;
   }
   return { allowed: false, reason: 'no_match' };
-}
-
-// --- match definitions, interpreted directly --------------------------------------------------
-
-type Tri = 'match' | 'no_match' | 'error';
-
-/** Match definition against a resource and its (group key, identifier) tags; an error does not match. */
-export function refMatch(def: JsonValue, r: Resource, resourceTags: [string, string][]): boolean {
-  return refMatchOutcome(def, r, resourceTags) === 'match';
-}
-
-/** Three-valued: an invalid definition, or one whose regex or condition fails, is an `error`. */
-export function refMatchOutcome(def: JsonValue, r: Resource, resourceTags: [string, string][]): Tri {
-  if (validateMatchDefinition(def) !== null) return 'error';
-  return refMatchValid(def as Record<string, JsonValue>, r, resourceTags);
-}
-
-const tri = (b: boolean): Tri => (b ? 'match' : 'no_match');
-/** Kleene AND / OR over outcomes. */
-const and = (xs: Tri[]): Tri => (xs.includes('no_match') ? 'no_match' : xs.includes('error') ? 'error' : 'match');
-const or = (xs: Tri[]): Tri => (xs.includes('match') ? 'match' : xs.includes('error') ? 'error' : 'no_match');
-const not = (x: Tri): Tri => (x === 'error' ? x : x === 'match' ? 'no_match' : 'match');
-
-function refRegex(pattern: string, v: unknown): Tri {
-  let re: RE2JS;
-  try {
-    re = RE2JS.compile(pattern);
-  } catch {
-    return 'error';
-  }
-  if (typeof v !== 'string') return 'no_match';
-  try {
-    return tri(re.test(v));
-  } catch {
-    return 'error';
-  }
-}
-
-function field(r: Resource, name: string): unknown {
-  const own: Record<string, unknown> = {
-    id: r.id,
-    externalResourceId: r.externalResourceId,
-    displayName: r.displayName,
-    resourceTypeId: r.resourceTypeId,
-    ownerScopeId: r.ownerScopeId,
-    createdAt: r.createdAt,
-    createdBy: r.createdBy,
-  };
-  if (name in own) return own[name];
-  let v: unknown = r.attributes;
-  for (const part of name.slice('attributes.'.length).split('.')) {
-    if (v === null || typeof v !== 'object') return undefined;
-    if (Array.isArray(v)) {
-      const i = Number(part);
-      v = String(i) === part ? v[i] : undefined;
-    } else v = Object.hasOwn(v, part) ? (v as Record<string, unknown>)[part] : undefined;
-  }
-  return v;
-}
-
-function refOp(op: string, v: unknown, x: unknown): Tri {
-  if (op === 'regex') return refRegex(x as string, v);
-  return tri(refBoolOp(op, v, x));
-}
-
-function refBoolOp(op: string, v: unknown, x: unknown): boolean {
-  const same = (a: unknown, b: unknown) => (b === null ? a === null || a === undefined : a === b);
-  const comparable = (typeof v === 'number' && typeof x === 'number') || (typeof v === 'string' && typeof x === 'string');
-  switch (op) {
-    case 'eq': return same(v, x);
-    case 'ne': return !same(v, x);
-    case 'gt': return comparable && (v as number) > (x as number);
-    case 'gte': return comparable && (v as number) >= (x as number);
-    case 'lt': return comparable && (v as number) < (x as number);
-    case 'lte': return comparable && (v as number) <= (x as number);
-    case 'in': return (x as unknown[]).some((e) => same(v, e));
-    case 'nin': return !(x as unknown[]).some((e) => same(v, e));
-    case 'contains': return typeof v === 'string' ? typeof x === 'string' && v.indexOf(x) >= 0 : Array.isArray(v) && v.indexOf(x) >= 0;
-    case 'startsWith': return typeof v === 'string' && v.startsWith(x as string);
-    case 'endsWith': return typeof v === 'string' && v.endsWith(x as string);
-  }
-  return false;
-}
-
-function refMatchValid(def: Record<string, JsonValue>, r: Resource, resourceTags: [string, string][]): Tri {
-  const parts: Tri[] = [];
-  if (def.fields) {
-    for (const [name, spec] of Object.entries(def.fields as Record<string, JsonValue>)) {
-      const v = field(r, name);
-      const ops = spec !== null && typeof spec === 'object' && !Array.isArray(spec) ? Object.entries(spec) : [['eq', spec] as const];
-      for (const [op, x] of ops) parts.push(refOp(op, v, x));
-    }
-  }
-  if (def.tags) {
-    for (const [group, want] of Object.entries(def.tags as Record<string, JsonValue>)) {
-      const wanted = Array.isArray(want) ? want : [want];
-      parts.push(tri(resourceTags.some(([g, id]) => g === group && wanted.includes(id))));
-    }
-  }
-  if (def.patterns) {
-    for (const [name, re] of Object.entries(def.patterns as Record<string, JsonValue>)) parts.push(refRegex(re as string, field(r, name)));
-  }
-  if (def.time) {
-    const t = def.time as { field: string; before?: string; after?: string; between?: [string, string] };
-    const v = field(r, t.field);
-    const at = typeof v === 'string' ? Date.parse(v) : NaN;
-    parts.push(
-      tri(
-        !Number.isNaN(at) &&
-          (t.before === undefined || at < Date.parse(t.before)) &&
-          (t.after === undefined || at > Date.parse(t.after)) &&
-          (t.between === undefined || (at >= Date.parse(t.between[0]) && at < Date.parse(t.between[1]))),
-      ),
-    );
-  }
-  if (def.condition !== undefined) {
-    const data = {
-      resource: {
-        id: r.id,
-        externalResourceId: r.externalResourceId,
-        displayName: r.displayName ?? null,
-        resourceTypeId: r.resourceTypeId,
-        ownerScopeId: r.ownerScopeId,
-        createdAt: r.createdAt,
-        createdBy: r.createdBy,
-        attributes: r.attributes ?? {},
-      },
-    };
-    const out = applyJsonLogic(def.condition, data);
-    parts.push(out.ok ? tri(logicTruthy(out.value)) : 'error');
-  }
-  const sub = (d: JsonValue) => refMatchValid(d as Record<string, JsonValue>, r, resourceTags);
-  if (def.any) parts.push(or((def.any as JsonValue[]).map(sub)));
-  if (def.all) parts.push(and((def.all as JsonValue[]).map(sub)));
-  if (def.none) parts.push(not(or((def.none as JsonValue[]).map(sub))));
-  return and(parts);
 }
