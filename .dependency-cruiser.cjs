@@ -1,7 +1,8 @@
 /**
  * The import rules of architecture.md, checked by test/architecture.test.ts: no cycles, and
  * arrows only one way (control plane → store → gen; control plane → engine → gen; sidecar →
- * engine → gen; the sidecar never touches the store; the engine never touches the network).
+ * engine → gen; the sidecar never touches the store; the engine never touches the network; the
+ * model file's module runs offline).
  */
 const part = (folder) => `^${folder.replace(/\//g, '\\/')}/`;
 const ENGINE = part('services/engine');
@@ -11,6 +12,7 @@ const DECISION = part('services/decision');
 const TRANSPORT = part('services/transport');
 const COMMON = part('services/common');
 const INJECTOR = part('services/injector');
+const MODEL = part('services/model');
 const SIDECAR = part('sidecar');
 const TESTS = '\\.test\\.ts$|^test/|/testdata/';
 
@@ -45,6 +47,7 @@ module.exports = {
     onlyImports('transport-below-the-services', TRANSPORT, [COMMON, part('gen')], 'The transport serves any process: it knows no engine, store or handler.'),
     onlyImports('decision-service', DECISION, [ENGINE, TRANSPORT, COMMON, part('gen')], 'DecisionService over a DecisionSource, for both processes: no store.'),
     onlyImports('sidecar-never-touches-the-store', SIDECAR, [ENGINE, DECISION, TRANSPORT, COMMON, part('gen')], 'The sidecar follows the Watch stream; it never reads the database or imports the control plane.'),
+    onlyImports('model-runs-offline', MODEL, [ENGINE, TRANSPORT, COMMON, part('gen')], 'The model file: format, checks, plan and export form, without a database or a server (the command line runs them offline).'),
     onlyImports('injector', INJECTOR, [TRANSPORT, COMMON, part('gen')], 'The webhook is its own process.'),
     {
       name: 'mains-on-top',
@@ -53,7 +56,7 @@ module.exports = {
       from: {},
       to: { path: '^cmd/' },
     },
-    onlyImports('control-plane', CONTROL_PLANE, [STORE, ENGINE, DECISION, TRANSPORT, COMMON, part('gen')], 'The control plane sits on top.'),
+    onlyImports('control-plane', CONTROL_PLANE, [STORE, MODEL, ENGINE, DECISION, TRANSPORT, COMMON, part('gen')], 'The control plane sits on top.'),
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

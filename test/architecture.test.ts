@@ -45,17 +45,19 @@ describe('the architecture\'s import rules', () => {
     write('services/transport/b.ts', "import { a } from './a.js';\nexport const b = () => a;\n");
     write('services/engine/pure.ts', "import { db } from '../store/db.js';\nexport const pure = db;\n");
     write('services/store/db.ts', 'export const db = 1;\n');
+    write('services/model/plan.ts', "import { db } from '../store/db.js';\nexport const plan = db;\n");
     write('sidecar/follower.ts', "import { db } from '../services/store/db.js';\nimport { cp } from '../services/control-plane/app.js';\nexport const f = [db, cp];\n");
     write('services/control-plane/app.ts', "import { helper } from '../../test/helper.js';\nexport const cp = helper;\n");
     write('test/helper.ts', 'export const helper = 1;\n');
     write('cmd/sidecar/main.ts', "import { f } from '../../sidecar/follower.js';\nexport const main = f;\n");
     write('services/transport/server.ts', "import { main } from '../../cmd/sidecar/main.js';\nexport const server = main;\n");
 
-    it('a cycle, the engine or the sidecar reaching the store, production code importing tests, a library importing a main', async () => {
+    it('a cycle, the engine, the model module or the sidecar reaching the store, production code importing tests, a library importing a main', async () => {
       const found = await violations(planted, ['cmd', 'services', 'sidecar']);
       expect(found).toEqual(expect.arrayContaining([
         expect.stringMatching(/^no-circular: services\/transport\/(a|b)\.ts/),
         'engine-is-pure: services/engine/pure.ts → services/store/db.ts',
+        'model-runs-offline: services/model/plan.ts → services/store/db.ts',
         'sidecar-never-touches-the-store: sidecar/follower.ts → services/store/db.ts',
         'sidecar-never-touches-the-store: sidecar/follower.ts → services/control-plane/app.ts',
         'no-tests-in-production: services/control-plane/app.ts → test/helper.ts',
