@@ -323,6 +323,13 @@ export function stateToModel(state: TenantState): StateModel {
   const universe = universeOf(model, keySubjects);
   universe.scopeTypes = new Set([...BUILT_IN_SCOPE_TYPES, ...state.scopeTypes.map((t) => t.name)]);
   const entities = entitiesOf(model, universe, (path, message) => problems.push(`${path.join('.')}: ${message}`));
+  // Every scope type exists for every tenant (they are global): a file's types are created only when missing.
+  const types = entities.get('scopeType')!;
+  for (const t of state.scopeTypes) {
+    const key = identity(t.name);
+    ids.set(qualified('scopeType', key), t.id);
+    if (!types.has(key)) types.set(key, { kind: 'scopeType', key, label: `scope type ${t.name}`, path: [], fields: t.description ? { description: t.description } : {}, refs: [] });
+  }
   return { model, entities, ids, universe, keySubjects, problems: [...new Set(problems)] };
 }
 
