@@ -85,7 +85,8 @@ describeEachBackend('TenantModelService on a real control plane (%s)', (backend)
         if (ConnectError.from(err).code !== Code.Canceled) throw err;
       }
     })();
-    const follower = new Follower({ controlPlaneUrl: cp.url, apiKey: service, tenantId: t.id, maxStalenessMs: 5_000, logger: pino({ level: 'silent' }), metrics: sidecarMetrics(new Registry()) });
+    const metrics = sidecarMetrics(new Registry(), () => follower);
+    const follower: Follower = new Follower({ controlPlaneUrl: cp.url, apiKey: service, tenantId: t.id, maxStalenessMs: 5_000, logger: pino({ level: 'silent' }), metrics });
     follower.start();
     try {
       await until(() => follower.revision === from, 'the follower\'s snapshot');

@@ -199,7 +199,7 @@ describeEachBackend('TenantModelService on %s', (backend) => {
     const bob = subject.find((s) => s.e === 'bob')!.id;
     const decide = (subjectId: string, action: string) => app.client(DecisionService).evaluate({
       actor: { subjectId }, scopeId: scopes[0].id, action, resource: { resourceType: 'document', externalResourceId: 'roadmap' },
-      consistency: { requirement: { case: 'minRevision', value: applied.revision } },
+      consistency: { minRevision: applied.revision },
     });
     expect((await decide(alice, 'write')).allowed).toBe(true);
     // bob is a member below /eng only; the confidential policy denies contractors anyway.
