@@ -4,7 +4,10 @@
  * `authz validate` use cannot drift from what the code reads. Limits come from the same constants
  * the API enforces (common/validate.ts).
  */
+import { getOption, hasOption, type DescField } from '@bufbuild/protobuf';
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { max_items } from '../../gen/authz/v1/options_pb.js';
+import { CreateResourcePolicyRequestSchema } from '../../gen/authz/v1/policy_service_pb.js';
 import { MAX_BATCH, MAX_STRING } from '../common/validate.js';
 import { CASCADES, EFFECTS, LINK_TYPES, OVERRIDE_MODES, RESOURCE_TYPE_KEY, SUBJECT_TYPES } from '../common/vocabulary.js';
 
@@ -23,6 +26,9 @@ export const POLICY_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 /** The root scope is `/`; below it, scope names joined by `/` (`/eng/platform`). */
 const SCOPE_REF = '^/([^/]+(/[^/]+)*)?$';
 const SCOPE_PATH = '^(/[^/]+)+$';
+
+/** The most items the API takes in a request list (its `max_items` option, else a batch). */
+const maxItemsOf = (f: DescField) => (hasOption(f, max_items) ? getOption(f, max_items) : MAX_BATCH);
 
 const strings = <T extends string>(values: readonly T[], description: string) =>
   Type.Unsafe<T>({ type: 'string', enum: [...values], description });
@@ -117,7 +123,7 @@ export const PolicyItem = Type.Object({
   name: Type.String({ pattern: POLICY_NAME.source, description: 'The policy\'s name, unique in the tenant: letters, digits, `_` and `-` (the policy\'s id is made from it).' }),
   scope: optionalScope('where the policy is defined'),
   target: PolicyTarget,
-  actions: Type.Array(text('An action, or "*" for all.'), { minItems: 1, maxItems: MAX_BATCH, description: 'The actions the policy decides.' }),
+  actions: Type.Array(text('An action, or "*" for all.'), { minItems: 1, maxItems: maxItemsOf(CreateResourcePolicyRequestSchema.field.actions), description: 'The actions the policy decides.' }),
   effect: strings(EFFECTS, '`allow` or `deny`.'),
   priority: Type.Optional(Type.Integer({ minimum: -2_147_483_648, maximum: 2_147_483_647, description: 'Only the matching policies of the highest priority decide; 0 when absent.' })),
   subjectCondition: Type.Optional(jsonObject('JSON Logic over {subject: {id, type, externalId, meta}}.')),

@@ -45,6 +45,13 @@ subjects:
     expect(errorsOf('{"apiVersion": "authz/v2", "kind": "TenantModel"}')).toEqual(['1:16 apiVersion: must be "authz/v1"']);
   });
 
+  it('holds a policy\'s actions to the API\'s limit (64)', () => {
+    const actions = Array.from({ length: 65 }, (_, i) => `a${i}`).join(', ');
+    const text = `${HEAD}policies:\n  - { name: p, target: { collection: c }, effect: allow, actions: [${actions}] }\n`;
+    expect(errorsOf(text)).toEqual(['4:67 policies[0].actions: holds more than 64 items (the API\'s limit)']);
+    expect(errorsOf(text.replace(', a64]', ']'))).toEqual([]);
+  });
+
   it('refuses a section longer than a batch (1,000 items)', () => {
     const subjects = Array.from({ length: 1001 }, (_, i) => `  - externalId: s${i}`).join('\n');
     expect(errorsOf(`${HEAD}subjects:\n${subjects}\n`)).toEqual(['4:3 subjects: holds more than 1000 items (the API\'s batch limit)']);

@@ -7,7 +7,7 @@
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { DomainError } from '../common/errors.js';
-import { MAX_STRING } from '../common/validate.js';
+import { MAX_BATCH, MAX_STRING } from '../common/validate.js';
 import { validateJsonLogic, validateMatchDefinition } from '../engine/mod.js';
 import { MAX_HIERARCHY_DEPTH } from '../engine/mod.js';
 import { checkJsonValue, stringProblem } from '../transport/guard.js';
@@ -115,7 +115,7 @@ function schemaError(e: ErrorObject, report: (path: PathPart[], message: string,
     case 'maxProperties':
       return report(path, `must hold exactly one of ${Object.keys((e.parentSchema as { properties?: object })?.properties ?? {}).join(', ')}`);
     case 'maxItems':
-      return report(path, `holds more than ${String(p.limit)} items (the API's batch limit)`);
+      return report(path, `holds more than ${String(p.limit)} items (${p.limit === MAX_BATCH ? 'the API\'s batch limit' : 'the API\'s limit'})`);
     case 'maxLength':
       return report(path, `is longer than ${String(p.limit)} characters`);
     default:
