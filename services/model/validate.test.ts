@@ -184,6 +184,8 @@ policies:
     expect(errors[2]).toMatch(/^16:215 policies\[0\]\.subjectCondition(\.!\[0\]){32}: nested deeper than 32$/);
     expect(errors[3]).toBe('22:17 policies[1].validUntil: must be later than validFrom');
     expect(errors).toHaveLength(4);
+    expect(errorsOf(text.replace('validFrom: 2026-02-01T00:00:00Z', 'validFrom: 0000-12-31T00:00:00Z'))[3])
+      .toBe('21:16 policies[1].validFrom: must be a timestamp between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z');
   });
 
   it('refuses what the store cannot hold: a NUL character, JSON values over 16 KiB, names over 256 characters, scopes deeper than 64', () => {

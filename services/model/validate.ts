@@ -10,7 +10,7 @@ import { DomainError } from '../common/errors.js';
 import { MAX_BATCH, MAX_STRING } from '../common/validate.js';
 import { validateJsonLogic, validateMatchDefinition } from '../engine/mod.js';
 import { MAX_HIERARCHY_DEPTH } from '../engine/mod.js';
-import { checkJsonValue, stringProblem } from '../transport/guard.js';
+import { checkJsonValue, stringProblem, timeProblem } from '../transport/guard.js';
 import { MAX_BODY_BYTES } from '../transport/request-limits.js';
 import { TenantModelSchema, type TenantModel } from './format.js';
 import { chainOf, entitiesOf, splitResource, universeOf, type Entities, type Universe } from './entities.js';
@@ -171,6 +171,10 @@ function checkValues(m: TenantModel, report: (path: PathPart[], message: string)
       json(rule, ['policies', i, field]);
       const err = validateJsonLogic(rule);
       if (err) reportAt(err.startsWith('rule') ? formatPath(['policies', i, field]) + err.slice('rule'.length) : err, ['policies', i, field], report);
+    }
+    for (const field of ['validFrom', 'validUntil'] as const) {
+      const problem = p[field] === undefined ? null : timeProblem(Date.parse(p[field]!));
+      if (problem) report(['policies', i, field], problem);
     }
     if (p.validFrom && p.validUntil && Date.parse(p.validFrom) >= Date.parse(p.validUntil)) report(['policies', i, 'validUntil'], 'must be later than validFrom');
   });
