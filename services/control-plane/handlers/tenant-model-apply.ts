@@ -4,7 +4,7 @@
  * so every rule and limit of those APIs holds for a model too. A replaced entity is created
  * again with its id; tag groups are created or unlocked before their tags and locked after.
  */
-import { create } from '@bufbuild/protobuf';
+import { create, type DescMessage } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { DomainError } from '../../common/errors.js';
 import { newId } from '../../common/ids.js';
@@ -27,7 +27,8 @@ import {
 } from '../../../gen/authz/v1/resource_service_pb.js';
 import { CreateOwnershipGrantRequestSchema } from '../../../gen/authz/v1/ownership_grant_service_pb.js';
 import { CreateResourceCollectionRequestSchema, CreateResourcePolicyRequestSchema } from '../../../gen/authz/v1/policy_service_pb.js';
-import { ENTITY_KINDS, ROOT, parentPath, qualified, splitResource, type Entity, type EntityKind } from '../../model/entities.js';
+import { ENTITY_KINDS, ROOT, qualified, type Entity, type EntityKind } from '../../model/entities.js';
+import { apiFields, idsOf, type IdOf } from '../../model/rows.js';
 import { policyIdFor, type StateModel } from '../../model/from-state.js';
 import type { ModelChange, ModelPlan } from '../../model/plan.js';
 import { formatPath } from '../../model/parse.js';
@@ -85,12 +86,7 @@ export function assignIds(p: PlannedApply): Map<string, string> {
 
 /** Writes the plan in `tx` (which has entered the tenant). */
 export async function writePlan(tx: WriteTx, principal: Principal, p: PlannedApply): Promise<void> {
-  const ids = assignIds(p);
-  const id = (kind: EntityKind, key: string) => {
-    const found = ids.get(qualified(kind, key));
-    if (found === undefined) throw new Error(`model apply: no id for ${kind} ${key}`);
-    return found;
-  };
+  const id = idsOf(assignIds(p));
   const rowsById = new Map<string, Row>();
   for (const list of Object.values(p.rows.rows)) for (const r of list) rowsById.set(r.id as string, r);
 
@@ -174,90 +170,22 @@ function patchOf(c: ModelChange): Row {
   return patch;
 }
 
+/** The create request message of each kind. */
+const REQUESTS: Record<EntityKind, DescMessage> = {
+  scopeType: CreateScopeTypeRequestSchema, scope: CreateScopeRequestSchema, resourceType: CreateResourceTypeRequestSchema,
+  resourceTypeEdge: CreateResourceTypeEdgeRequestSchema, permission: CreatePermissionRequestSchema, role: CreateRoleRequestSchema,
+  rolePermission: CreateRolePermissionRequestSchema, scopeOverride: CreateScopeOverrideRequestSchema, tagGroup: CreateTagGroupRequestSchema,
+  tag: CreateTagRequestSchema, tagBinding: CreateTagBindingRequestSchema, subject: CreateSubjectRequestSchema,
+  membership: CreateMembershipRequestSchema, roleAssignment: CreateRoleAssignmentRequestSchema, resource: CreateResourceRequestSchema,
+  resourceEdge: CreateResourceEdgeRequestSchema, scopeLink: CreateResourceScopeLinkRequestSchema, ownershipGrant: CreateOwnershipGrantRequestSchema,
+  tagAssignment: CreateTagAssignmentRequestSchema, collection: CreateResourceCollectionRequestSchema, policy: CreateResourcePolicyRequestSchema,
+};
+
 /** The create request of an entity, its references as server ids. */
-function requestOf(kind: EntityKind, e: Entity, entityId: string, tenantId: string, id: (kind: EntityKind, key: string) => string): unknown {
-  const k = parts(e);
-  const f = e.fields;
-  const scope = (path: unknown) => id('scope', JSON.stringify([path as string]));
-  const type = (key: string) => id('resourceType', JSON.stringify([key]));
-  const resource = (ref: string) => {
-    const r = splitResource(ref);
-    return id('resource', JSON.stringify([r.type, r.externalId]));
-  };
-  switch (kind) {
-    case 'scopeType':
-      return create(CreateScopeTypeRequestSchema, { id: entityId, name: k[0], description: text(f.description) ?? '' });
-    case 'scope': {
-      const path = k[0];
-      return create(CreateScopeRequestSchema, { id: entityId, name: path.slice(path.lastIndexOf('/') + 1), typeId: id('scopeType', JSON.stringify([f.type])), parentId: scope(parentPath(path)) });
-    }
-    case 'resourceType':
-      return create(CreateResourceTypeRequestSchema, { id: entityId, key: k[0], name: f.name as string, scopeId: scope(f.scope) });
-    case 'resourceTypeEdge':
-      return create(CreateResourceTypeEdgeRequestSchema, { id: entityId, parentTypeId: type(k[0]), childTypeId: type(k[1]) });
-    case 'permission': {
-      const [resourceType, action] = k[1].split(':');
-      return create(CreatePermissionRequestSchema, {
-        id: entityId, scopeId: scope(k[0]), resourceType, action, resourcePattern: k[1].slice(resourceType.length + action.length + 2),
-        name: text(f.name) ?? '', description: text(f.description) ?? '',
-      });
-    }
-    case 'role':
-      return create(CreateRoleRequestSchema, { id: entityId, scopeId: scope(k[0]), key: k[1], name: f.name as string, description: text(f.description) ?? '' });
-    case 'rolePermission':
-      return create(CreateRolePermissionRequestSchema, { id: entityId, roleId: id('role', JSON.stringify([k[0], k[1]])), permissionId: id('permission', f.permission as string) });
-    case 'scopeOverride':
-      return create(CreateScopeOverrideRequestSchema, {
-        id: entityId, scopeId: scope(k[0]), roleId: id('role', k[1]), mode: k[2], permissionIds: (f.permissions as string[]).map((p) => id('permission', p)),
-      });
-    case 'tagGroup':
-      return create(CreateTagGroupRequestSchema, {
-        id: entityId, key: k[0], scopeId: scope(f.scope), name: f.name as string, description: text(f.description) ?? '',
-        maxAppliedPerTarget: f.maxAppliedPerTarget as number, isLocked: false,
-      });
-    case 'tag':
-      return create(CreateTagRequestSchema, { id: entityId, tagGroupId: id('tagGroup', JSON.stringify([k[0]])), identifier: k[1], label: text(f.label) ?? '', scopeId: scope(f.scope) });
-    case 'tagBinding':
-      return create(CreateTagBindingRequestSchema, { id: entityId, tagId: id('tag', JSON.stringify([k[0], k[1]])), roleId: id('role', k[2]), scopeId: scope(k[3]) });
-    case 'subject':
-      return create(CreateSubjectRequestSchema, { id: entityId, tenantId, externalId: k[0], type: f.type as string, metadata: object(f.metadata) });
-    case 'membership':
-      return create(CreateMembershipRequestSchema, { id: entityId, subjectId: id('subject', JSON.stringify([k[0]])), scopeId: scope(k[1]) });
-    case 'roleAssignment':
-      return create(CreateRoleAssignmentRequestSchema, { id: entityId, membershipId: id('membership', JSON.stringify([k[0], k[1]])), roleId: id('role', k[2]) });
-    case 'resource':
-      return create(CreateResourceRequestSchema, {
-        id: entityId, resourceTypeId: type(k[0]), externalResourceId: k[1], ownerScopeId: scope(f.scope), displayName: text(f.displayName), attributes: object(f.attributes),
-      });
-    case 'resourceEdge':
-      return create(CreateResourceEdgeRequestSchema, {
-        id: entityId, parentResourceId: id('resource', f.parent as string), childResourceId: id('resource', e.key),
-        cascade: f.cascade as string, relationshipType: text(f.relationshipType),
-      });
-    case 'scopeLink':
-      return create(CreateResourceScopeLinkRequestSchema, { id: entityId, resourceId: resource(k[0]), scopeId: scope(k[1]), linkType: k[2], metadata: object(f.metadata) });
-    case 'ownershipGrant':
-      return create(CreateOwnershipGrantRequestSchema, { id: entityId, subjectId: id('subject', JSON.stringify([k[0]])), resourceId: resource(k[1]), roleId: id('role', k[2]) });
-    case 'tagAssignment': {
-      const [group, identifier, targetType, target] = k;
-      const targetId = targetType === 'resource' ? resource(target) : targetType === 'subject' ? id('subject', JSON.stringify([target])) : scope(target);
-      return create(CreateTagAssignmentRequestSchema, { id: entityId, tagId: id('tag', JSON.stringify([group, identifier])), targetType, targetId });
-    }
-    case 'collection':
-      return create(CreateResourceCollectionRequestSchema, {
-        id: entityId, name: k[0], scopeId: scope(f.scope), resourceTypeId: type(f.resourceType as string), description: text(f.description) ?? '', match: object(f.match) ?? {},
-      });
-    case 'policy': {
-      const target = f.target as { resource?: string; collection?: string };
-      const time = (t: unknown) => (typeof t === 'string' ? timestampFromDate(new Date(t)) : undefined);
-      return create(CreateResourcePolicyRequestSchema, {
-        id: entityId, scopeId: scope(f.scope),
-        target: target.resource !== undefined
-          ? { kind: 'resource', resourceId: resource(target.resource) }
-          : { kind: 'collection', collectionId: id('collection', JSON.stringify([target.collection])) },
-        actions: f.actions as string[], effect: f.effect as string, priority: f.priority as number,
-        subjectCondition: object(f.subjectCondition), contextCondition: object(f.contextCondition), validFrom: time(f.validFrom), validUntil: time(f.validUntil),
-      });
-    }
+function requestOf(kind: EntityKind, e: Entity, entityId: string, tenantId: string, id: IdOf): unknown {
+  const fields = apiFields(kind, e, entityId, tenantId, id);
+  for (const t of ['validFrom', 'validUntil']) {
+    if (typeof fields[t] === 'string') fields[t] = timestampFromDate(new Date(fields[t] as string));
   }
+  return create(REQUESTS[kind], fields as never);
 }

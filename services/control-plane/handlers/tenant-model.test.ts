@@ -16,6 +16,11 @@ import { normaliseModel, renderModel, sectionsOf } from '../../model/normalize.j
 import type { TenantModel } from '../../model/format.js';
 import { PLATFORM, createTestApp, describeEachBackend, expectCode, revisionGaps, storeDigest, userOf, type TestApp } from '../../../test/harness.js';
 import type { Principal } from '../auth/principal.js';
+import { TenantIndex, evaluate } from '../../engine/mod.js';
+import { stateToModel, type TenantState } from '../../model/from-state.js';
+import { modelSnapshot } from '../../model/snapshot.js';
+import { checkModelText } from '../../model/validate.js';
+import { inReadSnapshot, readTenantModelRows } from '../../store/tenant-model.js';
 
 const EXAMPLE = readFileSync(new URL('../../../examples/models/acme.yaml', import.meta.url), 'utf8');
 
@@ -204,6 +209,33 @@ describeEachBackend('TenantModelService on %s', (backend) => {
     expect((await decide(alice, 'write')).allowed).toBe(true);
     // bob is a member below /eng only; the confidential policy denies contractors anyway.
     expect((await decide(bob, 'read')).allowed).toBe(false);
+  });
+
+  it('decides as the engine does on an index built from the file offline (the same decisions, names mapped to ids)', async () => {
+    const t = await newTenant();
+    const applied = await models().applyTenantModel({ tenantId: t.id, document: EXAMPLE });
+    const serverIds = stateToModel((await inReadSnapshot(app.db, (tx) => readTenantModelRows(tx, t.id))) as unknown as TenantState).ids;
+    const offline = modelSnapshot(checkModelText(EXAMPLE, 'acme.yaml').entities!);
+    const index = TenantIndex.fromSnapshot(offline.snapshot);
+    const scopeKey = (path: string) => `scope ${JSON.stringify([path])}`;
+    const subjectKey = (externalId: string) => `subject ${JSON.stringify([externalId])}`;
+    serverIds.set(scopeKey('/'), t.scopeId);
+    let compared = 0;
+    for (const subject of ['alice', 'bob']) {
+      for (const scope of ['/', '/eng', '/eng/platform', '/sales']) {
+        for (const action of ['read', 'write', 'delete']) {
+          for (const resource of [undefined, { resourceType: 'document', externalResourceId: 'roadmap' }, { resourceType: 'folder', externalResourceId: 'designs' }]) {
+            const here = evaluate(index, { actor: { subjectId: offline.ids.get(subjectKey(subject))! }, scopeId: offline.ids.get(scopeKey(scope))!, action, resource }, { now: new Date(), gate: 'off' });
+            const there = await app.client(DecisionService).evaluate({
+              actor: { subjectId: serverIds.get(subjectKey(subject))! }, scopeId: serverIds.get(scopeKey(scope))!, action, resource, consistency: { minRevision: applied.revision },
+            });
+            expect({ allowed: there.allowed, reason: there.reason }, `${subject} ${action} ${JSON.stringify(resource)} at ${scope}`).toEqual({ allowed: here.allowed, reason: here.reason });
+            compared++;
+          }
+        }
+      }
+    }
+    expect(compared).toBe(72);
   });
 
   it('answers a refused plan with every problem, each at its line', async () => {
