@@ -11,6 +11,7 @@ import { TenancyService } from '../../../gen/authz/v1/tenancy_service_pb.js';
 import { TenantModelService } from '../../../gen/authz/v1/tenant_model_service_pb.js';
 import { DecisionService } from '../../../gen/authz/v1/decision_service_pb.js';
 import { ResourceService } from '../../../gen/authz/v1/resource_service_pb.js';
+import { ApiKeyService } from '../../../gen/authz/v1/api_key_service_pb.js';
 import { ErrorInfoSchema } from '../../../gen/authz/v1/error_reason_pb.js';
 import { normaliseModel, renderModel, sectionsOf } from '../../model/normalize.js';
 import type { TenantModel } from '../../model/format.js';
@@ -236,6 +237,20 @@ describeEachBackend('TenantModelService on %s', (backend) => {
       }
     }
     expect(compared).toBe(72);
+  });
+
+  it('names an API key\'s subject by the key\'s id in memberships, never lists, creates or prunes it', async () => {
+    const t = await newTenant();
+    const key = (await app.client(ApiKeyService).createApiKey({ tenantId: t.id, name: 'ci', kind: 'service' })).apiKey!;
+    const doc = `apiVersion: authz/v1\nkind: TenantModel\nroles: [{ key: reader }]\nsubjects: []\nmemberships: [{ subject: ${key.id}, roles: [reader] }]\n`;
+    const applied = await models().applyTenantModel({ tenantId: t.id, document: doc, prune: true });
+    expect(applied.changes.map((c) => `${c.action} ${c.key}`)).toEqual([
+      'create role reader at /', `create membership of ${key.id} in /`, `create assignment of role reader at / to ${key.id} in /`,
+    ]);
+    const exported = await models().exportTenantModel({ tenantId: t.id, sections: ['subjects', 'memberships'] });
+    expect(exported.document).toBe(`apiVersion: authz/v1\nkind: TenantModel\nsubjects: []\nmemberships:\n  - subject: ${key.id}\n    roles:\n      - reader\n`);
+    await expectCode(models().applyTenantModel({ tenantId: t.id, document: `${doc}`.replace('subjects: []', `subjects: [{ externalId: ${key.id}, type: service }]`) }),
+      Code.FailedPrecondition, `subjects[0].externalId: subject ${key.id} is an API key's subject`);
   });
 
   it('answers a refused plan with every problem, each at its line', async () => {
