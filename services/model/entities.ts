@@ -10,6 +10,7 @@ import {
 } from './format.js';
 import { attributesJson, canonicalJson } from './normalize.js';
 import { formatPath, type PathPart } from './parse.js';
+import { isValidClientId } from '../common/ids.js';
 
 /** The kinds of entity of a model, in the order they are created (a kind refers only to kinds before it). */
 export const ENTITY_KINDS = [
@@ -84,13 +85,18 @@ export interface Universe {
   /** Tag group key -> its identifiers, and whether it is locked and its per-target limit. */
   tagGroups?: Map<string, { identifiers: Set<string>; locked: boolean; max: number }>;
   subjects?: Set<string>;
+  /**
+   * External ids of the tenant's API keys' subjects (their keys' ids): named by members and
+   * owners, never listed. Unknown offline: any API key id is taken as one.
+   */
+  keySubjects?: Set<string>;
   /** `<type>/<external id>` -> the owner scope. */
   resources?: Map<string, string>;
   collections?: Set<string>;
 }
 
 /** The universe a model defines by itself (its sections present; the others unknown). */
-export function universeOf(m: TenantModel, extraSubjects: Iterable<string> = []): Universe {
+export function universeOf(m: TenantModel): Universe {
   const byKey = (items: { key: string; scope?: string }[]) => {
     const out = new Map<string, Set<string>>();
     for (const i of items) out.set(i.key, (out.get(i.key) ?? new Set()).add(i.scope ?? ROOT));
@@ -105,7 +111,7 @@ export function universeOf(m: TenantModel, extraSubjects: Iterable<string> = [])
     tagGroups: m.tagGroups
       ? new Map(m.tagGroups.map((g) => [g.key, { identifiers: new Set((g.tags ?? []).map((t) => t.identifier)), locked: g.locked ?? false, max: g.maxAppliedPerTarget ?? 0 }]))
       : undefined,
-    subjects: m.subjects ? new Set([...m.subjects.map((s) => s.externalId), ...extraSubjects]) : undefined,
+    subjects: m.subjects ? new Set(m.subjects.map((s) => s.externalId)) : undefined,
     resources: m.resources ? new Map(m.resources.map((r) => [`${r.type}/${r.externalId}`, r.scope ?? ROOT])) : undefined,
     collections: m.collections ? new Set(m.collections.map((c) => c.name)) : undefined,
   };
@@ -181,7 +187,8 @@ export function entitiesOf(m: TenantModel, u: Universe, report: Report): Entitie
     return identity(t.group, t.identifier);
   };
   const subject = (path: PathPart[], externalId: string) => {
-    if (u.subjects && !u.subjects.has(externalId)) report(path, `subject "${externalId}" does not exist`);
+    const ofKey = u.keySubjects ? u.keySubjects.has(externalId) : isValidClientId('apk', externalId);
+    if (u.subjects && !u.subjects.has(externalId) && !ofKey) report(path, `subject "${externalId}" does not exist`);
     return identity(externalId);
   };
   const resource = (path: PathPart[], ref: string) => {

@@ -320,7 +320,8 @@ export function stateToModel(state: TenantState): StateModel {
     if (s) ids.set(qualified('subject', identity(s.externalId)), s.id);
     return s ? [s.externalId] : [];
   });
-  const universe = universeOf(model, keySubjects);
+  const universe = universeOf(model);
+  universe.keySubjects = new Set(keySubjects);
   universe.scopeTypes = new Set([...BUILT_IN_SCOPE_TYPES, ...state.scopeTypes.map((t) => t.name)]);
   const entities = entitiesOf(model, universe, (path, message) => problems.push(`${path.join('.')}: ${message}`));
   // Every scope type exists for every tenant (they are global): a file's types are created only when missing.

@@ -113,6 +113,14 @@ tagAssignments:
     expect(errorsOf(`${HEAD}memberships:\n  - { subject: carol, scope: /x, roles: [admin] }\n`)).toEqual([]);
   });
 
+  it('takes an API key\'s id as its subject offline (the server checks the key is the tenant\'s)', () => {
+    const text = `${HEAD}roles: [{ key: r }]\nsubjects: []\nmemberships: [{ subject: apk_0199ab, roles: [r] }, { subject: apk-not-a-key, roles: [r] }]\n`;
+    expect(errorsOf(text)).toEqual(['5:63 memberships[1].subject: subject "apk-not-a-key" does not exist']);
+    expect(checkModelText(text, 'm.yaml', { keySubjects: ['apk_other'] }).errors.map((e) => e.message)).toEqual([
+      'subject "apk_0199ab" does not exist', 'subject "apk-not-a-key" does not exist',
+    ]);
+  });
+
   it('refuses duplicate identities, naming where the first one is', () => {
     expect(errorsOf(`${HEAD}roles:\n  - key: a\n  - key: b\n  - key: a\n    scope: /\n`)).toEqual(['6:5 roles[2]: role a at / appears twice (first at roles[0])']);
   });

@@ -17,6 +17,12 @@ import { chainOf, entitiesOf, splitResource, universeOf, type Entities, type Uni
 import { formatPath, parseModelText, type ModelError, type ParsedModel, type PathPart } from './parse.js';
 
 let compiled: ValidateFunction | undefined;
+
+/** Compiles the schema's validator now (a long-running process calls it at start; it takes tens of milliseconds). */
+export function prepareModelChecks(): void {
+  schemaValidator();
+}
+
 function schemaValidator(): ValidateFunction {
   if (!compiled) {
     const ajv = new Ajv2020({ allErrors: true, strict: true, verbose: true });
@@ -64,8 +70,9 @@ export function checkParsedModel(parsed: ParsedModel, context: CheckContext = {}
   }
   const model = parsed.value as TenantModel;
   checkValues(model, report);
-  const own = universeOf(model, context.keySubjects);
+  const own = universeOf(model);
   const universe: Universe = { ...context.universe };
+  if (context.keySubjects) universe.keySubjects = new Set(context.keySubjects);
   for (const [k, v] of Object.entries(own)) if (v !== undefined) (universe as Record<string, unknown>)[k] = v;
   const entities = entitiesOf(model, universe, report);
   checkRules(model, universe, report);

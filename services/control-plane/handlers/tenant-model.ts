@@ -13,9 +13,9 @@ import { MAX_BATCH, oneOf, optionalString, requireString } from '../../common/va
 import { SECTIONS, type Section } from '../../model/format.js';
 import { onlySections, policyIdFor, stateToModel, type TenantState } from '../../model/from-state.js';
 import { normaliseModel, renderModel, sectionsOf } from '../../model/normalize.js';
-import { formatPath, type ModelError } from '../../model/parse.js';
+import { formatPath, type ModelError, type ParsedModel } from '../../model/parse.js';
 import { planModel, type ModelChange, type PlanProblem } from '../../model/plan.js';
-import { checkModelText, type CheckedModel } from '../../model/validate.js';
+import { checkModelText, checkParsedModel, prepareModelChecks, type CheckedModel } from '../../model/validate.js';
 import { inReadSnapshot, readTenantModelRows } from '../../store/tenant-model.js';
 import { runWrite, type WriteTx } from '../../store/write.js';
 import { assertTenantReach, assertWholeTenantReach, principalOf, type Principal } from '../auth/principal.js';
@@ -41,14 +41,24 @@ function tenantOf(principal: Principal, tenantId: string): string {
   return id;
 }
 
+/**
+ * The document read and checked on its own, before anything reads the tenant: a file that cannot
+ * be valid costs its reading only.
+ */
+function readDocument(document: string, fileName: string): ParsedModel {
+  const own = checkModelText(document, fileName);
+  if (own.errors.length > 0) throw invalidModel(own.errors);
+  return own.parsed;
+}
+
 /** Plans the document against the tenant as `tx` reads it; refuses what the plan cannot do. */
-async function planIn(tx: WriteTx, principal: Principal, tenantId: string, document: string, fileName: string, prune: boolean): Promise<PlannedApply & { revision: number }> {
+async function planIn(tx: WriteTx, principal: Principal, tenantId: string, parsed: ParsedModel, prune: boolean): Promise<PlannedApply & { revision: number }> {
   const rows = await readTenantModelRows(tx, tenantId);
   const state = stateToModel(rows as unknown as TenantState);
   if (state.problems.length > 0) {
     throw constraint(`the tenant's state cannot be written as a model: ${state.problems.slice(0, MAX_LISTED).join('; ')}`, 'tenantId');
   }
-  const checked = checkModelText(document, fileName, { universe: state.universe, keySubjects: state.keySubjects });
+  const checked = checkParsedModel(parsed, { universe: state.universe, keySubjects: state.keySubjects });
   if (checked.errors.length > 0) throw invalidModel(checked.errors);
   const problems: PlanProblem[] = [];
   const keySubjects = new Set(state.keySubjects);
@@ -94,25 +104,28 @@ function changeMessage(c: ModelChange, desiredPaths: boolean): ModelChangeMessag
 }
 
 export function tenantModelService(deps: Deps): ServiceImpl<typeof TenantModelService> {
+  // The schema's validator is compiled once, at start, not in the first request.
+  prepareModelChecks();
   return {
     async planTenantModel(req, ctx) {
       const principal = principalOf(ctx);
       const tenantId = tenantOf(principal, req.tenantId);
-      const planned = await inReadSnapshot(deps.db, (tx) => planIn(tx, principal, tenantId, req.document, optionalString(req.fileName, 'fileName') ?? 'model.yaml', req.prune));
+      const parsed = readDocument(req.document, optionalString(req.fileName, 'fileName') ?? 'model.yaml');
+      const planned = await inReadSnapshot(deps.db, (tx) => planIn(tx, principal, tenantId, parsed, req.prune));
       return { revision: BigInt(planned.revision), changes: planned.plan.changes.map((c) => changeMessage(c, true)) };
     },
 
     async applyTenantModel(req, ctx) {
       const principal = principalOf(ctx);
       const tenantId = tenantOf(principal, req.tenantId);
-      const fileName = optionalString(req.fileName, 'fileName') ?? 'model.yaml';
+      const parsed = readDocument(req.document, optionalString(req.fileName, 'fileName') ?? 'model.yaml');
       const { result, revision } = await runWrite(deps.db, async (tx) => {
         await tx.useTenant(tenantId, 'tenantId');
         const at = tx.revision! - 1;
         if (req.expectedRevision !== undefined && BigInt(at) !== req.expectedRevision) {
           throw revisionMismatch(`the tenant is at revision ${at}, not at the expected revision ${req.expectedRevision}: plan again`, 'expectedRevision');
         }
-        const planned = await planIn(tx, principal, tenantId, req.document, fileName, req.prune);
+        const planned = await planIn(tx, principal, tenantId, parsed, req.prune);
         await writePlan(tx, principal, planned);
         return planned.plan;
       });
