@@ -2,7 +2,8 @@
  * The import rules of architecture.md, checked by test/architecture.test.ts: no cycles, and
  * arrows only one way (control plane → store → gen; control plane → engine → gen; sidecar →
  * engine → gen; CLI → client → gen; the sidecar never touches the store; the engine never
- * touches the network; the CLI reaches the service only through the client).
+ * touches the network; the model file's module runs offline; the CLI reaches the service only
+ * through the client).
  */
 const part = (folder) => `^${folder.replace(/\//g, '\\/')}/`;
 const ENGINE = part('services/engine');
@@ -12,6 +13,7 @@ const DECISION = part('services/decision');
 const TRANSPORT = part('services/transport');
 const COMMON = part('services/common');
 const INJECTOR = part('services/injector');
+const MODEL = part('services/model');
 const SIDECAR = part('sidecar');
 const CLIENT = part('client');
 const CLI = part('cli');
@@ -48,6 +50,7 @@ module.exports = {
     onlyImports('transport-below-the-services', TRANSPORT, [COMMON, part('gen')], 'The transport serves any process: it knows no engine, store or handler.'),
     onlyImports('decision-service', DECISION, [ENGINE, TRANSPORT, COMMON, part('gen')], 'DecisionService over a DecisionSource, for both processes: no store.'),
     onlyImports('sidecar-never-touches-the-store', SIDECAR, [ENGINE, DECISION, TRANSPORT, COMMON, part('gen')], 'The sidecar follows the Watch stream; it never reads the database or imports the control plane.'),
+    onlyImports('model-runs-offline', MODEL, [ENGINE, TRANSPORT, COMMON, part('gen')], 'The model file: format, checks, plan and export form, without a database or a server (the command line runs them offline).'),
     onlyImports('injector', INJECTOR, [TRANSPORT, COMMON, part('gen')], 'The webhook is its own process.'),
     {
       name: 'mains-on-top',
@@ -56,9 +59,9 @@ module.exports = {
       from: {},
       to: { path: '^cmd/' },
     },
-    onlyImports('control-plane', CONTROL_PLANE, [STORE, ENGINE, DECISION, TRANSPORT, COMMON, part('gen')], 'The control plane sits on top.'),
+    onlyImports('control-plane', CONTROL_PLANE, [STORE, MODEL, ENGINE, DECISION, TRANSPORT, COMMON, part('gen')], 'The control plane sits on top.'),
     onlyImports('client-stands-alone', CLIENT, [part('gen')], 'Applications import the client: it needs the generated code and Connect, nothing of the service.'),
-    onlyImports('cli-through-the-client', CLI, [CLIENT, ENGINE, part('gen')], 'The command line reaches the service only through the client; offline work may use the engine.'),
+    onlyImports('cli-through-the-client', CLI, [CLIENT, MODEL, ENGINE, TRANSPORT, COMMON, part('gen')], 'The command line reaches the service only through the client; offline work (the model file, decision tests) may use the model module and the engine.'),
     {
       name: 'cli-on-top',
       comment: 'The command line composes the client; nothing of the product imports it.',

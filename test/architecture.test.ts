@@ -45,6 +45,7 @@ describe('the architecture\'s import rules', () => {
     write('services/transport/b.ts', "import { a } from './a.js';\nexport const b = () => a;\n");
     write('services/engine/pure.ts', "import { db } from '../store/db.js';\nexport const pure = db;\n");
     write('services/store/db.ts', 'export const db = 1;\n');
+    write('services/model/plan.ts', "import { db } from '../store/db.js';\nexport const plan = db;\n");
     write('sidecar/follower.ts', "import { db } from '../services/store/db.js';\nimport { cp } from '../services/control-plane/app.js';\nexport const f = [db, cp];\n");
     write('services/control-plane/app.ts', "import { helper } from '../../test/helper.js';\nexport const cp = helper;\n");
     write('test/helper.ts', 'export const helper = 1;\n');
@@ -54,11 +55,12 @@ describe('the architecture\'s import rules', () => {
     write('cli/program.ts', "import { lookup } from '../client/lookup.js';\nimport { db } from '../services/store/db.js';\nexport const program = [lookup, db];\n");
     write('services/decision/connect.ts', "import { program } from '../../cli/program.js';\nexport const connect = program;\n");
 
-    it('a cycle, the engine, the sidecar, the client or the CLI reaching the store, production code importing tests, a library importing a main or the CLI', async () => {
+    it('a cycle, the engine, the model module, the sidecar, the client or the CLI reaching the store, production code importing tests, a library importing a main or the CLI', async () => {
       const found = await violations(planted, ['cmd', 'services', 'sidecar', 'client', 'cli']);
       expect(found).toEqual(expect.arrayContaining([
         expect.stringMatching(/^no-circular: services\/transport\/(a|b)\.ts/),
         'engine-is-pure: services/engine/pure.ts → services/store/db.ts',
+        'model-runs-offline: services/model/plan.ts → services/store/db.ts',
         'sidecar-never-touches-the-store: sidecar/follower.ts → services/store/db.ts',
         'sidecar-never-touches-the-store: sidecar/follower.ts → services/control-plane/app.ts',
         'no-tests-in-production: services/control-plane/app.ts → test/helper.ts',

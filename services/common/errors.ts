@@ -15,6 +15,7 @@ export type DomainErrorKind =
   | 'unauthenticated' // unauthenticated (401)
   | 'permission_denied' // permission_denied (403)
   | 'unavailable' // unavailable (503)
+  | 'aborted' // aborted (409): the tenant is not at the revision the request expected
   | 'deadline_exceeded' // deadline_exceeded (504): the caller's deadline ended a wait
   | 'canceled'; // canceled: the caller went away during a wait (nobody reads the answer)
 
@@ -44,5 +45,6 @@ export const constraint = (message: string, field?: string) =>
 export const unauthenticated = (message: string) => new DomainError('unauthenticated', message);
 export const permissionDenied = (message: string, field?: string) => new DomainError('permission_denied', message, field);
 export const unavailable = (message: string) => new DomainError('unavailable', message);
+export const revisionMismatch = (message: string, field?: string) => new DomainError('aborted', message, field);
 export const deadlineExceeded = (message: string) => new DomainError('deadline_exceeded', message);
 export const canceled = (message: string) => new DomainError('canceled', message);

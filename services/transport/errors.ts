@@ -22,6 +22,7 @@ const KIND_TO_CODE: Record<DomainErrorKind, [Code, ErrorReason]> = {
   unauthenticated: [Code.Unauthenticated, ErrorReason.UNAUTHENTICATED],
   permission_denied: [Code.PermissionDenied, ErrorReason.TIER],
   unavailable: [Code.Unavailable, ErrorReason.STALE],
+  aborted: [Code.Aborted, ErrorReason.REVISION_MISMATCH],
   deadline_exceeded: [Code.DeadlineExceeded, ErrorReason.STALE],
   canceled: [Code.Canceled, ErrorReason.UNSPECIFIED],
 };

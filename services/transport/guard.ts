@@ -25,6 +25,13 @@ import { DEFAULT_MAX_ITEMS, MAX_JSON_DEPTH, MAX_JSON_ENTRIES, MAX_JSON_VALUE_BYT
 const MIN_MS = -62_135_596_800_000;
 const MAX_MS = 253_402_300_799_999;
 
+const TIME_RANGE = 'must be a timestamp between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z';
+
+/** Why a time (milliseconds since the epoch) cannot be stored, or null. */
+export function timeProblem(ms: number): string | null {
+  return ms >= MIN_MS && ms <= MAX_MS ? null : TIME_RANGE;
+}
+
 const join = (path: string, key: string) => (path ? `${path}.${key}` : key);
 
 /** In `u` mode a paired surrogate is one code point, so only a lone one is of category Cs. */
@@ -109,9 +116,8 @@ function checkValue(field: DescField, kind: 'scalar' | 'enum' | 'message', v: un
       const t = v as { seconds: bigint; nanos: number };
       // Stored to the millisecond, as timestampDate rounds: 9999-12-31T23:59:59.9999Z would be year 10000.
       const ms = Number(t.seconds) * 1000 + Math.round(t.nanos / 1_000_000);
-      if (!(ms >= MIN_MS && ms <= MAX_MS) || t.nanos < 0 || t.nanos > 999_999_999) {
-        throw invalid(path, 'must be a timestamp between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z');
-      }
+      const problem = t.nanos < 0 || t.nanos > 999_999_999 ? TIME_RANGE : timeProblem(ms);
+      if (problem) throw invalid(path, problem);
       return;
     }
     default:

@@ -23,6 +23,8 @@ import { routesOf, type Route } from '../../services/transport/gateway/routes.js
 import { SERVICES } from '../../services/control-plane/services.js';
 import { KINDS, type KindDef, type KindName } from '../../services/store/kinds.js';
 import type { Rng } from '../../services/engine/testdata/generate.js';
+import { SECTIONS, type TenantModel } from '../../services/model/format.js';
+import { renderModel } from '../../services/model/normalize.js';
 
 // --- JSON with raw tokens ---------------------------------------------------------------------
 
@@ -388,6 +390,28 @@ export const RULES: Record<string, { why: string; apply: (ctx: Ctx, out: JsonObj
       out.kind = pick(ctx.r, ['user', 'service']);
     },
   },
+  'authz.v1.PlanTenantModelRequest': {
+    why: '`document` is a model file: new subjects and roles in YAML or JSON, planned against the fuzzed tenant',
+    apply(ctx, out) {
+      out.document = modelDocument(ctx);
+      out.prune = chance(ctx.r, 0.5);
+    },
+  },
+  'authz.v1.ApplyTenantModelRequest': {
+    why: "`document` is a model file of new subjects and roles; no prune (it would delete the world's entities) and no expectedRevision (it would be stale)",
+    apply(ctx, out) {
+      out.document = modelDocument(ctx);
+      out.prune = false;
+      delete out.expectedRevision;
+    },
+  },
+  'authz.v1.ExportTenantModelRequest': {
+    why: '`format` is yaml or json; `sections` names sections of the format',
+    apply(ctx, out) {
+      out.format = pick(ctx.r, ['yaml', 'json', '']);
+      out.sections = SECTIONS.filter(() => chance(ctx.r, 0.2));
+    },
+  },
   'authz.v1.Consistency': {
     why: 'a `minRevision` ahead of the tenant waits and then answers `unavailable` (contract §5)',
     apply(_ctx, out) {
@@ -395,6 +419,12 @@ export const RULES: Record<string, { why: string; apply: (ctx: Ctx, out: JsonObj
     },
   },
 };
+
+/** A small model file adding a subject and a role, as YAML or JSON. */
+function modelDocument(ctx: Ctx): string {
+  const model = { apiVersion: 'authz/v1', kind: 'TenantModel', subjects: [{ externalId: `m-${token(ctx.r, 8)}` }], roles: [{ key: `m-${token(ctx.r, 8)}` }] };
+  return chance(ctx.r, 0.5) ? JSON.stringify(model) : renderModel(model as TenantModel);
+}
 
 function distinctIds(ctx: Ctx, kind: KindName, n: number): string[] {
   const pool = poolOf(ctx, ctx.t, kind, 'core');

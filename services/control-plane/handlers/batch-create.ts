@@ -135,32 +135,40 @@ export async function createMany<I, K extends KindName>(
 ): Promise<MessageOf<K>[]> {
   if (batch) batchItems(items);
   const principal = principalOf(ctx);
-  const tenantOwned = (KINDS[spec.kind] as KindDef).tenantOwned;
-  if (tenantOwned && !spec.tenantRef) throw new Error(`the create spec of ${spec.kind} names no tenantRef`);
-  const { result, revision } = await runWrite(deps.db, async (tx) => {
-    const b = new Batch(tx, principal);
-    if (spec.tenantRef && items.length > 0) {
-      const [kind, id, field] = spec.tenantRef(items[0], principal);
-      await b.enterTenantOf(kind, id, batch ? `items[0].${field}` : field);
-    }
-    await spec.preload?.(b, items);
-    const rows: Row[] = [];
-    for (let i = 0; i < items.length; i++) {
-      // Builds that find everything preloaded never wait, so the loop would hold the event loop
-      // for a whole 1,000-item batch: let other requests in every BUILD_SLICE items.
-      if (i > 0 && i % BUILD_SLICE === 0) await new Promise<void>((resolve) => setImmediate(resolve));
-      const row = await spec.build(b, items[i], batch ? `items[${i}].` : '');
-      b.remember(spec.kind, row);
-      rows.push(row);
-    }
-    await b.assertNew(spec.kind, rows.map((r) => r.id as string));
-    await insertRuns(tx, b.before);
-    await tx.insert(spec.kind, rows);
-    await insertRuns(tx, b.after);
-    return rows;
-  });
+  const { result, revision } = await runWrite(deps.db, (tx) => createInTx(tx, principal, spec, items, (i) => (batch ? `items[${i}].` : '')));
   setRevision(ctx, revision);
   return result.map((r) => rowToMessage(spec.kind, r));
+}
+
+/**
+ * The rows of `items` built, checked and inserted in a transaction the caller runs (with other
+ * writes of the same tenant: a model apply); `pathOf(i)` prefixes the field names of item i.
+ */
+export async function createInTx<I, K extends KindName>(
+  tx: WriteTx, principal: Principal, spec: CreateSpec<I, K>, items: I[], pathOf: (i: number) => string,
+): Promise<Row[]> {
+  const tenantOwned = (KINDS[spec.kind] as KindDef).tenantOwned;
+  if (tenantOwned && !spec.tenantRef) throw new Error(`the create spec of ${spec.kind} names no tenantRef`);
+  const b = new Batch(tx, principal);
+  if (spec.tenantRef && items.length > 0) {
+    const [kind, id, field] = spec.tenantRef(items[0], principal);
+    await b.enterTenantOf(kind, id, `${pathOf(0)}${field}`);
+  }
+  await spec.preload?.(b, items);
+  const rows: Row[] = [];
+  for (let i = 0; i < items.length; i++) {
+    // Builds that find everything preloaded never wait, so the loop would hold the event loop
+    // for a whole 1,000-item batch: let other requests in every BUILD_SLICE items.
+    if (i > 0 && i % BUILD_SLICE === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    const row = await spec.build(b, items[i], pathOf(i));
+    b.remember(spec.kind, row);
+    rows.push(row);
+  }
+  await b.assertNew(spec.kind, rows.map((r) => r.id as string));
+  await insertRuns(tx, b.before);
+  await tx.insert(spec.kind, rows);
+  await insertRuns(tx, b.after);
+  return rows;
 }
 
 /** Items built between two yields to the event loop in createMany. */

@@ -10,7 +10,7 @@ import { preloadChainsOf, requireUsableRole, type ChainCache } from './hierarchy
 import { listMany, tenantOfRef } from './reads.js';
 import { deleteOne } from './writes.js';
 
-function memberships(): CreateSpec<CreateMembershipRequest, 'membership'> {
+export function memberships(): CreateSpec<CreateMembershipRequest, 'membership'> {
   const unique = new Uniques(); // (subjectId, scopeId)
   return {
     kind: 'membership',
@@ -42,7 +42,7 @@ function memberships(): CreateSpec<CreateMembershipRequest, 'membership'> {
  * A role is assignable on a membership when it is defined at the membership's scope or at an
  * ancestor of it (a role defined at a scope is usable in its descendants).
  */
-function roleAssignments(): CreateSpec<CreateRoleAssignmentRequest, 'roleAssignment'> {
+export function roleAssignments(): CreateSpec<CreateRoleAssignmentRequest, 'roleAssignment'> {
   const chains: ChainCache = new Map();
   const unique = new Uniques(); // (membershipId, roleId)
   return {

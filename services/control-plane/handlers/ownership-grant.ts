@@ -14,7 +14,7 @@ import { deleteOne } from './writes.js';
  * owns(subject, resource, role): all three in the resource's tenant; each triple once; the role
  * usable where the resource lives (defined at its owner scope or an ancestor).
  */
-function ownershipGrants(): CreateSpec<CreateOwnershipGrantRequest, 'ownershipGrant'> {
+export function ownershipGrants(): CreateSpec<CreateOwnershipGrantRequest, 'ownershipGrant'> {
   const unique = new Uniques(); // (subjectId, resourceId, roleId)
   const chains: ChainCache = new Map();
   return {

@@ -19,7 +19,7 @@ export const permissionKey = (resourceType: string, action: string, resourcePatt
  * that exist: permissions match resources by type key at evaluation, and a type may be
  * created after the permissions that name it.
  */
-const permissions: CreateSpec<CreatePermissionRequest, 'permission'> = {
+export const permissions: CreateSpec<CreatePermissionRequest, 'permission'> = {
   kind: 'permission',
   tenantRef: (item) => ['scope', item.scopeId, 'scopeId'],
   async preload(b, items) {

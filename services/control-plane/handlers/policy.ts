@@ -7,14 +7,13 @@ import { DomainError, invalid } from '../../common/errors.js';
 import { validateJsonLogic } from '../../engine/jsonlogic.js';
 import { validateMatchDefinition } from '../../engine/match.js';
 import { deleteCollectionWithPolicies } from '../../store/resource-types.js';
+import { EFFECTS, POLICY_TARGET_KINDS as TARGET_KINDS } from '../../common/vocabulary.js';
 import { jsonObject, oneOf, optionalString, requireString } from '../../common/validate.js';
 import { createMany, enterScope, refIn, type CreateSpec } from './batch-create.js';
 import type { Deps } from './deps.js';
 import { getOne, listMany, tenantOfRef } from './reads.js';
 import { deleteOne } from './writes.js';
 
-const EFFECTS = ['allow', 'deny'] as const;
-const TARGET_KINDS = ['resource', 'collection'] as const;
 
 /** `invalid_argument` from a validator message `<field path>: <why>`, naming that path. */
 function invalidAt(message: string, fallbackField: string): DomainError {
@@ -41,7 +40,7 @@ function condition(rule: JsonObject | undefined, field: string): JsonObject | nu
 
 const date = (t: Timestamp | undefined) => (t === undefined ? null : timestampDate(t));
 
-const collections: CreateSpec<CreateResourceCollectionRequest, 'collection'> = {
+export const collections: CreateSpec<CreateResourceCollectionRequest, 'collection'> = {
   kind: 'collection',
   tenantRef: (item) => ['scope', item.scopeId, 'scopeId'],
   async preload(b, items) {
@@ -69,7 +68,7 @@ const collections: CreateSpec<CreateResourceCollectionRequest, 'collection'> = {
   },
 };
 
-const policies: CreateSpec<CreateResourcePolicyRequest, 'policy'> = {
+export const policies: CreateSpec<CreateResourcePolicyRequest, 'policy'> = {
   kind: 'policy',
   tenantRef: (item) => ['scope', item.scopeId, 'scopeId'],
   async preload(b, items) {

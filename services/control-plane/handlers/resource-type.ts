@@ -4,6 +4,7 @@ import type { CreateResourceTypeEdgeRequest, CreateResourceTypeRequest } from '.
 import { constraint, invalid } from '../../common/errors.js';
 import { rowToMessage } from '../../store/kinds.js';
 import { deleteResourceTypeWithEdges, listResourceTypeEdges, resourceTypeReads } from '../../store/resource-types.js';
+import { RESOURCE_TYPE_KEY as KEY } from '../../common/vocabulary.js';
 import { requireString } from '../../common/validate.js';
 import { Uniques, createMany, distinct, enterScope, refIn, type CreateSpec } from './batch-create.js';
 import type { Deps } from './deps.js';
@@ -12,10 +13,8 @@ import { loadForWrite, writeOne } from './writes.js';
 
 // --- resource types -----------------------------------------------------------------------------
 
-/** A resource type key: lowercase letters, digits, `_` and `-`. */
-const KEY = /^[a-z0-9_-]+$/;
 
-function resourceTypes(): CreateSpec<CreateResourceTypeRequest, 'resourceType'> {
+export function resourceTypes(): CreateSpec<CreateResourceTypeRequest, 'resourceType'> {
   const unique = new Uniques(); // (tenantId, key)
   return {
     kind: 'resourceType',
@@ -37,7 +36,7 @@ function resourceTypes(): CreateSpec<CreateResourceTypeRequest, 'resourceType'> 
   };
 }
 
-function resourceTypeEdges(): CreateSpec<CreateResourceTypeEdgeRequest, 'resourceTypeEdge'> {
+export function resourceTypeEdges(): CreateSpec<CreateResourceTypeEdgeRequest, 'resourceTypeEdge'> {
   const unique = new Uniques(); // (parentTypeId, childTypeId)
   return {
     kind: 'resourceTypeEdge',

@@ -8,14 +8,13 @@ import { rowToMessage, type Row } from '../../store/kinds.js';
 import { deleteResourceWithDependents, listAncestors, listDescendants, resourceReads } from '../../store/resources.js';
 import { listRows } from '../../store/rows.js';
 import { MAX_DEPTH, scopeReads } from '../../store/scopes.js';
+import { CASCADES, LINK_TYPES } from '../../common/vocabulary.js';
 import { jsonObject, oneOf, optionalString, requireString } from '../../common/validate.js';
 import { Uniques, createMany, distinct, refIn, type CreateSpec } from './batch-create.js';
 import type { Deps } from './deps.js';
 import { getOne, listMany, tenantOfRef } from './reads.js';
 import { deleteOne, loadForWrite, writeOne } from './writes.js';
 
-const CASCADES = ['inherit', 'none'] as const;
-const LINK_TYPES = ['share', 'alias', 'mirror'] as const;
 
 // --- resources ------------------------------------------------------------------------------------
 
@@ -24,7 +23,7 @@ const LINK_TYPES = ['share', 'alias', 'mirror'] as const;
  * INSERTs), so everything an item needs is loaded before the item loop in a fixed number of
  * queries: types, owner scopes with their ancestors, and the (type, external id) pairs taken.
  */
-function resources(): CreateSpec<CreateResourceRequest, 'resource'> {
+export function resources(): CreateSpec<CreateResourceRequest, 'resource'> {
   const chains = new Map<string, { tenantId: string; scopes: Set<string> }>(); // owner scope -> itself + ancestors
   const unique = new Uniques(); // (typeId, externalResourceId)
   let types = new Map<string, Row>();
@@ -83,7 +82,7 @@ function resources(): CreateSpec<CreateResourceRequest, 'resource'> {
  * up front: the chains above them and the subtrees below them) plus the edges created earlier in
  * the batch, so the one-parent, cycle and depth rules see the batch as if it were already written.
  */
-function resourceEdges(): CreateSpec<CreateResourceEdgeRequest, 'resourceEdge'> {
+export function resourceEdges(): CreateSpec<CreateResourceEdgeRequest, 'resourceEdge'> {
   const parentOf = new Map<string, string>();
   const childrenOf = new Map<string, string[]>();
   const allowed = new Set<string>(); // `${parentTypeId}\0${childTypeId}`
@@ -155,7 +154,7 @@ function resourceEdges(): CreateSpec<CreateResourceEdgeRequest, 'resourceEdge'> 
 
 // --- resource scope links -------------------------------------------------------------------------
 
-function scopeLinks(): CreateSpec<CreateResourceScopeLinkRequest, 'resourceScopeLink'> {
+export function scopeLinks(): CreateSpec<CreateResourceScopeLinkRequest, 'resourceScopeLink'> {
   const unique = new Uniques(); // (resourceId, scopeId, linkType)
   return {
     kind: 'resourceScopeLink',

@@ -10,7 +10,7 @@ import { isAtOrBelow, preloadChainsOf, type ChainCache } from './hierarchy-rules
 import { getOne, listMany, tenantOfRef } from './reads.js';
 import { deleteOne } from './writes.js';
 
-function roles(): CreateSpec<CreateRoleRequest, 'role'> {
+export function roles(): CreateSpec<CreateRoleRequest, 'role'> {
   const unique = new Uniques(); // (scopeId, key)
   return {
     kind: 'role',
@@ -45,7 +45,7 @@ function roles(): CreateSpec<CreateRoleRequest, 'role'> {
  * ancestor of it: a permission defined at a scope is visible in that scope's subtree (as
  * roles and resource types are), so a role never grants a permission its scope cannot see.
  */
-function rolePermissions(): CreateSpec<CreateRolePermissionRequest, 'rolePermission'> {
+export function rolePermissions(): CreateSpec<CreateRolePermissionRequest, 'rolePermission'> {
   const chains: ChainCache = new Map();
   const unique = new Uniques(); // (roleId, permissionId)
   return {

@@ -2,16 +2,16 @@ import type { ServiceImpl } from '@connectrpc/connect';
 import { ScopeOverrideService } from '../../../gen/authz/v1/scope_override_service_pb.js';
 import type { CreateScopeOverrideRequest } from '../../../gen/authz/v1/scope_override_service_pb.js';
 import { invalid } from '../../common/errors.js';
+import { OVERRIDE_MODES as MODES } from '../../common/vocabulary.js';
 import { oneOf, requireString } from '../../common/validate.js';
 import { createMany, enterScope, refIn, type CreateSpec } from './batch-create.js';
 import type { Deps } from './deps.js';
 import { listMany, tenantOfRef } from './reads.js';
 import { deleteOne } from './writes.js';
 
-const MODES = ['block', 'add', 'remove'] as const;
 
 /** `block` stops a role flowing down past the scope; `add`/`remove` change its permissions there and below. */
-const scopeOverrides: CreateSpec<CreateScopeOverrideRequest, 'scopeOverride'> = {
+export const scopeOverrides: CreateSpec<CreateScopeOverrideRequest, 'scopeOverride'> = {
   kind: 'scopeOverride',
   tenantRef: (item) => ['scope', item.scopeId, 'scopeId'],
   async preload(b, items) {

@@ -11,7 +11,7 @@ import { ancestorsOf, assertTypeAllowed, buildScope, rootScopeOf } from './hiera
 import { listMany, requireTenant, tenantOfRef } from './reads.js';
 import { loadForWrite, writeOne } from './writes.js';
 
-function scopeTypes(): CreateSpec<CreateScopeTypeRequest, 'scopeType'> {
+export function scopeTypes(): CreateSpec<CreateScopeTypeRequest, 'scopeType'> {
   const unique = new Uniques(); // (name)
   return {
     kind: 'scopeType',
@@ -27,7 +27,7 @@ function scopeTypes(): CreateSpec<CreateScopeTypeRequest, 'scopeType'> {
   };
 }
 
-const scopeTypeEdges: CreateSpec<CreateScopeTypeEdgeRequest, 'scopeTypeEdge'> = {
+export const scopeTypeEdges: CreateSpec<CreateScopeTypeEdgeRequest, 'scopeTypeEdge'> = {
   kind: 'scopeTypeEdge',
   async build(b, item, p) {
     const id = b.id('scopeTypeEdge', item.id, `${p}id`);
@@ -39,7 +39,7 @@ const scopeTypeEdges: CreateSpec<CreateScopeTypeEdgeRequest, 'scopeTypeEdge'> = 
   },
 };
 
-const scopes: CreateSpec<CreateScopeRequest, 'scope'> = {
+export const scopes: CreateSpec<CreateScopeRequest, 'scope'> = {
   kind: 'scope',
   tenantRef: (item, principal) => (item.parentId ? ['scope', item.parentId, 'parentId'] : ['tenant', item.tenantId || principal.tenantId, 'tenantId']),
   async preload(b, items) {

@@ -6,15 +6,15 @@ import { deleteSubjectWithDependents } from '../../store/access.js';
 import { rowToMessage } from '../../store/kinds.js';
 import { rowReads } from '../../store/rows.js';
 import type { WriteTx } from '../../store/write.js';
+import { SUBJECT_TYPES } from '../../common/vocabulary.js';
 import { jsonObject, oneOf, optionalString, requireString } from '../../common/validate.js';
 import { createMany, type CreateSpec } from './batch-create.js';
 import type { Deps } from './deps.js';
 import { getOne, listMany, requireTenant } from './reads.js';
 import { deleteOne, loadForWrite, writeOne } from './writes.js';
 
-export const SUBJECT_TYPES = ['user', 'service', 'agent'] as const;
 
-const subjects: CreateSpec<CreateSubjectRequest, 'subject'> = {
+export const subjects: CreateSpec<CreateSubjectRequest, 'subject'> = {
   kind: 'subject',
   tenantRef: (item, principal) => ['tenant', item.tenantId || principal.tenantId, 'tenantId'],
   async preload(b, items) {

@@ -7,6 +7,7 @@ import { constraint, invalid } from '../../common/errors.js';
 import { rowToMessage, type KindName, type Row } from '../../store/kinds.js';
 import { listRows } from '../../store/rows.js';
 import { tagReads } from '../../store/tags.js';
+import { TAG_TARGET_TYPES as TARGET_TYPES } from '../../common/vocabulary.js';
 import { oneOf, optionalString, requireString } from '../../common/validate.js';
 import { Uniques, createMany, distinct, enterScope, refIn, type Batch, type CreateSpec } from './batch-create.js';
 import type { Deps } from './deps.js';
@@ -14,7 +15,6 @@ import { preloadScopeChains, requireUsableRole, type ChainCache } from './hierar
 import { getOne, listMany, reach, tenantOfRef } from './reads.js';
 import { deleteOne, loadForWrite, writeOne } from './writes.js';
 
-const TARGET_TYPES = ['resource', 'subject', 'scope'] as const;
 const TARGET_KIND: Record<(typeof TARGET_TYPES)[number], KindName> = { resource: 'resource', subject: 'subject', scope: 'scope' };
 
 function maxApplied(n: number | undefined, field: string): number {
@@ -30,7 +30,7 @@ async function unlockedGroup(b: Batch, groupId: string, field: string, what: str
   return group;
 }
 
-function tagGroups(): CreateSpec<CreateTagGroupRequest, 'tagGroup'> {
+export function tagGroups(): CreateSpec<CreateTagGroupRequest, 'tagGroup'> {
   const unique = new Uniques(); // (tenantId, key)
   return {
     kind: 'tagGroup',
@@ -55,7 +55,7 @@ function tagGroups(): CreateSpec<CreateTagGroupRequest, 'tagGroup'> {
   };
 }
 
-function tags(): CreateSpec<CreateTagRequest, 'tag'> {
+export function tags(): CreateSpec<CreateTagRequest, 'tag'> {
   const unique = new Uniques(); // (tagGroupId, identifier)
   return {
     kind: 'tag',
@@ -87,7 +87,7 @@ function tags(): CreateSpec<CreateTagRequest, 'tag'> {
  * Assignments respect the group's lock and `maxAppliedPerTarget`; the count per (target, group)
  * starts from the store (one query for the whole batch) and grows with the batch's own items.
  */
-function tagAssignments(): CreateSpec<CreateTagAssignmentRequest, 'tagAssignment'> {
+export function tagAssignments(): CreateSpec<CreateTagAssignmentRequest, 'tagAssignment'> {
   const counts = new Map<string, number>(); // `${targetId}\0${groupId}` -> tags of the group on the target
   const unique = new Uniques(); // (tagId, targetId)
   return {
@@ -137,7 +137,7 @@ function tagAssignments(): CreateSpec<CreateTagAssignmentRequest, 'tagAssignment
  * A tag binding acts as a membership at its scope for every subject carrying the tag, so its
  * role must be usable there, as for a role assignment: defined at that scope or an ancestor.
  */
-function tagBindings(): CreateSpec<CreateTagBindingRequest, 'tagBinding'> {
+export function tagBindings(): CreateSpec<CreateTagBindingRequest, 'tagBinding'> {
   const chains: ChainCache = new Map();
   return {
     kind: 'tagBinding',
