@@ -32,9 +32,11 @@ import { scopeOverrideService } from './handlers/scope-override.js';
 import { ownershipGrantService } from './handlers/ownership-grant.js';
 import { SnapshotService } from '../../gen/authz/v1/snapshot_service_pb.js';
 import { snapshotService } from './watch/service.js';
+import { ImportService } from '../../gen/authz/v1/import_service_pb.js';
+import { importService } from './handlers/import.js';
 
 /** Every service of the control plane, for the server and the REST gateway. */
-export const SERVICES: DescService[] = [DecisionService, ScopeService, TenancyService, SubjectService, ApiKeyService, RoleService, PermissionService, MembershipService, ResourceTypeService, ResourceService, PolicyService, TagService, ScopeOverrideService, OwnershipGrantService, SnapshotService];
+export const SERVICES: DescService[] = [DecisionService, ScopeService, TenancyService, SubjectService, ApiKeyService, RoleService, PermissionService, MembershipService, ResourceTypeService, ResourceService, PolicyService, TagService, ScopeOverrideService, OwnershipGrantService, ImportService, SnapshotService];
 
 /** Registers every service implementation on a Connect router. */
 export function registerServices(router: ConnectRouter, deps: Deps): ConnectRouter {
@@ -52,6 +54,7 @@ export function registerServices(router: ConnectRouter, deps: Deps): ConnectRout
   router.service(TagService, tagService(deps));
   router.service(ScopeOverrideService, scopeOverrideService(deps));
   router.service(OwnershipGrantService, ownershipGrantService(deps));
+  router.service(ImportService, importService(deps));
   if (deps.watch) router.service(SnapshotService, snapshotService(deps.watch, deps.watchKeys));
   return router;
 }
