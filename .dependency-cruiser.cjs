@@ -12,6 +12,7 @@ const TRANSPORT = part('services/transport');
 const COMMON = part('services/common');
 const INJECTOR = part('services/injector');
 const SIDECAR = part('sidecar');
+const IMPORT_CLIENT = part('services/import');
 const TESTS = '\\.test\\.ts$|^test/|/testdata/';
 
 /** `from` (production code, not its tests) may import nothing internal but `allowed`. */
@@ -45,6 +46,7 @@ module.exports = {
     onlyImports('transport-below-the-services', TRANSPORT, [COMMON, part('gen')], 'The transport serves any process: it knows no engine, store or handler.'),
     onlyImports('decision-service', DECISION, [ENGINE, TRANSPORT, COMMON, part('gen')], 'DecisionService over a DecisionSource, for both processes: no store.'),
     onlyImports('sidecar-never-touches-the-store', SIDECAR, [ENGINE, DECISION, TRANSPORT, COMMON, part('gen')], 'The sidecar follows the Watch stream; it never reads the database or imports the control plane.'),
+    onlyImports('import-client', IMPORT_CLIENT, [part('gen')], 'The import client is what the CLI and applications import: Node\'s modules and generated types, nothing of the service.'),
     onlyImports('injector', INJECTOR, [TRANSPORT, COMMON, part('gen')], 'The webhook is its own process.'),
     {
       name: 'mains-on-top',

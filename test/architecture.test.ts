@@ -50,8 +50,9 @@ describe('the architecture\'s import rules', () => {
     write('test/helper.ts', 'export const helper = 1;\n');
     write('cmd/sidecar/main.ts', "import { f } from '../../sidecar/follower.js';\nexport const main = f;\n");
     write('services/transport/server.ts', "import { main } from '../../cmd/sidecar/main.js';\nexport const server = main;\n");
+    write('services/import/client.ts', "import { db } from '../store/db.js';\nexport const client = db;\n");
 
-    it('a cycle, the engine or the sidecar reaching the store, production code importing tests, a library importing a main', async () => {
+    it('a cycle, the engine or the sidecar reaching the store, production code importing tests, a library importing a main, the import client importing the service', async () => {
       const found = await violations(planted, ['cmd', 'services', 'sidecar']);
       expect(found).toEqual(expect.arrayContaining([
         expect.stringMatching(/^no-circular: services\/transport\/(a|b)\.ts/),
@@ -60,6 +61,7 @@ describe('the architecture\'s import rules', () => {
         'sidecar-never-touches-the-store: sidecar/follower.ts → services/control-plane/app.ts',
         'no-tests-in-production: services/control-plane/app.ts → test/helper.ts',
         'mains-on-top: services/transport/server.ts → cmd/sidecar/main.ts',
+        'import-client: services/import/client.ts → services/store/db.ts',
       ]));
     }, 60_000);
   });

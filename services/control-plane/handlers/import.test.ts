@@ -92,7 +92,7 @@ describeEachBackend('ImportService on %s', (backend) => {
     // The decision path sees the grant (ownership leg), at the batch's revision.
     const decision = await app.client(DecisionService).evaluate({
       actor: { subjectId: alice[0].id }, scopeId: 'scope_eng', action: 'read', resource: { resourceType: 'doc', externalResourceId: 'd1' },
-      consistency: { requirement: { case: 'minRevision', value: res.revision } },
+      consistency: { minRevision: res.revision },
     });
     expect(decision).toMatchObject({ allowed: true, reason: 'ownership' });
   });
