@@ -6,7 +6,7 @@ import { KINDS, prepareMessages, type KindDef, type KindName, type Row } from '.
 import { ChangeLogEntity } from './schema.js';
 import { rawQuery } from './read.js';
 import { CHANGE_CHANNEL, KEY_CHANNEL } from './notifications.js';
-import { copyField, copyInto, copyText } from './copy.js';
+import { copyData, copyInto, copyText } from './copy.js';
 
 /**
  * One change-log entry. The log stores the row as the store holds it (property names, ISO
@@ -114,9 +114,11 @@ export class WriteTx {
 
   /**
    * Inserts rows of one kind and records them. Usually one statement: the rows travel as one
-   * JSON parameter and the same statement appends their change-log entries.
+   * JSON parameter and the same statement appends their change-log entries. For a large batch,
+   * `whileWriting` (default: making the rows' response messages) runs while PostgreSQL runs the
+   * insert; a failed insert fails the transaction either way.
    */
-  async insert(kind: KindName, rows: Row[]): Promise<void> {
+  async insert(kind: KindName, rows: Row[], whileWriting: (rows: Row[]) => void = (r) => prepareMessages(kind, r)): Promise<void> {
     if (rows.length === 0) return;
     if (kind === 'apiKey') this.noteKeys(rows);
     const d = KINDS[kind] as KindDef;
@@ -134,10 +136,10 @@ export class WriteTx {
     });
     if (rows.length < OVERLAP_FROM) return written;
     // A large batch: while PostgreSQL runs the insert (the yield lets the query reach the
-    // socket first), the response messages are built; a failed insert fails the transaction.
+    // socket first), the response is prepared; a failed insert fails the transaction.
     try {
       await new Promise<void>((resolve) => setImmediate(resolve));
-      prepareMessages(kind, rows);
+      whileWriting(rows);
     } finally {
       await written;
     }
@@ -147,6 +149,8 @@ export class WriteTx {
    * Inserts rows of one tenant-owned kind at bulk speed and records them, as `insert` does: on
    * PostgreSQL the rows, and then their change-log entries, each in one `COPY … FROM STDIN`; on
    * the embedded database through `insert`. The transaction must have entered the rows' tenant.
+   * A row's change-log entry is its stored columns as JSON (property names, timestamps as ISO
+   * text), as `insert` logs it.
    */
   async copy(kind: KindName, rows: Row[]): Promise<void> {
     if (rows.length === 0) return;
@@ -157,20 +161,9 @@ export class WriteTx {
     }
     if (this.loggedRows(d, rows).length !== rows.length) throw new Error(`copy of ${d.kind} rows without a tenant`);
     const plan = planOf(this.em, d.entity);
-    const json = plan.props.map((p) => p.columnTypes[0].startsWith('json'));
-    const lines = new Array<string>(rows.length);
-    const log = new Array<string>(rows.length);
-    const head = `${copyText(this.tenantId)}\t${this.revision}\t`;
-    const tail = `\t${new Date().toISOString()}\n`;
-    for (let i = 0; i < rows.length; i++) {
-      const r = rows[i];
-      let line = copyField(r[plan.props[0].name], json[0]);
-      for (let k = 1; k < plan.props.length; k++) line += `\t${copyField(r[plan.props[k].name], json[k])}`;
-      lines[i] = `${line}\n`;
-      log[i] = `${head}${this.seq + i}\tupsert\t${d.kind}\t${copyText(r.id as string)}\t${copyText(JSON.stringify(r))}${tail}`;
-    }
+    const { data, log } = copyData(plan.props, rows, `${copyText(this.tenantId)}\t${this.revision}\t`, this.seq, `\tupsert\t${d.kind}\t`, `\t${new Date().toISOString()}\n`);
     this.seq += rows.length;
-    await copyInto(this.em, plan.table, plan.props.map((p) => p.fieldNames[0]), lines);
+    await copyInto(this.em, plan.table, plan.props.map((p) => p.fieldNames[0]), data);
     await copyInto(this.em, 'change_log', CHANGE_LOG_COLUMNS, log);
   }
 

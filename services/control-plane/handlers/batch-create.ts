@@ -133,8 +133,20 @@ export interface CreateSpec<I, K extends KindName> {
 export async function createMany<I, K extends KindName>(
   deps: Deps, ctx: HandlerContext, spec: CreateSpec<I, K>, items: I[], batch: boolean,
 ): Promise<MessageOf<K>[]> {
+  const { rows, revision } = await createRows(deps, principalOf(ctx), spec, items, batch);
+  setRevision(ctx, revision);
+  return rows.map((r) => rowToMessage(spec.kind, r));
+}
+
+/**
+ * createMany's work, for any way of answering: the created rows in request order and the
+ * tenant's new revision. `whileWriting` runs on the rows while PostgreSQL inserts them (see
+ * WriteTx.insert; by default their messages are made).
+ */
+export async function createRows<I, K extends KindName>(
+  deps: Deps, principal: Principal, spec: CreateSpec<I, K>, items: I[], batch: boolean, whileWriting?: (rows: Row[]) => void,
+): Promise<{ rows: Row[]; revision?: number }> {
   if (batch) batchItems(items);
-  const principal = principalOf(ctx);
   const tenantOwned = (KINDS[spec.kind] as KindDef).tenantOwned;
   if (tenantOwned && !spec.tenantRef) throw new Error(`the create spec of ${spec.kind} names no tenantRef`);
   const { result, revision } = await runWrite(deps.db, async (tx) => {
@@ -155,12 +167,11 @@ export async function createMany<I, K extends KindName>(
     }
     await b.assertNew(spec.kind, rows.map((r) => r.id as string));
     await insertRuns(tx, b.before);
-    await tx.insert(spec.kind, rows);
+    await tx.insert(spec.kind, rows, whileWriting);
     await insertRuns(tx, b.after);
     return rows;
   });
-  setRevision(ctx, revision);
-  return result.map((r) => rowToMessage(spec.kind, r));
+  return { rows: result, revision };
 }
 
 /** Items built between two yields to the event loop in createMany. */

@@ -10,7 +10,7 @@ export function importService(deps: Deps): ServiceImpl<typeof ImportService> {
   return {
     async importBatch(req, ctx) {
       const out = await importBatch(deps.db, principalOf(ctx), req, ctx.signal);
-      setRevision(ctx, out.revision);
+      setRevision(ctx, out.tenantRevision);
       return { importId: out.importId, sequence: out.sequence, applied: out.applied, revision: BigInt(out.revision), nextLine: out.nextLine, counts: out.counts };
     },
     async getImport(req, ctx) {

@@ -24,7 +24,7 @@ const LINK_TYPES = ['share', 'alias', 'mirror'] as const;
  * INSERTs), so everything an item needs is loaded before the item loop in a fixed number of
  * queries: types, owner scopes with their ancestors, and the (type, external id) pairs taken.
  */
-function resources(): CreateSpec<CreateResourceRequest, 'resource'> {
+export function resources(): CreateSpec<CreateResourceRequest, 'resource'> {
   const chains = new Map<string, { tenantId: string; scopes: Set<string> }>(); // owner scope -> itself + ancestors
   const unique = new Uniques(); // (typeId, externalResourceId)
   let types = new Map<string, Row>();

@@ -28,6 +28,8 @@ export interface BatchOutcome {
   applied: boolean;
   /** The revision the batch committed at (for a batch committed before: the import's last). */
   revision: number;
+  /** The tenant's revision when the batch was answered (`x-revision`): `revision`, unless the batch was committed before. */
+  tenantRevision: number;
   nextLine: number;
   counts: ImportCounts;
 }
@@ -54,7 +56,7 @@ function positive(value: number, field: string): number {
 const add = (a: ImportCounts, b: ImportCounts): ImportCounts =>
   Object.fromEntries(Object.keys(NO_COUNTS).map((k) => [k, a[k as keyof ImportCounts] + b[k as keyof ImportCounts]])) as unknown as ImportCounts;
 
-type Attempt = { outcome: BatchOutcome } | { waitFor: number };
+type Attempt = { outcome: Omit<BatchOutcome, 'tenantRevision'> } | { waitFor: number };
 
 /**
  * Writes one batch. A batch already committed is answered (`applied` false) without writing; a
@@ -71,8 +73,8 @@ export async function importBatch(db: Database, principal: Principal, req: Impor
   const entities = batchItems(req.entities, 'entities').map((e, i) => parseEntity(e, i, firstLine + i));
   const nextLine = firstLine + entities.length;
 
-  const attempt = async (): Promise<Attempt> => {
-    const { result } = await runWrite(db, async (tx): Promise<Attempt> => {
+  const attempt = async (): Promise<Attempt & { tenantRevision?: number }> => {
+    const { result, revision: tenantRevision } = await runWrite(db, async (tx): Promise<Attempt> => {
       await tx.useTenant(tenantId, 'tenantId');
       const progress = await importProgress(tx, tenantId, importId);
       const last = progress?.lastSequence ?? 0;
@@ -92,13 +94,13 @@ export async function importBatch(db: Database, principal: Principal, req: Impor
       await recordImportBatch(tx, tenantId, next, principal.subjectId);
       return { outcome: { importId, sequence, applied: true, revision, nextLine, counts } };
     });
-    return result;
+    return { ...result, tenantRevision };
   };
 
   const deadline = Date.now() + ORDER_WAIT_MS;
   for (let pause = 5; ; pause = Math.min(pause * 2, 200)) {
     const r = await attempt();
-    if ('outcome' in r) return r.outcome;
+    if ('outcome' in r) return { ...r.outcome, tenantRevision: r.tenantRevision ?? r.outcome.revision };
     if (signal?.aborted) throw new DomainError('canceled', 'the caller went away while the batch waited for its predecessor');
     if (Date.now() >= deadline) {
       throw constraint(`batch ${sequence} of import ${importId} waited ${ORDER_WAIT_MS / 1000} s for batch ${r.waitFor}, which has not been committed: send batches in order`, 'sequence');

@@ -39,7 +39,8 @@ export interface BatchTarget {
   by: string;
 }
 
-const key = (...parts: string[]) => parts.join('\u0000');
+/** A map key of two or three strings (NUL cannot occur in stored text). */
+const key = (a: string, b: string, c?: string) => (c === undefined ? `${a}\u0000${b}` : `${a}\u0000${b}\u0000${c}`);
 
 /** A resource as the batch resolves it: stored, or created by an earlier line. */
 interface KnownResource {
@@ -122,7 +123,8 @@ export async function planBatch(tx: WriteTx, target: BatchTarget, entities: Pars
   // --- the lines, in order ------------------------------------------------------------------------
   const rows: BatchRows = { subject: [], resource: [], membership: [], roleAssignment: [], resourceEdge: [], resourceScopeLink: [], ownershipGrant: [] };
   const counts: ImportCounts = { ...NO_COUNTS };
-  const base = (ns: Parameters<typeof newId>[0]) => ({ id: newId(ns), tenantId, createdAt: now, createdBy: by });
+  // Rows are object literals with the same keys in the same order (no spread of a common base):
+  // one shape per kind, built thousands of times per batch.
 
   const scopeIn = (id: string, field: string): ScopeChain => {
     const chain = chains.get(id);
@@ -177,7 +179,10 @@ export async function planBatch(tx: WriteTx, target: BatchTarget, entities: Pars
           if (held.line === undefined) throw new DomainError('already_exists', `${p}.externalId: ${what} already exists (${held.id})`, `${p}.externalId`);
           throw invalid(`${p}.externalId`, `${what} is also created by line ${held.line}`);
         }
-        const row = { ...base('resource'), resourceTypeId: t.id, ownerScopeId, externalResourceId: e.externalId, displayName: e.displayName, attributes: e.attributes };
+        const row = {
+          id: newId('resource'), tenantId, createdAt: now, createdBy: by,
+          resourceTypeId: t.id, ownerScopeId, externalResourceId: e.externalId, displayName: e.displayName, attributes: e.attributes,
+        };
         resources.set(k, { id: row.id, typeId: t.id, ownerScopeId, line: e.line });
         rows.resource.push(row);
         counts.resources++;
@@ -190,7 +195,7 @@ export async function planBatch(tx: WriteTx, target: BatchTarget, entities: Pars
           if (held.line === undefined) throw new DomainError('already_exists', `${p}.externalId: ${what} already exists (${held.id})`, `${p}.externalId`);
           throw invalid(`${p}.externalId`, `${what} is also created by line ${held.line}`);
         }
-        const row = { ...base('subject'), type: e.type, externalId: e.externalId, metadata: e.metadata };
+        const row = { id: newId('subject'), tenantId, createdAt: now, createdBy: by, type: e.type, externalId: e.externalId, metadata: e.metadata };
         subjects.set(e.externalId, [{ id: row.id, type: e.type, line: e.line }]);
         rows.subject.push(row);
         counts.subjects++;
@@ -200,7 +205,10 @@ export async function planBatch(tx: WriteTx, target: BatchTarget, entities: Pars
         const parent = resourceOf(e.parent, `${p}.parent`);
         const child = resourceOf(e.child, `${p}.child`);
         hierarchy!.check(parent, child, `${p}.child`);
-        rows.resourceEdge.push({ ...base('resource_edge'), parentResourceId: parent.id, childResourceId: child.id, relationshipType: e.relationshipType, cascade: e.cascade });
+        rows.resourceEdge.push({
+          id: newId('resource_edge'), tenantId, createdAt: now, createdBy: by,
+          parentResourceId: parent.id, childResourceId: child.id, relationshipType: e.relationshipType, cascade: e.cascade,
+        });
         counts.resourceEdges++;
         return;
       }
@@ -210,7 +218,9 @@ export async function planBatch(tx: WriteTx, target: BatchTarget, entities: Pars
         const k = key(resource.id, e.scopeId, e.linkType);
         if (links.has(k)) throw new DomainError('already_exists', `${p}.scopeId: a ${e.linkType} link of resource ${resource.id} to scope ${e.scopeId} already exists`, `${p}.scopeId`);
         links.add(k);
-        rows.resourceScopeLink.push({ ...base('rsl'), resourceId: resource.id, scopeId: e.scopeId, linkType: e.linkType, metadata: e.metadata });
+        rows.resourceScopeLink.push({
+          id: newId('rsl'), tenantId, createdAt: now, createdBy: by, resourceId: resource.id, scopeId: e.scopeId, linkType: e.linkType, metadata: e.metadata,
+        });
         counts.scopeLinks++;
         return;
       }
@@ -221,7 +231,7 @@ export async function planBatch(tx: WriteTx, target: BatchTarget, entities: Pars
         const k = key(subject.id, resource.id, roleId);
         if (grants.has(k)) throw new DomainError('already_exists', `${p}.role: an ownership grant of resource ${resource.id} to subject ${subject.id} with role ${roleId} already exists`, `${p}.role`);
         grants.add(k);
-        rows.ownershipGrant.push({ ...base('ownership_grant'), subjectId: subject.id, resourceId: resource.id, roleId });
+        rows.ownershipGrant.push({ id: newId('ownership_grant'), tenantId, createdAt: now, createdBy: by, subjectId: subject.id, resourceId: resource.id, roleId });
         counts.ownershipGrants++;
         return;
       }
@@ -233,9 +243,11 @@ export async function planBatch(tx: WriteTx, target: BatchTarget, entities: Pars
         if (memberships.has(k)) throw new DomainError('already_exists', `${p}.scopeId: a membership of subject ${subject.id} in scope ${scopeId} already exists`, `${p}.scopeId`);
         const roleIds = e.roles.map((r, i) => roleAt(r, scopeId, `${p}.roles[${i}]`));
         memberships.add(k);
-        const membership = { ...base('membership'), subjectId: subject.id, scopeId };
+        const membership = { id: newId('membership'), tenantId, createdAt: now, createdBy: by, subjectId: subject.id, scopeId };
         rows.membership.push(membership);
-        for (const roleId of roleIds) rows.roleAssignment.push({ ...base('role_assignment'), membershipId: membership.id, roleId });
+        for (const roleId of roleIds) {
+          rows.roleAssignment.push({ id: newId('role_assignment'), tenantId, createdAt: now, createdBy: by, membershipId: membership.id, roleId });
+        }
         counts.memberships++;
         counts.roleAssignments += roleIds.length;
         return;
