@@ -304,8 +304,9 @@ async function insertJson(em: EntityManager, entity: EntitySchema<Row>, propName
 function completeJson(em: EntityManager, entity: EntitySchema<Row>, rows: Row[]): { props: string[]; text: string } | undefined {
   const props = planOf(em, entity).props.filter((p) => rows.some((r) => r[p.name] !== undefined));
   if (!rows.every((r) => props.every((p) => r[p.name] !== undefined))) return undefined;
-  const text = jsonOf(rows);
-  return text === undefined ? undefined : { props: props.map((p) => p.name), text };
+  const names = props.map((p) => p.name);
+  const text = jsonOf(rows, names);
+  return text === undefined ? undefined : { props: names, text };
 }
 
 /**
@@ -345,10 +346,37 @@ async function bulkInsert(em: EntityManager, entity: EntitySchema<Row>, rows: Ro
   }
 }
 
-/** The rows as JSON (Dates as ISO strings), or undefined when they hold values JSON cannot carry (bigint). */
-function jsonOf(rows: Row[]): string | undefined {
+/**
+ * The rows as a JSON array of objects of the `props` (every row sets every one; Dates as ISO
+ * strings, each distinct Date converted once), or undefined when they hold values JSON cannot
+ * carry (bigint).
+ */
+function jsonOf(rows: Row[], props: string[]): string | undefined {
+  const keys = props.map((p) => `${JSON.stringify(p)}:`);
+  let lastDate: Date | undefined;
+  let lastText = '';
   try {
-    return JSON.stringify(rows);
+    let out = '[';
+    for (let i = 0; i < rows.length; i++) {
+      const r = rows[i];
+      let text = '{';
+      for (let k = 0; k < props.length; k++) {
+        const v = r[props[k]];
+        let value: string;
+        if (v instanceof Date) {
+          if (v !== lastDate) {
+            lastDate = v;
+            lastText = JSON.stringify(v);
+          }
+          value = lastText;
+        } else {
+          value = JSON.stringify(v);
+        }
+        text += k === 0 ? `${keys[k]}${value}` : `,${keys[k]}${value}`;
+      }
+      out += i === 0 ? `${text}}` : `,${text}}`;
+    }
+    return `${out}]`;
   } catch {
     return undefined;
   }
