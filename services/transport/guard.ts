@@ -60,40 +60,46 @@ export function checkString(s: string, path: string): void {
 export function checkJsonValue(value: unknown, path: string): void {
   // The size first (natively): what is over it is refused before its entries are walked.
   if (Buffer.byteLength(JSON.stringify(value) ?? '') > MAX_JSON_VALUE_BYTES) throw limitExceeded(clipPath(path), `is larger than ${MAX_JSON_VALUE_BYTES} bytes of JSON`);
-  const at: (string | number)[] = [];
-  // Each level's path is its parent's (as named in errors, clipped) extended, then clipped.
-  const here = () => at.reduce<string>((p, k) => clipPath(typeof k === 'number' ? `${p}[${k}]` : join(p, k)), clipPath(path));
-  const walk = (v: unknown, depth: number): void => {
-    if (typeof v === 'string') {
-      const problem = stringProblem(v);
-      if (problem) throw invalid(here(), problem);
-    } else if (typeof v === 'number') {
-      if (!Number.isFinite(v)) throw invalid(here(), 'must be a finite number (JSON has no NaN or Infinity; 1e309 is out of range)');
-    } else if (v !== null && typeof v === 'object') {
-      if (depth >= MAX_JSON_DEPTH) throw limitExceeded(path, `nests deeper than ${MAX_JSON_DEPTH} levels`);
-      if (Array.isArray(v)) {
-        if (v.length > MAX_JSON_ENTRIES) throw limitExceeded(here(), `holds more than ${MAX_JSON_ENTRIES} entries`);
-        for (let i = 0; i < v.length; i++) {
-          at.push(i);
-          walk(v[i], depth + 1);
-          at.pop();
-        }
-      } else {
-        const keys = Object.keys(v);
-        if (keys.length > MAX_JSON_ENTRIES) throw limitExceeded(here(), `holds more than ${MAX_JSON_ENTRIES} entries`);
-        for (const k of keys) {
-          const problem = stringProblem(k);
-          if (problem) throw invalid(join(here(), k), problem);
-        }
-        for (let i = keys.length - 1; i >= 0; i--) {
-          at.push(keys[i]);
-          walk((v as Record<string, unknown>)[keys[i]], depth + 1);
-          at.pop();
-        }
+  walkJson(value, 0, [], path);
+}
+
+/** Where checkJsonValue is: each level's path is its parent's (as named in errors, clipped) extended, then clipped. */
+function pathAt(root: string, at: readonly (string | number)[]): string {
+  let p = clipPath(root);
+  for (const k of at) p = clipPath(typeof k === 'number' ? `${p}[${k}]` : join(p, k));
+  return p;
+}
+
+/** checkJsonValue's walk: `at` holds the keys from the root to `v` (pushed and popped, no strings made). */
+function walkJson(v: unknown, depth: number, at: (string | number)[], root: string): void {
+  if (typeof v === 'string') {
+    const problem = stringProblem(v);
+    if (problem) throw invalid(pathAt(root, at), problem);
+  } else if (typeof v === 'number') {
+    if (!Number.isFinite(v)) throw invalid(pathAt(root, at), 'must be a finite number (JSON has no NaN or Infinity; 1e309 is out of range)');
+  } else if (v !== null && typeof v === 'object') {
+    if (depth >= MAX_JSON_DEPTH) throw limitExceeded(root, `nests deeper than ${MAX_JSON_DEPTH} levels`);
+    if (Array.isArray(v)) {
+      if (v.length > MAX_JSON_ENTRIES) throw limitExceeded(pathAt(root, at), `holds more than ${MAX_JSON_ENTRIES} entries`);
+      for (let i = 0; i < v.length; i++) {
+        at.push(i);
+        walkJson(v[i], depth + 1, at, root);
+        at.pop();
+      }
+    } else {
+      const keys = Object.keys(v);
+      if (keys.length > MAX_JSON_ENTRIES) throw limitExceeded(pathAt(root, at), `holds more than ${MAX_JSON_ENTRIES} entries`);
+      for (const k of keys) {
+        const problem = stringProblem(k);
+        if (problem) throw invalid(join(pathAt(root, at), k), problem);
+      }
+      for (let i = keys.length - 1; i >= 0; i--) {
+        at.push(keys[i]);
+        walkJson((v as Record<string, unknown>)[keys[i]], depth + 1, at, root);
+        at.pop();
       }
     }
-  };
-  walk(value, 0);
+  }
 }
 
 const maxItemsCache = new WeakMap<DescField, number>();
