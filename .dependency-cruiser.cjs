@@ -17,6 +17,7 @@ const MODEL = part('services/model');
 const SIDECAR = part('sidecar');
 const CLIENT = part('client');
 const CLI = part('cli');
+const IMPORT_CLIENT = part('services/import');
 const TESTS = '\\.test\\.ts$|^test/|/testdata/';
 
 /** `from` (production code, not its tests) may import nothing internal but `allowed`. */
@@ -51,6 +52,7 @@ module.exports = {
     onlyImports('decision-service', DECISION, [ENGINE, TRANSPORT, COMMON, part('gen')], 'DecisionService over a DecisionSource, for both processes: no store.'),
     onlyImports('sidecar-never-touches-the-store', SIDECAR, [ENGINE, DECISION, TRANSPORT, COMMON, part('gen')], 'The sidecar follows the Watch stream; it never reads the database or imports the control plane.'),
     onlyImports('model-runs-offline', MODEL, [ENGINE, TRANSPORT, COMMON, part('gen')], 'The model file: format, checks, plan and export form, without a database or a server (the command line runs them offline).'),
+    onlyImports('import-client', IMPORT_CLIENT, [part('gen')], 'The import client is what the CLI and applications import: Node\'s modules and generated types, nothing of the service.'),
     onlyImports('injector', INJECTOR, [TRANSPORT, COMMON, part('gen')], 'The webhook is its own process.'),
     {
       name: 'mains-on-top',
@@ -61,7 +63,7 @@ module.exports = {
     },
     onlyImports('control-plane', CONTROL_PLANE, [STORE, MODEL, ENGINE, DECISION, TRANSPORT, COMMON, part('gen')], 'The control plane sits on top.'),
     onlyImports('client-stands-alone', CLIENT, [part('gen')], 'Applications import the client: it needs the generated code and Connect, nothing of the service.'),
-    onlyImports('cli-through-the-client', CLI, [CLIENT, MODEL, ENGINE, TRANSPORT, COMMON, part('gen')], 'The command line reaches the service only through the client; offline work (the model file, decision tests) may use the model module and the engine.'),
+    onlyImports('cli-through-the-client', CLI, [CLIENT, IMPORT_CLIENT, MODEL, ENGINE, TRANSPORT, COMMON, part('gen')], 'The command line reaches the service only through the client; offline work (the model file, decision tests) may use the model module and the engine.'),
     {
       name: 'cli-on-top',
       comment: 'The command line composes the client; nothing of the product imports it.',

@@ -55,7 +55,9 @@ describe('the architecture\'s import rules', () => {
     write('cli/program.ts', "import { lookup } from '../client/lookup.js';\nimport { db } from '../services/store/db.js';\nexport const program = [lookup, db];\n");
     write('services/decision/connect.ts', "import { program } from '../../cli/program.js';\nexport const connect = program;\n");
 
-    it('a cycle, the engine, the model module, the sidecar, the client or the CLI reaching the store, production code importing tests, a library importing a main or the CLI', async () => {
+    write('services/import/client.ts', "import { db } from '../store/db.js';\nexport const client = db;\n");
+
+    it('a cycle, the engine, the model module, the sidecar, the client, the import client or the CLI reaching the store, production code importing tests, a library importing a main or the CLI', async () => {
       const found = await violations(planted, ['cmd', 'services', 'sidecar', 'client', 'cli']);
       expect(found).toEqual(expect.arrayContaining([
         expect.stringMatching(/^no-circular: services\/transport\/(a|b)\.ts/),
@@ -68,6 +70,7 @@ describe('the architecture\'s import rules', () => {
         'client-stands-alone: client/lookup.ts → services/store/db.ts',
         'cli-through-the-client: cli/program.ts → services/store/db.ts',
         'cli-on-top: services/decision/connect.ts → cli/program.ts',
+        'import-client: services/import/client.ts → services/store/db.ts',
       ]));
       // The CLI importing the client is the arrow the rules allow.
       expect(found.filter((v) => v.includes('cli/program.ts → client/'))).toEqual([]);

@@ -18,6 +18,7 @@ import { SnapshotService } from '../../gen/authz/v1/snapshot_service_pb.js';
 import { storeErrors } from './errors.js';
 import { indexMetrics, keyCacheMetrics, poolMetrics } from './observability.js';
 import { registerServices, SERVICES } from './services.js';
+import { directMethods } from './handlers/direct.js';
 import { decisionCounter } from '../decision/metrics.js';
 import type { WatchHub } from './watch/hub.js';
 import { startWatch } from './watch/setup.js';
@@ -49,6 +50,8 @@ export interface InternalOptions {
   leanDecisions?: boolean;
   /** `false` leaves every Watch call to connect-node (tests compare the two). */
   leanWatch?: boolean;
+  /** `false` leaves the bulk writes' REST routes to connect-node (tests compare the two). */
+  directWrites?: boolean;
   /**
    * How often the keys of open Watch streams are verified again, ms (default 1,000); 0 leaves
    * only the checks a key write or a notifications resync starts (tests of that path).
@@ -122,6 +125,7 @@ export async function startControlPlane(
       services: SERVICES,
       authenticate: apiKeyCaller(verifier),
       interceptors: [authInterceptor(verifier)],
+      direct: internal.directWrites === false ? undefined : directMethods(deps),
       leanPath: leanPaths([
         internal.leanDecisions === false ? undefined : controlPlaneLeanPath({ source: deps.decision, verifier, logger, registry, tracing }),
         internal.leanWatch === false ? undefined : leanWatch({

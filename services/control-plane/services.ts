@@ -34,9 +34,11 @@ import { SnapshotService } from '../../gen/authz/v1/snapshot_service_pb.js';
 import { snapshotService } from './watch/service.js';
 import { TenantModelService } from '../../gen/authz/v1/tenant_model_service_pb.js';
 import { tenantModelService } from './handlers/tenant-model.js';
+import { ImportService } from '../../gen/authz/v1/import_service_pb.js';
+import { importService } from './handlers/import.js';
 
 /** Every service of the control plane, for the server and the REST gateway. */
-export const SERVICES: DescService[] = [DecisionService, ScopeService, TenancyService, SubjectService, ApiKeyService, RoleService, PermissionService, MembershipService, ResourceTypeService, ResourceService, PolicyService, TagService, ScopeOverrideService, OwnershipGrantService, TenantModelService, SnapshotService];
+export const SERVICES: DescService[] = [DecisionService, ScopeService, TenancyService, SubjectService, ApiKeyService, RoleService, PermissionService, MembershipService, ResourceTypeService, ResourceService, PolicyService, TagService, ScopeOverrideService, OwnershipGrantService, TenantModelService, ImportService, SnapshotService];
 
 /** Registers every service implementation on a Connect router. */
 export function registerServices(router: ConnectRouter, deps: Deps): ConnectRouter {
@@ -55,6 +57,7 @@ export function registerServices(router: ConnectRouter, deps: Deps): ConnectRout
   router.service(ScopeOverrideService, scopeOverrideService(deps));
   router.service(OwnershipGrantService, ownershipGrantService(deps));
   router.service(TenantModelService, tenantModelService(deps));
+  router.service(ImportService, importService(deps));
   if (deps.watch) router.service(SnapshotService, snapshotService(deps.watch, deps.watchKeys));
   return router;
 }

@@ -128,6 +128,57 @@ export function messageToChangeData(kind: KindDef, row: Row): JsonObject {
   }) as JsonObject;
 }
 
+/**
+ * The rows as the JSON array of their messages, as every surface writes them (every implicit
+ * field): a batch create's REST body, without making the messages.
+ */
+export function rowsToJsonText(kind: KindName, rows: Row[]): string {
+  const d = KINDS[kind] as KindDef;
+  const plan = planOf(d);
+  const keys = plan?.map((f) => `${JSON.stringify(f.json)}:`);
+  const iso = lastIso();
+  let out = '[';
+  for (let i = 0; i < rows.length; i++) {
+    const text = (plan && directJsonText(d, plan, keys!, rows[i], iso)) ?? JSON.stringify(messageToChangeData(d, rows[i]));
+    out += i === 0 ? text : `,${text}`;
+  }
+  return `${out}]`;
+}
+
+/** A Date's JSON text as protobuf-es writes a Timestamp, remembered for the last Date asked (a batch's rows share one). */
+function lastIso(): (d: Date) => string {
+  let last: Date | undefined;
+  let text = '';
+  return (d) => {
+    if (d !== last) {
+      last = d;
+      text = JSON.stringify(d.toISOString().replace('.000Z', 'Z'));
+    }
+    return text;
+  };
+}
+
+const ZERO_TEXT: Record<'string' | 'bool' | 'int32' | 'strings', string> = { string: '""', bool: 'false', int32: '0', strings: '[]' };
+
+/** JSON.stringify(directChangeData(…)) written directly; null where directChangeData is null. */
+function directJsonText(kind: KindDef, plan: FieldPlan[], keys: string[], row: Row, iso: (d: Date) => string): string | null {
+  let out = '{';
+  for (let k = 0; k < plan.length; k++) {
+    const f = plan[k];
+    const v = valueOf(kind, row, f);
+    let text: string;
+    if (v === null || v === undefined) {
+      if (f.explicit || f.shape === 'timestamp' || f.shape === 'struct') continue;
+      text = ZERO_TEXT[f.shape];
+    } else {
+      if (!fits(f, v)) return null;
+      text = f.shape === 'timestamp' ? iso(v as Date) : JSON.stringify(v);
+    }
+    out += out.length === 1 ? `${keys[k]}${text}` : `,${keys[k]}${text}`;
+  }
+  return `${out}}`;
+}
+
 // --- direct conversions -------------------------------------------------------------------------
 //
 // rowToMessage and messageToChangeData run once per written or answered row, so for batches of

@@ -44,7 +44,7 @@ describeEachBackend('store writes on %s', (backend) => {
 
   it('runs on a database migrated once: one migration, the four built-in scope types once', async () => {
     expect(db.backend).toBe(backend);
-    expect(await q('select name from mikro_orm_migrations order by name')).toEqual([{ name: '0001-initial' }, { name: '0002-service-settings' }, { name: '0003-change-log-retention' }, { name: '0004-key-notify' }]);
+    expect(await q('select name from mikro_orm_migrations order by name')).toEqual([{ name: '0001-initial' }, { name: '0002-service-settings' }, { name: '0003-change-log-retention' }, { name: '0004-key-notify' }, { name: '0005-imports' }]);
     expect(await q('select id, name from scope_types order by name')).toEqual(
       ['environment', 'project', 'tenant', 'workspace'].map((n) => ({ id: `scope_type_${n}`, name: n })),
     );
@@ -270,6 +270,32 @@ describeEachBackend('store writes on %s', (backend) => {
     expect(log[4].data).toBeNull();
     // The update and the deletes really happened.
     expect(await countWhere('subjects', 'tenant_id', t)).toBe(0);
+  });
+
+  it('copy writes the rows and change-log entries insert writes, COPY text escapes and all, in one revision', async () => {
+    const t = 'tenant_copy';
+    await freshTenant(t);
+    const awkward = 'tab\there\nnew line\r\\ back\\slash "quote" \\N é 😀';
+    const rows = (prefix: string) => [
+      subject(t, `subject_${prefix}1`, { note: awkward, list: [1, null, { deep: '\\t' }] }),
+      { ...subject(t, `subject_${prefix}2`), externalId: awkward },
+      subject(t, `subject_${prefix}3`, null),
+    ];
+    const inserted = await runWrite(db, async (tx) => { await tx.useTenant(t); await tx.insert('subject', rows('i')); });
+    const copied = await runWrite(db, async (tx) => { await tx.useTenant(t); await tx.copy('subject', rows('c')); await tx.copy('subject', []); });
+    expect(copied.revision).toBe(inserted.revision! + 1);
+    const stored = await q<Row>("select id, tenant_id, type, external_id, metadata, created_at, created_by from subjects where tenant_id = ? order by id", [t]);
+    // The two sets alike but for their ids (and the external ids made from them).
+    const alike = (x: unknown, prefix: string) => JSON.parse(JSON.stringify(x).replaceAll(`subject_${prefix}`, 'subject_')) as Row[];
+    const byPrefix = (prefix: string) => alike(stored.filter((r) => (r.id as string).startsWith(`subject_${prefix}`)), prefix);
+    expect(byPrefix('c')).toEqual(byPrefix('i'));
+    expect(byPrefix('c')[1]).toMatchObject({ external_id: awkward });
+    expect(byPrefix('c')[0]).toMatchObject({ metadata: { note: awkward, list: [1, null, { deep: '\\t' }] } });
+    const log = await rawLogOf(t);
+    const entries = (revision: number, prefix: string) => alike(log.filter((r) => r.revision === revision).map((r) => ({ ...r, revision: 0 })), prefix);
+    expect(entries(copied.revision!, 'c')).toEqual(entries(inserted.revision!, 'i'));
+    expect(entries(copied.revision!, 'c').map((r) => r.seq)).toEqual([0, 1, 2]);
+    expect(await logOf(t)).toHaveLength(6);
   });
 
   it('a policy change carries its timestamps in ISO form and its JSON fields as JSON', async () => {

@@ -6,6 +6,7 @@ import { KINDS, prepareMessages, type KindDef, type KindName, type Row } from '.
 import { ChangeLogEntity } from './schema.js';
 import { rawQuery } from './read.js';
 import { CHANGE_CHANNEL, KEY_CHANNEL } from './notifications.js';
+import { copyData, copyInto, copyText } from './copy.js';
 
 /**
  * One change-log entry. The log stores the row as the store holds it (property names, ISO
@@ -57,8 +58,12 @@ export class WriteTx {
    */
   readonly keyPrefixes = new Set<string>();
 
-  /** The transaction's entity manager, for the store's own modules (handlers call them, never SQL). */
-  constructor(readonly em: EntityManager) {}
+  /**
+   * The transaction's entity manager, for the store's own modules (handlers call them, never
+   * SQL); `copies`: whether the database takes `COPY … FROM STDIN` (PostgreSQL does; the
+   * embedded database's wire protocol does not).
+   */
+  constructor(readonly em: EntityManager, private readonly copies = false) {}
 
   /** Locks the tenant's row (until commit) and enters it; a second, different tenant is refused. */
   async useTenant(tenantId: string, field = 'tenantId'): Promise<void> {
@@ -109,9 +114,11 @@ export class WriteTx {
 
   /**
    * Inserts rows of one kind and records them. Usually one statement: the rows travel as one
-   * JSON parameter and the same statement appends their change-log entries.
+   * JSON parameter and the same statement appends their change-log entries. For a large batch,
+   * `whileWriting` (default: making the rows' response messages) runs while PostgreSQL runs the
+   * insert; a failed insert fails the transaction either way.
    */
-  async insert(kind: KindName, rows: Row[]): Promise<void> {
+  async insert(kind: KindName, rows: Row[], whileWriting: (rows: Row[]) => void = (r) => prepareMessages(kind, r)): Promise<void> {
     if (rows.length === 0) return;
     if (kind === 'apiKey') this.noteKeys(rows);
     const d = KINDS[kind] as KindDef;
@@ -129,13 +136,35 @@ export class WriteTx {
     });
     if (rows.length < OVERLAP_FROM) return written;
     // A large batch: while PostgreSQL runs the insert (the yield lets the query reach the
-    // socket first), the response messages are built; a failed insert fails the transaction.
+    // socket first), the response is prepared; a failed insert fails the transaction.
     try {
       await new Promise<void>((resolve) => setImmediate(resolve));
-      prepareMessages(kind, rows);
+      whileWriting(rows);
     } finally {
       await written;
     }
+  }
+
+  /**
+   * Inserts rows of one tenant-owned kind at bulk speed and records them, as `insert` does: on
+   * PostgreSQL the rows, and then their change-log entries, each in one `COPY … FROM STDIN`; on
+   * the embedded database through `insert`. The transaction must have entered the rows' tenant.
+   * A row's change-log entry is its stored columns as JSON (property names, timestamps as ISO
+   * text), as `insert` logs it.
+   */
+  async copy(kind: KindName, rows: Row[]): Promise<void> {
+    if (rows.length === 0) return;
+    if (!this.copies) return this.insert(kind, rows);
+    const d = KINDS[kind] as KindDef;
+    if (!d.tenantOwned || this.tenantId === undefined || this.revision === undefined) {
+      throw new Error(`copy of ${d.kind} rows outside a tenant's write`);
+    }
+    if (this.loggedRows(d, rows).length !== rows.length) throw new Error(`copy of ${d.kind} rows without a tenant`);
+    const plan = planOf(this.em, d.entity);
+    const { data, log } = copyData(plan.props, rows, `${copyText(this.tenantId)}\t${this.revision}\t`, this.seq, `\tupsert\t${d.kind}\t`, `\t${new Date().toISOString()}\n`);
+    this.seq += rows.length;
+    await copyInto(this.em, plan.table, plan.props.map((p) => p.fieldNames[0]), data);
+    await copyInto(this.em, 'change_log', CHANGE_LOG_COLUMNS, log);
   }
 
   /**
@@ -221,6 +250,8 @@ const columnPlans = new WeakMap<EntitySchema<Row>, { table: string; props: Entit
 
 /** Every column of the change log, as flushOne writes them. */
 const CHANGE_LOG_PROPS = ['tenantId', 'revision', 'seq', 'op', 'kind', 'entityId', 'data', 'createdAt'];
+/** The same columns by name, in the order `copy` writes them. */
+const CHANGE_LOG_COLUMNS = ['tenant_id', 'revision', 'seq', 'op', 'kind', 'entity_id', 'data', 'created_at'];
 
 function planOf(em: EntityManager, entity: EntitySchema<Row>) {
   let plan = columnPlans.get(entity);
@@ -273,8 +304,9 @@ async function insertJson(em: EntityManager, entity: EntitySchema<Row>, propName
 function completeJson(em: EntityManager, entity: EntitySchema<Row>, rows: Row[]): { props: string[]; text: string } | undefined {
   const props = planOf(em, entity).props.filter((p) => rows.some((r) => r[p.name] !== undefined));
   if (!rows.every((r) => props.every((p) => r[p.name] !== undefined))) return undefined;
-  const text = jsonOf(rows);
-  return text === undefined ? undefined : { props: props.map((p) => p.name), text };
+  const names = props.map((p) => p.name);
+  const text = jsonOf(rows, names);
+  return text === undefined ? undefined : { props: names, text };
 }
 
 /**
@@ -314,10 +346,37 @@ async function bulkInsert(em: EntityManager, entity: EntitySchema<Row>, rows: Ro
   }
 }
 
-/** The rows as JSON (Dates as ISO strings), or undefined when they hold values JSON cannot carry (bigint). */
-function jsonOf(rows: Row[]): string | undefined {
+/**
+ * The rows as a JSON array of objects of the `props` (every row sets every one; Dates as ISO
+ * strings, each distinct Date converted once), or undefined when they hold values JSON cannot
+ * carry (bigint).
+ */
+function jsonOf(rows: Row[], props: string[]): string | undefined {
+  const keys = props.map((p) => `${JSON.stringify(p)}:`);
+  let lastDate: Date | undefined;
+  let lastText = '';
   try {
-    return JSON.stringify(rows);
+    let out = '[';
+    for (let i = 0; i < rows.length; i++) {
+      const r = rows[i];
+      let text = '{';
+      for (let k = 0; k < props.length; k++) {
+        const v = r[props[k]];
+        let value: string;
+        if (v instanceof Date) {
+          if (v !== lastDate) {
+            lastDate = v;
+            lastText = JSON.stringify(v);
+          }
+          value = lastText;
+        } else {
+          value = JSON.stringify(v);
+        }
+        text += k === 0 ? `${keys[k]}${value}` : `,${keys[k]}${value}`;
+      }
+      out += i === 0 ? `${text}}` : `,${text}}`;
+    }
+    return `${out}]`;
   } catch {
     return undefined;
   }
@@ -349,7 +408,7 @@ async function transaction<T>(db: Database, fn: (tx: WriteTx) => Promise<T>): Pr
   let committed: string[] = [];
   let keys: Set<string> | undefined;
   const out = await em.transactional(async (tem) => {
-    const tx = new WriteTx(tem as EntityManager);
+    const tx = new WriteTx(tem as EntityManager, db.backend === 'postgres');
     const result = await fn(tx);
     await tx.flushChangeLog();
     committed = tx.committed;

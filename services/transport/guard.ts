@@ -37,10 +37,13 @@ const join = (path: string, key: string) => (path ? `${path}.${key}` : key);
 /** In `u` mode a paired surrogate is one code point, so only a lone one is of category Cs. */
 const LONE_SURROGATE = /\p{Cs}/u;
 
+/** Any surrogate at all: most strings hold none, and this test is cheaper than LONE_SURROGATE's. */
+const SURROGATE = /[\ud800-\udfff]/;
+
 /** Why a string cannot be stored, or null. */
 export function stringProblem(s: string): string | null {
   if (s.includes('\u0000')) return 'must not contain a NUL character (U+0000)';
-  if (LONE_SURROGATE.test(s)) return 'must be valid Unicode (it holds a lone surrogate)';
+  if (SURROGATE.test(s) && LONE_SURROGATE.test(s)) return 'must be valid Unicode (it holds a lone surrogate)';
   return null;
 }
 
@@ -56,32 +59,51 @@ export function checkString(s: string, path: string): void {
 }
 
 /**
- * Checks a JSON value (iteratively: a hostile nesting cannot exhaust the stack): depth, finite
- * numbers, storable keys and strings. `path` names the value in errors.
+ * Checks a JSON value: depth, finite numbers, storable keys and strings. `path` names the value
+ * in errors. Depth first, an object's keys before its values and its values last key first (the
+ * order of the refusals); recursion is bounded by MAX_JSON_DEPTH, and the path of a value is
+ * written only when it is refused.
  */
 export function checkJsonValue(value: unknown, path: string): void {
   // The size first (natively): what is over it is refused before its entries are walked.
   if (Buffer.byteLength(JSON.stringify(value) ?? '') > MAX_JSON_VALUE_BYTES) throw limitExceeded(clipPath(path), `is larger than ${MAX_JSON_VALUE_BYTES} bytes of JSON`);
-  const stack: { v: unknown; path: string; depth: number }[] = [{ v: value, path, depth: 0 }];
-  while (stack.length > 0) {
-    const { v, path: full, depth } = stack.pop()!;
-    const at = clipPath(full);
-    if (typeof v === 'string') checkString(v, at);
-    else if (typeof v === 'number') {
-      if (!Number.isFinite(v)) throw invalid(at, 'must be a finite number (JSON has no NaN or Infinity; 1e309 is out of range)');
-    } else if (v !== null && typeof v === 'object') {
-      if (depth >= MAX_JSON_DEPTH) throw limitExceeded(path, `nests deeper than ${MAX_JSON_DEPTH} levels`);
-      if (Array.isArray(v)) {
-        if (v.length > MAX_JSON_ENTRIES) throw limitExceeded(at, `holds more than ${MAX_JSON_ENTRIES} entries`);
-        for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], path: `${at}[${i}]`, depth: depth + 1 });
-      } else {
-        const entries = Object.entries(v);
-        if (entries.length > MAX_JSON_ENTRIES) throw limitExceeded(at, `holds more than ${MAX_JSON_ENTRIES} entries`);
-        for (const [k, x] of entries) {
-          const p = join(at, k);
-          checkString(k, p);
-          stack.push({ v: x, path: p, depth: depth + 1 });
-        }
+  walkJson(value, 0, [], path);
+}
+
+/** Where checkJsonValue is: each level's path is its parent's (as named in errors, clipped) extended, then clipped. */
+function pathAt(root: string, at: readonly (string | number)[]): string {
+  let p = clipPath(root);
+  for (const k of at) p = clipPath(typeof k === 'number' ? `${p}[${k}]` : join(p, k));
+  return p;
+}
+
+/** checkJsonValue's walk: `at` holds the keys from the root to `v` (pushed and popped, no strings made). */
+function walkJson(v: unknown, depth: number, at: (string | number)[], root: string): void {
+  if (typeof v === 'string') {
+    const problem = stringProblem(v);
+    if (problem) throw invalid(pathAt(root, at), problem);
+  } else if (typeof v === 'number') {
+    if (!Number.isFinite(v)) throw invalid(pathAt(root, at), 'must be a finite number (JSON has no NaN or Infinity; 1e309 is out of range)');
+  } else if (v !== null && typeof v === 'object') {
+    if (depth >= MAX_JSON_DEPTH) throw limitExceeded(root, `nests deeper than ${MAX_JSON_DEPTH} levels`);
+    if (Array.isArray(v)) {
+      if (v.length > MAX_JSON_ENTRIES) throw limitExceeded(pathAt(root, at), `holds more than ${MAX_JSON_ENTRIES} entries`);
+      for (let i = 0; i < v.length; i++) {
+        at.push(i);
+        walkJson(v[i], depth + 1, at, root);
+        at.pop();
+      }
+    } else {
+      const keys = Object.keys(v);
+      if (keys.length > MAX_JSON_ENTRIES) throw limitExceeded(pathAt(root, at), `holds more than ${MAX_JSON_ENTRIES} entries`);
+      for (const k of keys) {
+        const problem = stringProblem(k);
+        if (problem) throw invalid(join(pathAt(root, at), k), problem);
+      }
+      for (let i = keys.length - 1; i >= 0; i--) {
+        at.push(keys[i]);
+        walkJson((v as Record<string, unknown>)[keys[i]], depth + 1, at, root);
+        at.pop();
       }
     }
   }

@@ -17,7 +17,8 @@ import * as http2 from 'node:http2';
 import { setMaxListeners } from 'node:events';
 import * as net from 'node:net';
 import * as tls from 'node:tls';
-import type { DescMethod, DescService, JsonReadOptions, JsonWriteOptions } from '@bufbuild/protobuf';
+import type { DescMethod, DescService } from '@bufbuild/protobuf';
+import { JSON_OPTIONS } from './json-options.js';
 import { Code, ConnectError, createConnectRouter, createContextValues, type ConnectRouter, type Interceptor } from '@connectrpc/connect';
 import { parseContentType } from '@connectrpc/connect/protocol-connect';
 import type { UniversalHandler, UniversalServerRequest } from '@connectrpc/connect/protocol';
@@ -41,7 +42,8 @@ import { parseJsonBody } from './json-scan.js';
 import { checkConnectGet } from './connect-get.js';
 import { MAX_BODY_BYTES } from './request-limits.js';
 import { callerCheckKey, checkCaller, type CallerCheck } from './caller-check.js';
-import { createLogger, createRegistry, metricsInterceptor, rejectCounter } from './observability.js';
+import { createLogger, createRegistry, metricsInterceptor, rejectCounter, rpcMetrics } from './observability.js';
+import type { DirectMethod } from './gateway/direct.js';
 import { ErrorInfoSchema, ErrorReason } from '../../gen/authz/v1/error_reason_pb.js';
 import { corsHandler } from './cors.js';
 import { crossSiteBody, hostAllowlist, refuseCrossSiteBody, refuseHost } from './cross-site.js';
@@ -51,14 +53,7 @@ import { DescriptorIndex, reflectionServices, ServerReflectionV1, ServerReflecti
 import { tracingInterceptor, type Tracing } from './tracing.js';
 import { readCertificatePair, reloadCertificates, secureContextOptions, type CertificateFiles, type CertificateReloader } from './certificates.js';
 
-/**
- * JSON options of every surface: implicit fields are always written (`allowed: false`,
- * `priority: 0`), and unknown fields are rejected, as the proto JSON rules recommend.
- */
-export const JSON_OPTIONS: Partial<JsonReadOptions & JsonWriteOptions> = {
-  alwaysEmitImplicit: true,
-  ignoreUnknownFields: false,
-};
+export { JSON_OPTIONS } from './json-options.js';
 
 export interface StartServerOptions {
   /** Listen address; default 127.0.0.1. */
@@ -102,6 +97,12 @@ export interface StartServerOptions {
    * (for a revision) should answer, as connect-node's handlers do.
    */
   leanPath?: (req: NodeServerRequest, res: NodeServerResponse, shutdown: AbortSignal) => boolean;
+  /**
+   * Methods whose REST route the gateway serves itself rather than through connect-node (bulk
+   * writes, see gateway/direct.ts); with `authenticate` only. Their other surfaces stay on
+   * connect-node.
+   */
+  direct?: readonly DirectMethod[];
   logger?: Logger;
   registry?: Registry;
   /** OpenTelemetry tracing (tracing.ts): a server span per RPC but health and reflection; undefined: off. */
@@ -288,6 +289,7 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
   const gateway = createGateway({
     services, handlers: router.handlers, maxBodyBytes, logger, onReject: (reason) => rejected.inc({ reason }),
     checkCaller: opts.authenticate === undefined ? undefined : (req, method) => checkCaller(opts.authenticate!, req, method),
+    direct: opts.direct, metrics: rpcMetrics(registry), tracing: opts.tracing, classifyError: opts.classifyError,
   });
 
   /**

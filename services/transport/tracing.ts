@@ -18,7 +18,7 @@ import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trac
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import type { Logger } from 'pino';
 import { ConfigError } from '../common/settings.js';
-import { surfaceKey } from './gateway/gateway.js';
+import { surfaceKey } from './gateway/surface.js';
 import { whenRpcEnds } from './observability.js';
 
 /** How a call arrived: the protocol of its request. */

@@ -133,11 +133,22 @@ export interface CreateSpec<I, K extends KindName> {
 export async function createMany<I, K extends KindName>(
   deps: Deps, ctx: HandlerContext, spec: CreateSpec<I, K>, items: I[], batch: boolean,
 ): Promise<MessageOf<K>[]> {
-  if (batch) batchItems(items);
-  const principal = principalOf(ctx);
-  const { result, revision } = await runWrite(deps.db, (tx) => createInTx(tx, principal, spec, items, (i) => (batch ? `items[${i}].` : '')));
+  const { rows, revision } = await createRows(deps, principalOf(ctx), spec, items, batch);
   setRevision(ctx, revision);
-  return result.map((r) => rowToMessage(spec.kind, r));
+  return rows.map((r) => rowToMessage(spec.kind, r));
+}
+
+/**
+ * createMany's work, for any way of answering: the created rows in request order and the
+ * tenant's new revision. `whileWriting` runs on the rows while PostgreSQL inserts them (see
+ * WriteTx.insert; by default their messages are made).
+ */
+export async function createRows<I, K extends KindName>(
+  deps: Deps, principal: Principal, spec: CreateSpec<I, K>, items: I[], batch: boolean, whileWriting?: (rows: Row[]) => void,
+): Promise<{ rows: Row[]; revision?: number }> {
+  if (batch) batchItems(items);
+  const { result, revision } = await runWrite(deps.db, (tx) => createInTx(tx, principal, spec, items, (i) => (batch ? `items[${i}].` : ''), whileWriting));
+  return { rows: result, revision };
 }
 
 /**
@@ -145,7 +156,7 @@ export async function createMany<I, K extends KindName>(
  * writes of the same tenant: a model apply); `pathOf(i)` prefixes the field names of item i.
  */
 export async function createInTx<I, K extends KindName>(
-  tx: WriteTx, principal: Principal, spec: CreateSpec<I, K>, items: I[], pathOf: (i: number) => string,
+  tx: WriteTx, principal: Principal, spec: CreateSpec<I, K>, items: I[], pathOf: (i: number) => string, whileWriting?: (rows: Row[]) => void,
 ): Promise<Row[]> {
   const tenantOwned = (KINDS[spec.kind] as KindDef).tenantOwned;
   if (tenantOwned && !spec.tenantRef) throw new Error(`the create spec of ${spec.kind} names no tenantRef`);
@@ -166,7 +177,7 @@ export async function createInTx<I, K extends KindName>(
   }
   await b.assertNew(spec.kind, rows.map((r) => r.id as string));
   await insertRuns(tx, b.before);
-  await tx.insert(spec.kind, rows);
+  await tx.insert(spec.kind, rows, whileWriting);
   await insertRuns(tx, b.after);
   return rows;
 }

@@ -6,7 +6,8 @@ import { PolicyService } from '../../../gen/authz/v1/policy_service_pb.js';
 import { TagService } from '../../../gen/authz/v1/tag_service_pb.js';
 import { OwnershipGrantService } from '../../../gen/authz/v1/ownership_grant_service_pb.js';
 import { fromJson, toJson } from '@bufbuild/protobuf';
-import { KINDS, messageToChangeData, rowToJson, rowToMessage, type KindDef, type KindName, type Row } from '../../store/kinds.js';
+import { KINDS, messageToChangeData, rowToJson, rowToMessage, rowsToJsonText, type KindDef, type KindName, type Row } from '../../store/kinds.js';
+import { JSON_OPTIONS } from '../../transport/json-options.js';
 import type { Database } from '../../store/db.js';
 import { describeEachBackend, createTestApp, seedTenant, type TestApp, expectCode, seedRows } from '../../../test/harness.js';
 
@@ -352,5 +353,7 @@ describe('store row conversions (direct conversions of rowToMessage and messageT
     const d = KINDS[kind] as KindDef;
     expect(rowToMessage(kind, row)).toEqual(reference(d, row));
     expect(messageToChangeData(d, row)).toEqual(toJson(d.message, reference(d, row), { alwaysEmitImplicit: true }));
+    // A batch's REST body, written without messages: the text connect-node would write.
+    expect(rowsToJsonText(kind, [row, { ...row, id: 'x_2' }])).toBe(JSON.stringify([row, { ...row, id: 'x_2' }].map((r) => toJson(d.message, reference(d, r), JSON_OPTIONS))));
   });
 });

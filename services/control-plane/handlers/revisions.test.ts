@@ -26,6 +26,7 @@ import { TagService } from '../../../gen/authz/v1/tag_service_pb.js';
 import { TenancyService } from '../../../gen/authz/v1/tenancy_service_pb.js';
 import { DecisionService } from '../../../gen/authz/v1/decision_service_pb.js';
 import { TenantModelService } from '../../../gen/authz/v1/tenant_model_service_pb.js';
+import { ImportService } from '../../../gen/authz/v1/import_service_pb.js';
 import { SERVICES } from '../services.js';
 import { describeEachBackend, createTestApp, revisionGaps, storeDigest, type TestApp } from '../../../test/harness.js';
 
@@ -61,7 +62,7 @@ type Clients = {
   keys: Client<typeof ApiKeyService>; roles: Client<typeof RoleService>; permissions: Client<typeof PermissionService>;
   memberships: Client<typeof MembershipService>; types: Client<typeof ResourceTypeService>; resources: Client<typeof ResourceService>;
   policies: Client<typeof PolicyService>; tags: Client<typeof TagService>; overrides: Client<typeof ScopeOverrideService>;
-  grants: Client<typeof OwnershipGrantService>; models: Client<typeof TenantModelService>;
+  grants: Client<typeof OwnershipGrantService>; models: Client<typeof TenantModelService>; imports: Client<typeof ImportService>;
 };
 
 // Items of the create RPCs (the batch RPCs send two of them).
@@ -187,6 +188,17 @@ const GENS: Record<string, Gen> = {
   'OwnershipGrantService.CreateOwnershipGrant': { kind: 'grant', call: (c, w, d, o) => c.grants.createOwnershipGrant(item.grant(w, d), o) },
   'OwnershipGrantService.BatchCreateOwnershipGrants': { kind: 'grant', call: (c, w, d, o) => c.grants.batchCreateOwnershipGrants(two(item.grant)(w, d), o) },
   'OwnershipGrantService.DeleteOwnershipGrant': { call: (c, _w, d, o) => c.grants.deleteOwnershipGrant({ id: d.pick('grant') }, o) },
+  // Always a first batch (a later one would wait for its predecessor): a repeated import id is a
+  // batch sent again, answered without a write; a repeated external id is refused.
+  'ImportService.ImportBatch': {
+    call: (c, w, d, o) => c.imports.importBatch({
+      tenantId: w.tenantId, importId: d.few('import'), sequence: 1, firstLine: 1,
+      entities: [
+        { entity: { case: 'resource', value: { type: 'doc', externalId: d.few('x') } } },
+        { entity: { case: 'ownershipGrant', value: { subject: { externalId: 'base' }, resource: { type: 'doc', externalId: d.few('r') }, role: 'base' } } },
+      ],
+    }, o),
+  },
 };
 const NAMES = Object.keys(GENS).sort();
 /** Names made unique per test process (scope types are global, shared by every tenant). */
@@ -276,7 +288,7 @@ describeEachBackend('revisions and the change log on %s', (backend) => {
       keys: app.client(ApiKeyService), roles: app.client(RoleService), permissions: app.client(PermissionService),
       memberships: app.client(MembershipService), types: app.client(ResourceTypeService), resources: app.client(ResourceService),
       policies: app.client(PolicyService), tags: app.client(TagService), overrides: app.client(ScopeOverrideService),
-      grants: app.client(OwnershipGrantService), models: app.client(TenantModelService),
+      grants: app.client(OwnershipGrantService), models: app.client(TenantModelService), imports: app.client(ImportService),
     };
   });
   afterAll(() => app?.close());

@@ -6,24 +6,29 @@
  * (response_body, 64-bit integers as numbers, `x-next-cursor` and `x-revision` headers, errors
  * as `{code, message, details}` with Connect's HTTP status).
  */
-import { fromBinary, type DescMethod, type DescService, type JsonObject, type JsonValue } from '@bufbuild/protobuf';
+import { fromBinary, fromJson, toJson, type DescMethod, type DescService, type JsonObject, type JsonValue } from '@bufbuild/protobuf';
 import { base64Decode } from '@bufbuild/protobuf/wire';
-import { Code, ConnectError, createContextKey, createContextValues } from '@connectrpc/connect';
+import { Code, ConnectError, createContextValues } from '@connectrpc/connect';
 import type { UniversalHandler, UniversalServerRequest } from '@connectrpc/connect/protocol';
 import { codeFromString, codeToHttpStatus, codeToString } from '@connectrpc/connect/protocol-connect';
 import type { NodeServerRequest, NodeServerResponse } from '../node-types.js';
 import type { Logger } from 'pino';
 import { ErrorInfoSchema, ErrorReason, ErrorReasonSchema } from '../../../gen/authz/v1/error_reason_pb.js';
-import { connectErrorWithInfo, INTERNAL_MESSAGE } from '../errors.js';
+import { connectErrorWithInfo, INTERNAL_MESSAGE, toConnectError, type ErrorClassifier } from '../errors.js';
 import { checkMessage, hasInt64, int64ToNumbers, invalidField, setAtPath, valueFromString } from './json.js';
 import { resolveFieldPath, RouteTable, type Route } from './routes.js';
 import { BodyTooLarge, dropBody, readJsonBody } from '../body.js';
 import { callerCheckKey, type CallerCheck } from '../caller-check.js';
 import { MAX_BODY_BYTES } from '../request-limits.js';
+import { checkRequestMessage } from '../guard.js';
+import { JSON_OPTIONS } from '../json-options.js';
+import type { RpcMetrics } from '../observability.js';
+import { startNodeRpcSpan, type Tracing } from '../tracing.js';
+import type { DirectAnswer, DirectMethod } from './direct.js';
+import { decodeFast } from './fast-decode.js';
+import { surfaceKey } from './surface.js';
 
-
-/** Set to "rest" in the handler context of calls that arrive through the gateway. */
-export const surfaceKey = createContextKey<'rpc' | 'rest'>('rpc', { description: 'authz.surface' });
+export { surfaceKey };
 
 export interface GatewayOptions {
   /** Services whose `google.api.http` bindings are served. */
@@ -41,6 +46,14 @@ export interface GatewayOptions {
    * handler is called with an empty message and the refusal in its context.
    */
   checkCaller?: (req: NodeServerRequest, method: DescMethod) => CallerCheck | Promise<CallerCheck>;
+  /**
+   * Methods served by the gateway itself (direct.ts), when `checkCaller` is set; observed with
+   * `metrics`, `tracing` and `classifyError` as connect-node's interceptors observe the others.
+   */
+  direct?: readonly DirectMethod[];
+  metrics?: RpcMetrics;
+  tracing?: Tracing;
+  classifyError?: ErrorClassifier;
 }
 
 /** Why the gateway answered a request itself, without calling a handler. */
@@ -70,6 +83,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     handlerByName.set(`${h.service.typeName}.${h.method.name}`, h);
   }
   const findHandler = (m: DescMethod) => handlerOf.get(m) ?? handlerByName.get(`${m.parent.typeName}.${m.name}`);
+  const directOf = new Map((opts.direct ?? []).map((d) => [`${d.method.parent.typeName}.${d.method.name}`, d]));
 
   const reject = (reason: RejectReason) => opts.onReject?.(reason);
 
@@ -108,12 +122,13 @@ export function createGateway(opts: GatewayOptions): Gateway {
     }
 
     const check = opts.checkCaller === undefined ? undefined : await opts.checkCaller(req, route.method);
+    const direct = check === undefined ? undefined : directOf.get(`${route.method.parent.typeName}.${route.method.name}`);
     let message: JsonObject = {};
     try {
       if (check?.ok === false) await dropBody(req);
       else {
         const body = route.body.kind === 'none' ? undefined : await readJsonBody(req, maxBodyBytes, { desc: route.method.input, field: route.body.kind === 'field' ? route.body.field.jsonName : undefined });
-        message = buildRequest(route, params, query, body);
+        message = buildRequest(route, params, query, body, direct === undefined);
       }
     } catch (err) {
       if (err instanceof BodyTooLarge) {
@@ -129,6 +144,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
 
     const abort = new AbortController();
     res.once('close', () => abort.abort());
+    if (direct !== undefined) return serveDirect(direct, route, message, check!, req, res, abort.signal);
     const header = new Headers();
     for (const [k, v] of Object.entries(req.headers)) {
       if (v === undefined || k.startsWith(':') || DROP_HEADERS.has(k) || k.startsWith('connect-') || k.startsWith('grpc-')) continue;
@@ -162,8 +178,8 @@ export function createGateway(opts: GatewayOptions): Gateway {
       return sendError(res, errorFromConnectBody(uRes.status, text, opts.logger), undefined, out);
     }
 
-    const direct = unwrapDirect(route, text);
-    if (direct !== undefined) return send(res, 200, out, direct);
+    const unwrapped = unwrapDirect(route, text);
+    if (unwrapped !== undefined) return send(res, 200, out, unwrapped);
     let json: JsonValue;
     try {
       json = JSON.parse(text) as JsonValue;
@@ -171,32 +187,98 @@ export function createGateway(opts: GatewayOptions): Gateway {
       opts.logger?.error({ err, method: route.method.name }, 'gateway could not parse a handler response');
       return sendError(res, new ConnectError(INTERNAL_MESSAGE, Code.Internal));
     }
-    json = int64ToNumbers(route.method.output, json);
-    const obj = json as JsonObject;
-    const cursorField = route.method.output.fields.find((f) => f.name === 'next_cursor');
-    if (cursorField) {
-      const cursor = obj[cursorField.jsonName];
-      if (typeof cursor === 'string' && cursor !== '') out['x-next-cursor'] = cursor;
-      delete obj[cursorField.jsonName];
+    send(res, 200, out, restPayload(route, json, out));
+  }
+
+  /**
+   * A direct method's call (direct.ts), from its request's JSON (path and query merged in) to
+   * its answer, as connect-node's path would serve it: the JSON checked and decoded, the caller's
+   * refusal or the guard's answered as errors, the span, metrics and error logs of the
+   * interceptors (tracing, metrics, errors).
+   */
+  async function serveDirect(direct: DirectMethod, route: Route, json: JsonObject, check: CallerCheck, req: NodeServerRequest, res: NodeServerResponse, signal: AbortSignal): Promise<void> {
+    const input = route.method.input;
+    let decoded = check.ok ? decodeFast(input, json) : undefined;
+    if (check.ok && decoded === undefined) {
+      try {
+        checkMessage(input, json);
+      } catch (err) {
+        reject('bad_request');
+        return sendError(res, ConnectError.from(err));
+      }
     }
-    let payload: JsonValue = obj;
-    if (route.responseBody) {
-      const f = route.responseBody;
-      payload = obj[f.jsonName] ?? (f.fieldKind === 'list' ? [] : {});
+    const service = route.method.parent.typeName;
+    const method = route.method.name;
+    const start = performance.now();
+    const span = opts.tracing === undefined ? undefined : startNodeRpcSpan(opts.tracing, service, method, 'rest', req.headers);
+    const out: Record<string, string> = {};
+    const end = (err: ConnectError | undefined) => {
+      const labels = { service, method, code: err === undefined ? 'ok' : codeToString(err.code) };
+      opts.metrics?.requests.inc(labels);
+      opts.metrics?.duration.observe(labels, (performance.now() - start) / 1000);
+      if (span !== undefined) opts.tracing!.endRpcSpan(span, 'rest', err?.code, err?.rawMessage);
+    };
+    let answer: DirectAnswer;
+    try {
+      if (!check.ok) throw check.error;
+      if (decoded === undefined) {
+        try {
+          decoded = fromJson(input, json, JSON_OPTIONS);
+        } catch (err) {
+          // As connect-node answers a message its JSON decoder refuses.
+          throw ConnectError.from(err, Code.InvalidArgument);
+        }
+      }
+      checkRequestMessage(input, decoded as unknown as Record<string, unknown>);
+      answer = await direct.serve({ message: decoded, caller: check.caller, signal, span });
+    } catch (err) {
+      const ce = toConnectError(err, opts.classifyError);
+      if (ce.code === Code.Internal) opts.logger?.error({ err: ce.cause ?? ce, service, method }, 'rpc failed with an internal error');
+      else if (ce.code === Code.Unavailable && ce.cause !== undefined) opts.logger?.warn({ err: ce.cause, service, method }, `rpc failed: ${ce.rawMessage}`);
+      end(ce);
+      return sendError(res, ce, undefined, out);
     }
-    send(res, 200, out, JSON.stringify(payload));
+    if (answer.revision !== undefined) out['x-revision'] = String(answer.revision);
+    const body = 'restBody' in answer ? answer.restBody : restPayload(route, toJson(route.method.output, answer.message, JSON_OPTIONS), out);
+    end(undefined);
+    send(res, 200, out, body);
   }
 
   return { routes, handle };
 }
 
-/** Builds the proto-JSON request message of a route from path, query and body. */
-function buildRequest(route: Route, params: Map<string, string>, query: URLSearchParams, body: JsonValue | undefined): JsonObject {
+/**
+ * The REST body of a route's proto-JSON response: 64-bit integers as numbers, the page cursor
+ * moved to the `x-next-cursor` header (into `out`), the `response_body` field alone when the
+ * route names one.
+ */
+function restPayload(route: Route, json: JsonValue, out: Record<string, string>): string {
+  const obj = int64ToNumbers(route.method.output, json) as JsonObject;
+  const cursorField = route.method.output.fields.find((f) => f.name === 'next_cursor');
+  if (cursorField) {
+    const cursor = obj[cursorField.jsonName];
+    if (typeof cursor === 'string' && cursor !== '') out['x-next-cursor'] = cursor;
+    delete obj[cursorField.jsonName];
+  }
+  let payload: JsonValue = obj;
+  if (route.responseBody) {
+    const f = route.responseBody;
+    payload = obj[f.jsonName] ?? (f.fieldKind === 'list' ? [] : {});
+  }
+  return JSON.stringify(payload);
+}
+
+/**
+ * Builds the proto-JSON request message of a route from path, query and body; `check`: whether
+ * the body is checked against the request message here (a direct method checks it itself).
+ */
+function buildRequest(route: Route, params: Map<string, string>, query: URLSearchParams, body: JsonValue | undefined, check: boolean): JsonObject {
   const input = route.method.input;
   let message: JsonObject = {};
   if (route.body.kind === 'all') {
     if (body !== undefined) {
-      checkMessage(input, body);
+      if (check) checkMessage(input, body);
+      else if (body === null || typeof body !== 'object' || Array.isArray(body)) checkMessage(input, body);
       message = body as JsonObject;
     }
   } else if (route.body.kind === 'field') {
@@ -206,7 +288,7 @@ function buildRequest(route: Route, params: Map<string, string>, query: URLSearc
         throw invalidField('', `request body must be a JSON array (of ${f.listKind === 'message' ? f.message.typeName : 'values'}), got ${body === null ? 'null' : typeof body}`);
       }
       message = { [f.jsonName]: body };
-      checkMessage(input, message);
+      if (check) checkMessage(input, message);
     }
   }
 
