@@ -26,16 +26,32 @@ export interface RowHooks<R> {
   removed?(id: string): void;
 }
 
+const keepRow = <R>(row: R): R => row;
+const noError = (): null => null;
+const nothing = (): void => {};
+
 export class RowTable<K extends EntityKind> implements KindStore<K> {
   readonly rows = new Map<string, RowsByKind[K]>();
   readonly required: readonly string[];
+  // The hooks as fields of one class, absent ones as no-ops: every table has the same shape,
+  // so indexing a row reads them without a lookup that depends on the family.
+  private readonly check: (row: Record<string, unknown>) => string | null;
+  private readonly slim: (row: RowsByKind[K]) => RowsByKind[K];
+  private readonly index: (row: RowsByKind[K], old: RowsByKind[K] | undefined) => void;
+  private readonly unindex: (row: RowsByKind[K]) => void;
+  private readonly removed: (id: string) => void;
 
-  constructor(private readonly hooks: RowHooks<RowsByKind[K]>) {
+  constructor(hooks: RowHooks<RowsByKind[K]>) {
     this.required = hooks.required;
+    this.check = hooks.invalid ?? noError;
+    this.slim = hooks.slim ?? keepRow;
+    this.index = hooks.index ?? nothing;
+    this.unindex = hooks.unindex ?? nothing;
+    this.removed = hooks.removed ?? nothing;
   }
 
   invalid(row: Record<string, unknown>): string | null {
-    return this.hooks.invalid === undefined ? null : this.hooks.invalid(row);
+    return this.check(row);
   }
 
   get(id: string): RowsByKind[K] | undefined {
@@ -43,20 +59,19 @@ export class RowTable<K extends EntityKind> implements KindStore<K> {
   }
 
   upsert(given: RowsByKind[K]): void {
-    const hooks = this.hooks;
-    const row = hooks.slim === undefined ? given : hooks.slim(given);
+    const row = this.slim(given);
     const old = this.rows.get(row.id);
-    if (old !== undefined && hooks.unindex !== undefined) hooks.unindex(old);
+    if (old !== undefined) this.unindex(old);
     this.rows.set(row.id, row);
-    if (hooks.index !== undefined) hooks.index(row, old);
+    this.index(row, old);
   }
 
   remove(id: string): void {
     const old = this.rows.get(id);
     if (old === undefined) return;
-    if (this.hooks.unindex !== undefined) this.hooks.unindex(old);
+    this.unindex(old);
     this.rows.delete(id);
-    if (this.hooks.removed !== undefined) this.hooks.removed(id);
+    this.removed(id);
   }
 
   count(): number {
