@@ -341,4 +341,3 @@ export function onlySections(model: TenantModel, sections: readonly Section[]): 
   return out;
 }
 
-export type { JsonObject };
