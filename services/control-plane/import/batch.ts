@@ -73,7 +73,7 @@ export async function importBatch(db: Database, principal: Principal, req: Impor
   const entities = batchItems(req.entities, 'entities').map((e, i) => parseEntity(e, i, firstLine + i));
   const nextLine = firstLine + entities.length;
 
-  const attempt = async (): Promise<Attempt & { tenantRevision?: number }> => {
+  const attempt = async (careful: boolean): Promise<Attempt & { tenantRevision?: number }> => {
     const { result, revision: tenantRevision } = await runWrite(db, async (tx): Promise<Attempt> => {
       await tx.useTenant(tenantId, 'tenantId');
       const progress = await importProgress(tx, tenantId, importId);
@@ -87,7 +87,7 @@ export async function importBatch(db: Database, principal: Principal, req: Impor
       }
       const tenant = await rowReads(tx).byId('tenant', tenantId);
       if (!tenant) throw notFound('tenant', tenantId, 'tenantId');
-      const { rows, counts } = await planBatch(tx, { tenantId, rootScopeId: tenant.scopeId as string, by: principal.subjectId }, entities, new Date());
+      const { rows, counts } = await planBatch(tx, { tenantId, rootScopeId: tenant.scopeId as string, by: principal.subjectId }, entities, new Date(), careful);
       for (const kind of WRITE_ORDER) await tx.copy(kind, rows[kind]);
       const revision = tx.revision!;
       const next: ImportProgress = { importId, lastSequence: sequence, nextLine, revision, counts: add(progress?.counts ?? NO_COUNTS, counts) };
@@ -99,7 +99,15 @@ export async function importBatch(db: Database, principal: Principal, req: Impor
 
   const deadline = Date.now() + ORDER_WAIT_MS;
   for (let pause = 5; ; pause = Math.min(pause * 2, 200)) {
-    const r = await attempt();
+    let r;
+    try {
+      r = await attempt(false);
+    } catch (err) {
+      // A unique constraint refused a row: planned again with the store's rows read, the batch
+      // fails on the line at fault (or, if the clash is gone meanwhile, is written).
+      if (!(err instanceof DomainError && err.kind === 'already_exists')) throw err;
+      r = await attempt(true);
+    }
     if ('outcome' in r) return { ...r.outcome, tenantRevision: r.tenantRevision ?? r.outcome.revision };
     if (signal?.aborted) throw new DomainError('canceled', 'the caller went away while the batch waited for its predecessor');
     if (Date.now() >= deadline) {
