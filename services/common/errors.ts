@@ -12,6 +12,7 @@ export type DomainErrorKind =
   | 'already_exists' // already_exists (409)
   | 'missing_reference' // failed_precondition (400): a referenced entity does not exist
   | 'constraint' // failed_precondition (400): a model rule (cycle, lock, limit, ...)
+  | 'aborted' // aborted (409): a sequence check failed (a batch ahead of the one it follows); send it again
   | 'unauthenticated' // unauthenticated (401)
   | 'permission_denied' // permission_denied (403)
   | 'unavailable' // unavailable (503)
@@ -41,6 +42,7 @@ export const missingReference = (field: string, what: string, id: string) =>
   new DomainError('missing_reference', `${field}: ${what} ${id} does not exist`, field);
 export const constraint = (message: string, field?: string) =>
   new DomainError('constraint', field ? `${field}: ${message}` : message, field);
+export const aborted = (message: string, field?: string) => new DomainError('aborted', field ? `${field}: ${message}` : message, field);
 export const unauthenticated = (message: string) => new DomainError('unauthenticated', message);
 export const permissionDenied = (message: string, field?: string) => new DomainError('permission_denied', message, field);
 export const unavailable = (message: string) => new DomainError('unavailable', message);

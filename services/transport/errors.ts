@@ -19,6 +19,7 @@ const KIND_TO_CODE: Record<DomainErrorKind, [Code, ErrorReason]> = {
   already_exists: [Code.AlreadyExists, ErrorReason.ALREADY_EXISTS],
   missing_reference: [Code.FailedPrecondition, ErrorReason.MISSING_REFERENCE],
   constraint: [Code.FailedPrecondition, ErrorReason.CONSTRAINT],
+  aborted: [Code.Aborted, ErrorReason.CONSTRAINT],
   unauthenticated: [Code.Unauthenticated, ErrorReason.UNAUTHENTICATED],
   permission_denied: [Code.PermissionDenied, ErrorReason.TIER],
   unavailable: [Code.Unavailable, ErrorReason.STALE],
