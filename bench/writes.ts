@@ -19,10 +19,15 @@
  * those ratios and exits 1 when the API's is under its target (API_TARGET). The database is
  * dropped at the end.
  *
- * Usage: npm run bench:writes [-- --rows 20000] [--rounds 5] [--in-flight 2] [--connect]
+ * With --scale, one import of 1,000,000 resources and 1,000,000 ownership grants instead
+ * (writes-scale.ts).
+ *
+ * Usage: npm run bench:writes [-- --rows 20000] [--rounds 5] [--in-flight 2] [--connect] | [-- --scale]
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 import { pino } from 'pino';
 import { createClient, type Client } from '@connectrpc/connect';
@@ -33,11 +38,15 @@ import { runWrite } from '../services/store/write.js';
 import { startControlPlane, type ControlPlane } from '../services/control-plane/app.js';
 import { loadConfig } from '../services/control-plane/config.js';
 import { createScratchDatabase } from '../test/databases.js';
+import { importNdjson } from '../services/import/ndjson-client.js';
+import { runScale } from './writes-scale.js';
 import { loadAverageNow, writeResults } from './results-file.js';
 
 const PER_CALL = 1000;
 /** The API's rows per second must be at least this share of raw INSERTs' (median of the rounds). */
 const API_TARGET = 0.3;
+/** The import path's rows per second must be at least this share of raw INSERTs'. */
+const IMPORT_TARGET = 0.5;
 const TENANT = 'tenant_bench';
 const SCOPE = `scope_${TENANT}`;
 const TYPE = 'resource_type_bench';
@@ -110,6 +119,28 @@ function connectPath(client: Client<typeof ResourceService>, tag: string): Path 
   }), IN_FLIGHT);
 }
 
+/**
+ * The import path: the same resources as an NDJSON file (written ahead of the clock), sent by the
+ * import client (services/import/ndjson-client.ts) in batches of 5,000, 2 in flight, over REST.
+ */
+function importPath(baseUrl: string, secret: string, dir: string, tag: string): Path {
+  const file = join(dir, `${tag}.ndjson`);
+  const lines: string[] = [];
+  for (let call = 0; call < CALLS; call++) {
+    for (let i = 0; i < PER_CALL; i++) {
+      const it = item(tag, call, i);
+      lines.push(JSON.stringify({ resource: { type: 'bench', externalId: it.externalResourceId, displayName: it.displayName, attributes: it.attributes } }));
+    }
+  }
+  writeFileSync(file, `${lines.join('\n')}\n`);
+  return async () => {
+    const t0 = performance.now();
+    const out = await importNdjson({ baseUrl, apiKey: secret, tenantId: TENANT, importId: `bench-${tag}`, source: file, inFlight: IN_FLIGHT });
+    if (out.entities !== CALLS * PER_CALL) throw new Error(`the import wrote ${out.entities} entities`);
+    return performance.now() - t0;
+  };
+}
+
 const literal = (s: string) => `'${s.replace(/'/g, "''")}'`;
 
 /** Multi-row INSERTs of 1,000 rows with literal values, one after another on one connection. */
@@ -168,6 +199,7 @@ async function main() {
   const { url, drop } = await createScratchDatabase(admin, 'authz_bench');
   let cp: ControlPlane | undefined;
   const raw = new pg.Client({ connectionString: url });
+  const dir = mkdtempSync(join(tmpdir(), 'authz-bench-writes-'));
   try {
     // The real control plane (app.ts): every service, API-key verification against the store,
     // metrics, error mapping; the bootstrap platform key is the benchmark's credential.
@@ -189,6 +221,7 @@ async function main() {
     const pathsFor = (tag: string): Record<string, Path> => ({
       raw: rawPath(raw, `raw${tag}`),
       api: apiPath(srv.url, secret, `api${tag}`),
+      import: importPath(srv.url, secret, dir, `import${tag}`),
       ...(CONNECT ? { connect: connectPath(client, `connect${tag}`) } : {}),
     });
     const names = Object.keys(pathsFor('names'));
@@ -234,7 +267,7 @@ async function main() {
     }
     const command = ['npm run bench:writes --', ...process.argv.slice(2)].join(' ').replace(/ --$/, '');
     const saved = {
-      rows, perCall: PER_CALL, rounds: ROUNDS, inFlight: IN_FLIGHT, apiTarget: API_TARGET, paths: summary,
+      rows, perCall: PER_CALL, rounds: ROUNDS, inFlight: IN_FLIGHT, apiTarget: API_TARGET, importTarget: IMPORT_TARGET, paths: summary,
       roundsMs: results.map((t) => Object.fromEntries(Object.entries(t).map(([k, v]) => [k, Math.round(v)]))),
     };
     console.log(`wrote ${writeResults('writes', { command, results: saved, loadAtStart })}`);
@@ -242,16 +275,21 @@ async function main() {
       console.error(`FAIL: /resources/batch writes ${summary.api.ofRaw} of raw INSERTs' rows per second; at least ${API_TARGET} is the target`);
       process.exitCode = 1;
     }
+    if (summary.import.ofRaw < IMPORT_TARGET) {
+      console.error(`FAIL: the import path writes ${summary.import.ofRaw} of raw INSERTs' rows per second; at least ${IMPORT_TARGET} is the target`);
+      process.exitCode = 1;
+    }
   } finally {
     await cp?.close();
     await raw.end().catch(() => undefined);
     await drop();
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 
 const rate = (ms: number) => Math.round((CALLS * PER_CALL) / (ms / 1000)).toLocaleString('en-US');
 
-main().catch((err) => {
+(process.argv.includes('--scale') ? runScale() : main()).catch((err) => {
   console.error(err);
   process.exit(2);
 });

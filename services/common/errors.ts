@@ -12,10 +12,11 @@ export type DomainErrorKind =
   | 'already_exists' // already_exists (409)
   | 'missing_reference' // failed_precondition (400): a referenced entity does not exist
   | 'constraint' // failed_precondition (400): a model rule (cycle, lock, limit, ...)
+  | 'aborted' // aborted (409): a sequence check failed (a batch ahead of the one it follows); send it again
   | 'unauthenticated' // unauthenticated (401)
   | 'permission_denied' // permission_denied (403)
   | 'unavailable' // unavailable (503)
-  | 'aborted' // aborted (409): the tenant is not at the revision the request expected
+  | 'revision_mismatch' // aborted (409): the tenant is not at the revision the request expected
   | 'deadline_exceeded' // deadline_exceeded (504): the caller's deadline ended a wait
   | 'canceled'; // canceled: the caller went away during a wait (nobody reads the answer)
 
@@ -42,9 +43,10 @@ export const missingReference = (field: string, what: string, id: string) =>
   new DomainError('missing_reference', `${field}: ${what} ${id} does not exist`, field);
 export const constraint = (message: string, field?: string) =>
   new DomainError('constraint', field ? `${field}: ${message}` : message, field);
+export const aborted = (message: string, field?: string) => new DomainError('aborted', field ? `${field}: ${message}` : message, field);
 export const unauthenticated = (message: string) => new DomainError('unauthenticated', message);
 export const permissionDenied = (message: string, field?: string) => new DomainError('permission_denied', message, field);
 export const unavailable = (message: string) => new DomainError('unavailable', message);
-export const revisionMismatch = (message: string, field?: string) => new DomainError('aborted', message, field);
+export const revisionMismatch = (message: string, field?: string) => new DomainError('revision_mismatch', message, field);
 export const deadlineExceeded = (message: string) => new DomainError('deadline_exceeded', message);
 export const canceled = (message: string) => new DomainError('canceled', message);

@@ -150,6 +150,22 @@ describeEachBackend('importing NDJSON into a real control plane on %s', (backend
     expect(listedAgain.body.filter((r: { externalResourceId: string }) => r.externalResourceId.startsWith('again-')).length).toBe(2);
   });
 
+  it('sends a batch again after the one it follows when the server took it first', async () => {
+    const path = file('overtaken.ndjson', Array.from({ length: 6 }, (_, i) => res(`ot-${i}`)));
+    const answers: number[] = [];
+    // The first batch reaches the server late: the second arrives first and is refused (aborted).
+    const slow: typeof fetch = async (input, init) => {
+      const first = typeof init?.body === 'string' && init.body.includes('"sequence":1,');
+      if (first) await new Promise((resolve) => setTimeout(resolve, 300));
+      const r = await fetch(input, init);
+      if (init?.method === 'POST') answers.push(r.status);
+      return r;
+    };
+    const result = await importNdjson(options('overtaken', path, { batchSize: 3, fetch: slow }));
+    expect(answers).toEqual([409, 200, 200]);
+    expect(result).toMatchObject({ entities: 6, lastSequence: 2, nextLine: 7 });
+  });
+
   it('refuses a line that is not one JSON object before sending it, after committing the lines before it', async () => {
     const path = file('malformed.ndjson', [res('m-0'), res('m-1'), '{"resource": ', res('m-3')]);
     await expect(importNdjson(options('malformed', path, { batchSize: 1 }))).rejects.toMatchObject({ code: 'malformed_line', line: 3, resumeLine: 3 });

@@ -155,8 +155,11 @@ export async function importNdjson(opts: ImportOptions): Promise<ImportResult> {
   let lastSequence = status?.lastSequence ?? 0;
   let skippedBytes = 0;
 
-  /** Sends one batch (again after a failure that may pass) and returns the server's answer. */
-  const post = async (b: Batch, signal: AbortSignal): Promise<BatchAnswer> => {
+  /**
+   * Sends one batch (again after a failure that may pass, or after `predecessor`, the batch before
+   * it still in flight, when the server took it first) and returns the server's answer.
+   */
+  const post = async (b: Batch, signal: AbortSignal, predecessor?: Promise<unknown>): Promise<BatchAnswer> => {
     const body = `${head}${b.sequence},"firstLine":${b.firstLine},"entities":[${b.lines.join(',')}]}`;
     for (let attempt = 0; ; attempt++) {
       let res: Response;
@@ -178,6 +181,12 @@ export async function importNdjson(opts: ImportOptions): Promise<ImportResult> {
       if ((res.status === 502 || res.status === 503 || res.status === 504) && attempt < retries && !signal.aborted) {
         await pause(attempt);
         continue;
+      }
+      // Taken before the batch it follows (on another connection or replica): again after it.
+      if (res.status === 409 && predecessor !== undefined && /"code":\s*"aborted"/.test(text)) {
+        await predecessor.catch(() => undefined);
+        predecessor = undefined;
+        if (!signal.aborted) continue;
       }
       throw errorOf(res.status, text, progress.nextLine, b.firstLine);
     }
@@ -219,7 +228,7 @@ export async function importNdjson(opts: ImportOptions): Promise<ImportResult> {
     batchBytes = 0;
     const abort = new AbortController();
     if (opts.signal?.aborted) abort.abort(opts.signal.reason);
-    const answer = post(b, abort.signal);
+    const answer = post(b, abort.signal, pending.at(-1)?.answer);
     // A failed batch stops the ones behind it (a batch waits on the server for its predecessor).
     answer.catch(() => pending.forEach((p) => p.batch.sequence > b.sequence && p.abort.abort('an earlier batch failed')));
     pending.push({ batch: b, answer, abort });

@@ -123,17 +123,25 @@ export class WriteTx {
     if (kind === 'apiKey') this.noteKeys(rows);
     const d = KINDS[kind] as KindDef;
     const logged = this.loggedRows(d, rows);
-    const json = logged.length === rows.length && this.revision !== undefined ? completeJson(this.em, d.entity, rows) : undefined;
-    if (json === undefined) {
-      await bulkInsert(this.em, d.entity, rows);
-      this.record(d, logged);
-      return;
+    const whole = logged.length === rows.length && this.revision !== undefined;
+    // A large batch on PostgreSQL goes in with COPY: it costs the database less than the JSON.
+    const columns = whole && this.copies && rows.length >= OVERLAP_FROM ? completeColumns(this.em, d.entity, rows) : undefined;
+    let written: Promise<void>;
+    if (columns !== undefined) {
+      written = this.copyRows(d, columns, rows);
+    } else {
+      const json = whole ? completeJson(this.em, d.entity, rows) : undefined;
+      if (json === undefined) {
+        await bulkInsert(this.em, d.entity, rows);
+        this.record(d, logged);
+        return;
+      }
+      const seq = this.seq;
+      this.seq += rows.length;
+      written = insertJson(this.em, d.entity, json.props, json.text, {
+        tenantId: this.tenantId!, revision: this.revision!, seq, kind: d.kind, createdAt: new Date(),
+      });
     }
-    const seq = this.seq;
-    this.seq += rows.length;
-    const written = insertJson(this.em, d.entity, json.props, json.text, {
-      tenantId: this.tenantId!, revision: this.revision!, seq, kind: d.kind, createdAt: new Date(),
-    });
     if (rows.length < OVERLAP_FROM) return written;
     // A large batch: while PostgreSQL runs the insert (the yield lets the query reach the
     // socket first), the response is prepared; a failed insert fails the transaction.
@@ -160,10 +168,16 @@ export class WriteTx {
       throw new Error(`copy of ${d.kind} rows outside a tenant's write`);
     }
     if (this.loggedRows(d, rows).length !== rows.length) throw new Error(`copy of ${d.kind} rows without a tenant`);
-    const plan = planOf(this.em, d.entity);
-    const { data, log } = copyData(plan.props, rows, `${copyText(this.tenantId)}\t${this.revision}\t`, this.seq, `\tupsert\t${d.kind}\t`, `\t${new Date().toISOString()}\n`);
+    const columns = completeColumns(this.em, d.entity, rows);
+    if (columns === undefined) return this.insert(kind, rows);
+    await this.copyRows(d, columns, rows);
+  }
+
+  /** The rows (each setting every one of `columns`) and their change-log entries, each one COPY. */
+  private async copyRows(d: KindDef, columns: EntityProperty[], rows: Row[]): Promise<void> {
+    const { data, log } = copyData(columns, rows, `${copyText(this.tenantId!)}\t${this.revision}\t`, this.seq, `\tupsert\t${d.kind}\t`, `\t${new Date().toISOString()}\n`);
     this.seq += rows.length;
-    await copyInto(this.em, plan.table, plan.props.map((p) => p.fieldNames[0]), data);
+    await copyInto(this.em, planOf(this.em, d.entity).table, columns.map((p) => p.fieldNames[0]), data);
     await copyInto(this.em, 'change_log', CHANGE_LOG_COLUMNS, log);
   }
 
@@ -298,6 +312,12 @@ async function insertJson(em: EntityManager, entity: EntitySchema<Row>, propName
     insert into change_log (tenant_id, revision, seq, op, kind, entity_id, data, created_at)
     select ?, ?, ? + src.n - 1, 'upsert', ?, src.j->>'id', src.j, ? from src`,
   [json, log.tenantId, log.revision, log.seq, log.kind, log.createdAt]);
+}
+
+/** The columns the rows set, when every row sets every one of them (else undefined: some take their default). */
+function completeColumns(em: EntityManager, entity: EntitySchema<Row>, rows: Row[]): EntityProperty[] | undefined {
+  const props = planOf(em, entity).props.filter((p) => rows.some((r) => r[p.name] !== undefined));
+  return rows.every((r) => props.every((p) => r[p.name] !== undefined)) ? props : undefined;
 }
 
 /** The rows as one JSON array when every row sets every column, with the columns' property names. */

@@ -19,10 +19,11 @@ const KIND_TO_CODE: Record<DomainErrorKind, [Code, ErrorReason]> = {
   already_exists: [Code.AlreadyExists, ErrorReason.ALREADY_EXISTS],
   missing_reference: [Code.FailedPrecondition, ErrorReason.MISSING_REFERENCE],
   constraint: [Code.FailedPrecondition, ErrorReason.CONSTRAINT],
+  aborted: [Code.Aborted, ErrorReason.CONSTRAINT],
   unauthenticated: [Code.Unauthenticated, ErrorReason.UNAUTHENTICATED],
   permission_denied: [Code.PermissionDenied, ErrorReason.TIER],
   unavailable: [Code.Unavailable, ErrorReason.STALE],
-  aborted: [Code.Aborted, ErrorReason.REVISION_MISMATCH],
+  revision_mismatch: [Code.Aborted, ErrorReason.REVISION_MISMATCH],
   deadline_exceeded: [Code.DeadlineExceeded, ErrorReason.STALE],
   canceled: [Code.Canceled, ErrorReason.UNSPECIFIED],
 };

@@ -168,7 +168,7 @@ describe(`the authz command line (${BACKEND})`, () => {
         authz(['check', '--scope', 'acme/ops', '--subject', 'alice', '--action', 'edit'], as),
       ]);
       expect([byName.code, byName.stdout, byName.stderr]).toEqual([1, '', expect.stringContaining(`error: --subject mallory: no subject with external id "mallory" in tenant ${t.tenantId} (not_found`)]);
-      expect([byId.code, JSON.parse(byId.stdout)]).toEqual([1, expect.objectContaining({ allowed: false, reason: 'no_match' })]);
+      expect([byId.code, JSON.parse(byId.stdout)]).toEqual([1, expect.objectContaining({ allowed: false, reason: 'subject_not_found' })]);
       expect([unknownScope.code, unknownScope.stderr]).toEqual([1, expect.stringContaining('has no child named "ops"')]);
     }, 60_000);
 

@@ -214,6 +214,9 @@ export const SPELLINGS: Record<string, readonly string[]> = {
   kind: ['resource', 'collection', 'user', 'service', 'platform'],
 };
 
+/** The import every tenant of the world is seeded with (world.ts), for GetImport. */
+export const SEED_IMPORT = 'fuzz-seed';
+
 const FUTURE = { validFrom: '2098-01-01T00:00:00Z', validUntil: '2099-01-01T00:00:00Z', expiresAt: '2099-01-01T00:00:00Z' } as Record<string, string>;
 
 /** The kind an id-reference field names, from its name (`ownerScopeId` → scope, `permissionIds` → permission). */
@@ -412,6 +415,26 @@ export const RULES: Record<string, { why: string; apply: (ctx: Ctx, out: JsonObj
       out.sections = SECTIONS.filter(() => chance(ctx.r, 0.2));
     },
   },
+  'authz.v1.ImportBatchRequest': {
+    why: 'the first batch of a new import, of entities that resolve: a later batch waits for its predecessor, and names must exist',
+    apply(ctx, out) {
+      const subject = `s${token(ctx.r, 10)}`;
+      out.importId = `fuzz-${token(ctx.r, 12)}`;
+      out.sequence = 1;
+      out.firstLine = 1;
+      out.entities = [
+        { resource: { type: pick(ctx.r, ctx.t.typeKeys), externalId: `i${token(ctx.r, 10)}`, scopeId: refId(ctx, 'scope'), displayName: 'imported' } },
+        { subject: { type: 'user', externalId: subject } },
+        { membership: { subject: { externalId: subject }, scopeId: refId(ctx, 'scope'), roles: [] } },
+      ];
+    },
+  },
+  'authz.v1.GetImportRequest': {
+    why: 'the import each tenant of the world is seeded with',
+    apply(_ctx, out) {
+      out.importId = SEED_IMPORT;
+    },
+  },
   'authz.v1.Consistency': {
     why: 'a `minRevision` ahead of the tenant waits and then answers `unavailable` (contract §5)',
     apply(_ctx, out) {
@@ -525,7 +548,10 @@ function validField(ctx: Ctx, msg: DescMessage, f: DescField): Json | undefined 
 
 function validMessage(ctx: Ctx, msg: DescMessage): JsonObj {
   const out: JsonObj = {};
+  // One member of each oneof: the one field of it that is set.
+  const chosen = new Map(msg.oneofs.map((o) => [o, pick(ctx.r, o.fields)]));
   for (const f of msg.fields) {
+    if (f.oneof && chosen.get(f.oneof) !== f) continue;
     const v = validField(ctx, msg, f);
     if (v !== undefined) out[f.jsonName] = v;
   }

@@ -2,14 +2,14 @@
  * The seeded world the fuzzer draws ids from: two tenants built through the REST API (the
  * fuzzed tenant A and the other tenant B), each with a scope tree, a project, an environment,
  * a workspace, subjects, roles and permissions at the root, two resource types with a type
- * edge, resources of both, collections, tag groups, tags and memberships; then spares of
+ * edge, resources of both, collections, tag groups, tags, memberships and an import; then spares of
  * every kind made by the generator's own valid create requests (targets of get, update and
  * delete). Entities made by later successful creates are harvested into the spares.
  */
 import { KINDS, type KindDef, type KindName } from '../../services/store/kinds.js';
 import type { Rng } from '../../services/engine/testdata/generate.js';
 import {
-  METHODS, comboKey, itemsOf, kindOfId, needs, validRequest, type Entity, type Json, type JsonObj, type MethodInfo, type TenantKey, type TenantWorld, type World,
+  METHODS, SEED_IMPORT, comboKey, itemsOf, kindOfId, needs, validRequest, type Entity, type Json, type JsonObj, type MethodInfo, type TenantKey, type TenantWorld, type World,
 } from './generator.js';
 import { toRest } from './requests.js';
 import { send, trim } from './http.js';
@@ -83,6 +83,7 @@ async function seedTenant(server: FuzzServer, key: string, name: string, scopeTy
   many('tagGroup', groups);
   many('tag', await c('BatchCreateTags', { items: groups.flatMap((g) => [0, 1].map((i) => ({ tagGroupId: g.id as string, identifier: `t${i}` }))) }));
   many('membership', await c('BatchCreateMemberships', { items: (subjects as JsonObj[]).slice(0, 6).map((s) => ({ subjectId: s.id as string, scopeId: root })) }));
+  await c('ImportBatch', { tenantId, importId: SEED_IMPORT, sequence: 1, firstLine: 1, entities: [{ resource: { type: 'doc', externalId: 'imported-0' } }] });
   return { tenantId, rootScopeId: root, core, spare: {}, parentTypeId: folder, childTypeId: doc, typeKeys: ['folder', 'doc'] };
 }
 

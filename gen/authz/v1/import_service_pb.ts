@@ -971,8 +971,9 @@ export const GetImportResponseSchema: GenMessage<GetImportResponse, {jsonType: G
 export const ImportService: GenService<{
   /**
    * Writes one batch of an import. Batches of one import commit in `sequence` order: a batch
-   * whose predecessor is still being written waits for it (up to 30 s), so a client may keep
-   * several in flight.
+   * whose predecessor the same process is still writing waits for it, one whose predecessor is
+   * not committed otherwise is refused with `aborted` (send it again once its predecessor is),
+   * so a client may keep several in flight.
    *
    * @generated from rpc authz.v1.ImportService.ImportBatch
    */

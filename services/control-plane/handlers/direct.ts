@@ -39,7 +39,7 @@ export function directMethods(deps: Deps): DirectMethod[] {
     {
       method: ImportService.method.importBatch,
       async serve(call) {
-        const out = await importBatch(deps.db, principalOf(call), call.message as ImportBatchRequest, call.signal);
+        const out = await importBatch(deps.db, principalOf(call), call.message as ImportBatchRequest);
         const message = create(ImportBatchResponseSchema, {
           importId: out.importId, sequence: out.sequence, applied: out.applied, revision: BigInt(out.revision), nextLine: out.nextLine, counts: out.counts,
         });

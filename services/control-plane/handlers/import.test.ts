@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Code, type Client } from '@connectrpc/connect';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { ImportService, type ImportEntitySchema } from '../../../gen/authz/v1/import_service_pb.js';
@@ -130,13 +130,15 @@ describeEachBackend('ImportService on %s', (backend) => {
     await expectCode(c.getImport({ tenantId: T, importId: 'never' }), Code.NotFound);
   });
 
-  it('commits batches in sequence order: a batch sent ahead waits for its predecessor', async () => {
-    const later = send('order', 2, 2, [grant('bob', 'doc', 'o1', 'owner')]);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const first = await send('order', 1, 1, [resource('doc', 'o1')]);
-    const second = await later;
-    expect(first.applied && second.applied).toBe(true);
-    expect(second.revision).toBeGreaterThan(first.revision);
+  it('commits batches in sequence order: one sent while its predecessor is written waits for it, one sent alone is refused', async () => {
+    const before = await storeDigest(app.db);
+    await expectCode(send('order', 2, 2, [resource('doc', 'o2')]), Code.Aborted, 'sequence: batch 2 of import order follows batch 1, which is not committed');
+    expect(await storeDigest(app.db)).toEqual(before);
+    const first = send('order', 1, 1, [resource('doc', 'o1')]);
+    const second = send('order', 2, 2, [grant('bob', 'doc', 'o1', 'owner')]);
+    const [a, b] = await Promise.all([first, second]);
+    expect(a.applied && b.applied).toBe(true);
+    expect(b.revision).toBeGreaterThan(a.revision);
   });
 
   it('checks the caller reaches the whole tenant', async () => {
@@ -154,8 +156,4 @@ describeEachBackend('ImportService on %s', (backend) => {
     await expectCode(send('v', 1, 1, []), Code.InvalidArgument, 'entities');
     await expectCode(c.importBatch({ tenantId: 'tenant_none', importId: 'v', sequence: 1, firstLine: 1, entities: [resource('doc', 'v1')] }), Code.NotFound);
   });
-});
-
-describe('ImportService limits', () => {
-  it.todo('placeholder');
 });

@@ -9,7 +9,7 @@ import { setRevision } from './writes.js';
 export function importService(deps: Deps): ServiceImpl<typeof ImportService> {
   return {
     async importBatch(req, ctx) {
-      const out = await importBatch(deps.db, principalOf(ctx), req, ctx.signal);
+      const out = await importBatch(deps.db, principalOf(ctx), req);
       setRevision(ctx, out.tenantRevision);
       return { importId: out.importId, sequence: out.sequence, applied: out.applied, revision: BigInt(out.revision), nextLine: out.nextLine, counts: out.counts };
     },

@@ -4,7 +4,7 @@
  * at bulk speed (COPY on PostgreSQL) with their change-log entries under one revision, and the
  * import's progress recorded, so a batch is committed exactly once.
  */
-import { DomainError, constraint, invalid, notFound } from '../../common/errors.js';
+import { DomainError, aborted, constraint, invalid, notFound } from '../../common/errors.js';
 import { batchItems, requireString } from '../../common/validate.js';
 import type { ImportBatchRequest } from '../../../gen/authz/v1/import_service_pb.js';
 import type { Database } from '../../store/db.js';
@@ -18,8 +18,12 @@ import { planBatch, WRITE_ORDER } from './plan.js';
 /** An import id: chosen by the client. */
 const IMPORT_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-/** How long a batch waits for its predecessor to commit before it is refused. */
-export const ORDER_WAIT_MS = 30_000;
+/**
+ * The import batches this process is writing, by tenant, import and sequence: a batch whose
+ * predecessor is among them waits for it to end before it looks at the import's progress.
+ */
+const writing = new Map<string, Promise<unknown>>();
+const batchKey = (tenantId: string, importId: string, sequence: number) => `${tenantId}\u0000${importId}\u0000${sequence}`;
 
 export interface BatchOutcome {
   importId: string;
@@ -56,15 +60,14 @@ function positive(value: number, field: string): number {
 const add = (a: ImportCounts, b: ImportCounts): ImportCounts =>
   Object.fromEntries(Object.keys(NO_COUNTS).map((k) => [k, a[k as keyof ImportCounts] + b[k as keyof ImportCounts]])) as unknown as ImportCounts;
 
-type Attempt = { outcome: Omit<BatchOutcome, 'tenantRevision'> } | { waitFor: number };
-
 /**
- * Writes one batch. A batch already committed is answered (`applied` false) without writing; a
- * batch whose predecessor has not committed yet waits for it, up to ORDER_WAIT_MS, then is
- * refused (`failed_precondition` on `sequence`); so is a batch that does not start at the line
- * the import's last batch ended at (on `firstLine`). `signal` ends the wait when the caller goes.
+ * Writes one batch. A batch already committed is answered (`applied` false) without writing.
+ * Batches commit in sequence order: a batch whose predecessor this process is still writing
+ * waits for it; one whose predecessor is not committed otherwise is refused at once (`aborted`
+ * on `sequence`: send it again once its predecessor is). So is a batch that does not start at
+ * the line where the import's last batch ended (`failed_precondition` on `firstLine`).
  */
-export async function importBatch(db: Database, principal: Principal, req: ImportBatchRequest, signal?: AbortSignal): Promise<BatchOutcome> {
+export async function importBatch(db: Database, principal: Principal, req: ImportBatchRequest): Promise<BatchOutcome> {
   const tenantId = requireString(req.tenantId, 'tenantId');
   const importId = importIdOf(req.importId);
   const sequence = positive(req.sequence, 'sequence');
@@ -73,39 +76,49 @@ export async function importBatch(db: Database, principal: Principal, req: Impor
   const entities = batchItems(req.entities, 'entities').map((e, i) => parseEntity(e, i, firstLine + i));
   const nextLine = firstLine + entities.length;
 
-  const attempt = async (): Promise<Attempt & { tenantRevision?: number }> => {
-    const { result, revision: tenantRevision } = await runWrite(db, async (tx): Promise<Attempt> => {
+  const attempt = async (careful: boolean): Promise<BatchOutcome> => {
+    const { result, revision: tenantRevision } = await runWrite(db, async (tx): Promise<Omit<BatchOutcome, 'tenantRevision'>> => {
       await tx.useTenant(tenantId, 'tenantId');
       const progress = await importProgress(tx, tenantId, importId);
       const last = progress?.lastSequence ?? 0;
       if (sequence <= last) {
-        return { outcome: { importId, sequence, applied: false, revision: progress!.revision, nextLine: progress!.nextLine, counts: { ...NO_COUNTS } } };
+        return { importId, sequence, applied: false, revision: progress!.revision, nextLine: progress!.nextLine, counts: { ...NO_COUNTS } };
       }
-      if (sequence > last + 1) return { waitFor: last + 1 };
+      if (sequence > last + 1) {
+        throw aborted(`batch ${sequence} of import ${importId} follows batch ${sequence - 1}, which is not committed (the last committed is ${last}): send it again once it is`, 'sequence');
+      }
       if (progress && firstLine !== progress.nextLine) {
         throw constraint(`batch ${sequence} of import ${importId} must start at line ${progress.nextLine}, where batch ${last} ended; it starts at line ${firstLine}`, 'firstLine');
       }
       const tenant = await rowReads(tx).byId('tenant', tenantId);
       if (!tenant) throw notFound('tenant', tenantId, 'tenantId');
-      const { rows, counts } = await planBatch(tx, { tenantId, rootScopeId: tenant.scopeId as string, by: principal.subjectId }, entities, new Date());
+      const { rows, counts } = await planBatch(tx, { tenantId, rootScopeId: tenant.scopeId as string, by: principal.subjectId }, entities, new Date(), careful);
       for (const kind of WRITE_ORDER) await tx.copy(kind, rows[kind]);
       const revision = tx.revision!;
       const next: ImportProgress = { importId, lastSequence: sequence, nextLine, revision, counts: add(progress?.counts ?? NO_COUNTS, counts) };
       await recordImportBatch(tx, tenantId, next, principal.subjectId);
-      return { outcome: { importId, sequence, applied: true, revision, nextLine, counts } };
+      return { importId, sequence, applied: true, revision, nextLine, counts };
     });
-    return { ...result, tenantRevision };
+    return { ...result, tenantRevision: tenantRevision ?? result.revision };
   };
-
-  const deadline = Date.now() + ORDER_WAIT_MS;
-  for (let pause = 5; ; pause = Math.min(pause * 2, 200)) {
-    const r = await attempt();
-    if ('outcome' in r) return { ...r.outcome, tenantRevision: r.tenantRevision ?? r.outcome.revision };
-    if (signal?.aborted) throw new DomainError('canceled', 'the caller went away while the batch waited for its predecessor');
-    if (Date.now() >= deadline) {
-      throw constraint(`batch ${sequence} of import ${importId} waited ${ORDER_WAIT_MS / 1000} s for batch ${r.waitFor}, which has not been committed: send batches in order`, 'sequence');
+  const write = async (): Promise<BatchOutcome> => {
+    await writing.get(batchKey(tenantId, importId, sequence - 1))?.catch(() => undefined);
+    try {
+      return await attempt(false);
+    } catch (err) {
+      // A unique constraint refused a row: planned again with the store's rows read, the batch
+      // fails on the line at fault (or, if the clash is gone meanwhile, is written).
+      if (!(err instanceof DomainError && err.kind === 'already_exists')) throw err;
+      return attempt(true);
     }
-    await new Promise<void>((resolve) => setTimeout(resolve, pause));
+  };
+  const key = batchKey(tenantId, importId, sequence);
+  const running = write();
+  writing.set(key, running);
+  try {
+    return await running;
+  } finally {
+    if (writing.get(key) === running) writing.delete(key);
   }
 }
 

@@ -63,8 +63,13 @@ interface KnownSubject {
  * create) and returns its rows. Throws the first line's error: `missing_reference` for a name
  * that resolves to nothing, `already_exists` for a resource or subject the tenant holds,
  * `invalid_argument` for one an earlier line creates, `failed_precondition` for a broken rule.
+ *
+ * Without `careful`, the store is not asked whether the resources, memberships, scope links and
+ * ownership grants the batch creates exist already: their unique constraints refuse them when
+ * the rows are written, and the caller then plans the batch again with `careful`, which finds
+ * the line at fault. An import's batches create new entities, so the common case reads less.
  */
-export async function planBatch(tx: WriteTx, target: BatchTarget, entities: ParsedEntity[], now: Date): Promise<PlannedBatch> {
+export async function planBatch(tx: WriteTx, target: BatchTarget, entities: ParsedEntity[], now: Date, careful = true): Promise<PlannedBatch> {
   const { tenantId, rootScopeId, by } = target;
   const reads = importReads(tx);
   const has = (kind: ParsedEntity['kind']) => entities.some((e) => e.kind === kind);
@@ -81,7 +86,7 @@ export async function planBatch(tx: WriteTx, target: BatchTarget, entities: Pars
   };
   for (const e of entities) {
     switch (e.kind) {
-      case 'resource': nameResource(e); if (e.scopeId) scopeIds.add(e.scopeId); break;
+      case 'resource': if (careful) nameResource(e); if (e.scopeId) scopeIds.add(e.scopeId); break;
       case 'subject': subjectIds.add(e.externalId); break;
       case 'resourceEdge': nameResource(e.parent); nameResource(e.child); break;
       case 'scopeLink': nameResource(e.resource); scopeIds.add(e.scopeId); break;
@@ -111,13 +116,13 @@ export async function planBatch(tx: WriteTx, target: BatchTarget, entities: Pars
   const storedSubjectIds = [...subjects.values()].flat().map((s) => s.id);
   const storedResourceIds = stored.map((r) => r.id);
   const memberships = new Set<string>();
-  if (has('membership')) for (const m of await reads.membershipsOf(storedSubjectIds)) memberships.add(key(m.subjectId, m.scopeId));
+  if (careful && has('membership')) for (const m of await reads.membershipsOf(storedSubjectIds)) memberships.add(key(m.subjectId, m.scopeId));
   const grants = new Set<string>();
-  if (has('ownershipGrant')) {
+  if (careful && has('ownershipGrant')) {
     for (const g of await reads.grantsBetween(grantPairs(entities, subjects, types, resources))) grants.add(key(g.subjectId, g.resourceId, g.roleId));
   }
   const links = new Set<string>();
-  if (has('scopeLink')) for (const l of await reads.scopeLinksOf(storedResourceIds)) links.add(key(l.resourceId, l.scopeId, l.linkType));
+  if (careful && has('scopeLink')) for (const l of await reads.scopeLinksOf(storedResourceIds)) links.add(key(l.resourceId, l.scopeId, l.linkType));
   const hierarchy = has('resourceEdge') ? await Hierarchy.load(tx, tenantId, storedEnds(entities, types, resources)) : undefined;
 
   // --- the lines, in order ------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import { EvaluateBatchRequestSchema, EvaluateRequestSchema } from '../../../gen/
 import { CreateSubjectRequestSchema } from '../../../gen/authz/v1/subject_service_pb.js';
 import { CreateResourcePolicyRequestSchema } from '../../../gen/authz/v1/policy_service_pb.js';
 import { BatchCreateResourcesRequestSchema } from '../../../gen/authz/v1/resource_service_pb.js';
+import { ImportEntitySchema } from '../../../gen/authz/v1/import_service_pb.js';
 import { checkMessage, checkMessageFully, jsonStringsStorable, passes } from './json.js';
 import { stringProblem } from '../guard.js';
 
@@ -49,7 +50,7 @@ function shaped(desc: DescMessage, depth = 0): fc.Arbitrary<Record<string, unkno
 }
 
 describe('checkMessage quick answer', () => {
-  for (const desc of [EvaluateRequestSchema, EvaluateBatchRequestSchema, CreateSubjectRequestSchema, CreateResourcePolicyRequestSchema, BatchCreateResourcesRequestSchema]) {
+  for (const desc of [EvaluateRequestSchema, EvaluateBatchRequestSchema, CreateSubjectRequestSchema, CreateResourcePolicyRequestSchema, BatchCreateResourcesRequestSchema, ImportEntitySchema]) {
     it(`never says yes where the full check says no: ${desc.typeName}`, () => {
       fc.assert(fc.property(fc.oneof(shaped(desc), anyValue), (v) => {
         if (passes(desc, v)) expect(accepted(desc, v), JSON.stringify(v)).toBe(true);
@@ -70,6 +71,18 @@ describe('checkMessage quick answer', () => {
     // The long way for what it does not know: a context (Struct), a revision as a string.
     expect(passes(EvaluateRequestSchema, { ...asks[0], context: { a: 1 } })).toBe(false);
     expect(passes(EvaluateRequestSchema, { ...asks[0], consistency: { minRevision: '12' } })).toBe(false);
+  });
+});
+
+describe('checkMessage and oneofs', () => {
+  it('refuses two members of one oneof, naming the second (proto JSON sets at most one)', () => {
+    const both = { resource: { type: 'doc', externalId: 'a' }, subject: { type: 'user', externalId: 'b' } };
+    expect(() => checkMessage(ImportEntitySchema, both, 'entities[4]')).toThrow(
+      'entities[4].subject: only one of resource, subject, resourceEdge, scopeLink, ownershipGrant, membership may be set; resource is set too',
+    );
+    expect(passes(ImportEntitySchema, both)).toBe(false);
+    // A null member is not set.
+    expect(() => checkMessage(ImportEntitySchema, { resource: { type: 'doc' }, subject: null })).not.toThrow();
   });
 });
 

@@ -171,12 +171,20 @@ export function checkMessageFully(desc: DescMessage, value: unknown, path = ''):
   if (!isObject(value)) {
     throw invalidField(path, path ? `must be an object, got ${jsonType(value)}` : `request body must be a JSON object, got ${jsonType(value)}`);
   }
+  let set: Map<string, string> | undefined; // oneof -> the key of its member already set
   for (const key in value) {
     const field = fieldByJsonKey(desc, key);
     const p = join(path, key);
     if (!field) throw invalidField(p, `unknown field "${key}" of ${desc.typeName}`);
     const v = value[key];
     if (v === null) continue;
+    if (field.oneof) {
+      const other = (set ??= new Map()).get(field.oneof.name);
+      if (other !== undefined) {
+        throw invalidField(p, `only one of ${field.oneof.fields.map((f) => f.jsonName).join(', ')} may be set; ${other} is set too`);
+      }
+      set.set(field.oneof.name, key);
+    }
     checkField(field, v, p);
   }
 }
@@ -197,6 +205,7 @@ export function passes(desc: DescMessage, value: unknown, depth = 0, stringsStor
     if (field === undefined) return false;
     const v = value[key];
     if (v === null) continue;
+    if (field.oneof) return false; // which members are set is checked the long way
     if (field.fieldKind === 'message') {
       if (!passes(field.message, v, depth + 1, stringsStorable)) return false;
     } else if (field.fieldKind !== 'scalar' || !scalarPasses(field.scalar, v, stringsStorable)) {
