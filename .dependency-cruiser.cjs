@@ -46,6 +46,13 @@ module.exports = {
       to: { path: `${TESTS}|^bench/` },
     },
     onlyImports('engine-is-pure', ENGINE, [part('gen')], 'The engine sees only generated types: no I/O, no transport, no store.'),
+    {
+      name: 'reference-is-independent',
+      comment: 'The differential tests\' reference evaluator shares nothing with the engine but its types (model.ts): a shared bug would agree with itself.',
+      severity: 'error',
+      from: { path: '^services/engine/testdata/reference' },
+      to: { path: ENGINE, pathNot: '^services/engine/(model\\.ts|testdata/reference)' },
+    },
     onlyImports('common-is-a-leaf', COMMON, [part('gen')], 'Shared helpers import nothing of the product.'),
     onlyImports('store-below-the-services', STORE, [COMMON, part('gen')], 'The store knows the database, common helpers and generated types only.'),
     onlyImports('transport-below-the-services', TRANSPORT, [COMMON, part('gen')], 'The transport serves any process: it knows no engine, store or handler.'),

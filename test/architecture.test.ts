@@ -56,8 +56,11 @@ describe('the architecture\'s import rules', () => {
     write('services/decision/connect.ts', "import { program } from '../../cli/program.js';\nexport const connect = program;\n");
 
     write('services/import/client.ts', "import { db } from '../store/db.js';\nexport const client = db;\n");
+    write('services/engine/match.ts', 'export const match = 1;\n');
+    write('services/engine/model.ts', 'export type Row = { id: string };\n');
+    write('services/engine/testdata/reference.ts', "import type { Row } from '../model.js';\nimport { match } from '../match.js';\nexport const ref = (r: Row) => [r, match];\n");
 
-    it('a cycle, the engine, the model module, the sidecar, the client, the import client or the CLI reaching the store, production code importing tests, a library importing a main or the CLI', async () => {
+    it('a cycle, the engine, the model module, the sidecar, the client, the import client or the CLI reaching the store, production code importing tests, a library importing a main or the CLI, the reference evaluator importing the engine', async () => {
       const found = await violations(planted, ['cmd', 'services', 'sidecar', 'client', 'cli']);
       expect(found).toEqual(expect.arrayContaining([
         expect.stringMatching(/^no-circular: services\/transport\/(a|b)\.ts/),
@@ -71,9 +74,12 @@ describe('the architecture\'s import rules', () => {
         'cli-through-the-client: cli/program.ts → services/store/db.ts',
         'cli-on-top: services/decision/connect.ts → cli/program.ts',
         'import-client: services/import/client.ts → services/store/db.ts',
+        'reference-is-independent: services/engine/testdata/reference.ts → services/engine/match.ts',
       ]));
       // The CLI importing the client is the arrow the rules allow.
       expect(found.filter((v) => v.includes('cli/program.ts → client/'))).toEqual([]);
+      // The reference evaluator's one import from the engine: its types.
+      expect(found).not.toContain('reference-is-independent: services/engine/testdata/reference.ts → services/engine/model.ts');
     }, 60_000);
   });
 });

@@ -95,6 +95,13 @@ describeEachBackend('control plane and sidecar decide alike (%s)', (backend) => 
         }
       }
     }
+    // A subject id the tenant does not hold, at every scope and action.
+    for (const scopeId of scopes) {
+      for (const action of actions) {
+        requests.push({ actor: { subjectId: 'subject_not_in_tenant' }, scopeId, action, explain: true });
+        requests.push({ actor: { subjectId: 'subject_not_in_tenant' }, scopeId, action, resource: { resourceId: focus[0] }, explain: true });
+      }
+    }
     const tenant = await fetch(`${server.url}/tenants/${t.tenantId}`, { headers: { 'x-api-key': PLATFORM_SECRET } }).then((x) => x.json() as Promise<{ revision: string | number }>);
     const revision = Number(tenant.revision);
     let compared = 0;
@@ -119,6 +126,6 @@ describeEachBackend('control plane and sidecar decide alike (%s)', (backend) => 
     expect(allowed).toBeGreaterThan(compared * 0.02);
     expect(compared - allowed).toBeGreaterThan(compared * 0.02);
     // Every path the tenant above is built to reach (the grid meets each of them).
-    for (const reason of ['role', 'ownership', 'policy_allow', 'policy_deny', 'no_match', 'resource_not_found']) expect([...reasons]).toContain(reason);
+    for (const reason of ['role', 'ownership', 'policy_allow', 'policy_deny', 'no_match', 'resource_not_found', 'subject_not_found']) expect([...reasons]).toContain(reason);
   }, 120_000);
 });
