@@ -26,7 +26,11 @@ describe('measuring a process', () => {
     const after = await settledCpu(child.pid);
     const { ownMs } = await child.loopDelay();
     expect(ownMs).toBeGreaterThanOrEqual(140);
-    expect(cpuMsBetween(before, after)!.mainMs).toBeGreaterThanOrEqual(145);
+    // The work loop counts the whole process's CPU (Node 20 has no per-thread reading), so the
+    // whole-process reading is at least the 150 ms; the main thread did most of it, GC threads the rest.
+    const spent = cpuMsBetween(before, after)!;
+    expect(spent.totalMs).toBeGreaterThanOrEqual(145);
+    expect(spent.mainMs).toBeGreaterThanOrEqual(100);
   });
 
   it('counts a blocking call of 150 ms as a stall, though the process is off the CPU', async () => {

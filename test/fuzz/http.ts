@@ -279,7 +279,18 @@ function grpcWebAnswer(status: number, headers: Headers, bytes: Buffer, opts: Se
   for (let at = 0; at + 5 <= bytes.length; ) {
     const length = bytes.readUInt32BE(at + 1);
     const frame = bytes.subarray(at + 5, at + 5 + length);
-    if (bytes[at] & trailerFlag) return grpcAnswer(200, trailerParse(frame), message, opts, start, end);
+    if (bytes[at] & trailerFlag) {
+      let trailers: Headers;
+      try {
+        trailers = trailerParse(frame);
+      } catch (err) {
+        // Kept with the bytes that could not be read, so that the report shows them.
+        const answer = grpcAnswer(200, undefined, message, opts, start, end);
+        answer.networkError = `unreadable grpc-web trailers (${(err as Error).message}); body of ${bytes.length} bytes, frame at ${at}: ${bytes.subarray(0, 600).toString('hex')}`;
+        return answer;
+      }
+      return grpcAnswer(200, trailers, message, opts, start, end);
+    }
     message = Buffer.concat([bytes.subarray(at, at + 5), frame]);
     at += 5 + length;
   }

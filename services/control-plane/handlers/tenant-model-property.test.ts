@@ -114,6 +114,6 @@ describeEachBackend('tenant models, generated, on %s', (backend) => {
     await s.createScope({ parentId: t.scopeId, name: 'twin', typeId: 'scope_type_project' });
     const err = await models().exportTenantModel({ tenantId: t.id }).catch((e: unknown) => ConnectError.from(e));
     expect((err as ConnectError).code).toBe(Code.FailedPrecondition);
-    expect((err as ConnectError).rawMessage).toMatch(/share the path \/twin: a model names scopes by path/);
+    expect((err as ConnectError).rawMessage).toMatch(/scopes scope_\S+, scope_\S+ under scope_\S+ share the name "twin": a model names scopes by path/);
   });
 });

@@ -16,7 +16,7 @@ import { normaliseModel, renderModel, sectionsOf } from '../../model/normalize.j
 import { formatPath, type ModelError, type ParsedModel } from '../../model/parse.js';
 import { planModel, type ModelChange, type PlanProblem } from '../../model/plan.js';
 import { checkModelText, checkParsedModel, prepareModelChecks, type CheckedModel } from '../../model/validate.js';
-import { inReadSnapshot, readTenantModelRows } from '../../store/tenant-model.js';
+import { inReadSnapshot, readTenantModelRows, siblingNameClashes, type TenantModelRows } from '../../store/tenant-model.js';
 import { runWrite, type WriteTx } from '../../store/write.js';
 import { assertTenantReach, assertWholeTenantReach, principalOf, type Principal } from '../auth/principal.js';
 import type { Deps } from './deps.js';
@@ -25,6 +25,8 @@ import { setRevision } from './writes.js';
 
 /** Errors listed in one answer; the rest are counted. */
 const MAX_LISTED = 20;
+/** Reasons a tenant's state cannot be a model, listed in one answer (each names entity ids, so they are long). */
+const MAX_STATE_PROBLEMS = 5;
 
 /** A model's errors as one `invalid_argument`: each `file:line:column: path: message`, the first one's path as the field. */
 function invalidModel(errors: ModelError[]): DomainError {
@@ -51,13 +53,31 @@ function readDocument(document: string, fileName: string): ParsedModel {
   return own.parsed;
 }
 
-/** Plans the document against the tenant as `tx` reads it; refuses what the plan cannot do. */
-async function planIn(tx: WriteTx, principal: Principal, tenantId: string, parsed: ParsedModel, prune: boolean): Promise<PlannedApply & { revision: number }> {
+/** A tenant's state a model cannot describe, as one `failed_precondition` listing the first few reasons. */
+function unmodellable(problems: string[], total = problems.length): DomainError {
+  const listed = problems.slice(0, MAX_STATE_PROBLEMS);
+  if (total > listed.length) listed.push(`… and ${total - listed.length} more`);
+  return constraint(`the tenant's state cannot be written as a model: ${listed.join('; ')}`, 'tenantId');
+}
+
+/**
+ * The tenant's rows and their model, as `tx` reads them. Sibling scopes sharing a name are looked
+ * for first, by one query, so that a tenant no model can describe is refused before every row is read.
+ */
+async function tenantAsModel(tx: WriteTx, tenantId: string): Promise<{ rows: TenantModelRows; state: ReturnType<typeof stateToModel> }> {
+  const clashes = await siblingNameClashes(tx, tenantId, MAX_STATE_PROBLEMS + 1);
+  if (clashes.length > 0) {
+    throw unmodellable(clashes.map((c) => `scopes ${c.ids.join(', ')} under ${c.parentId} share the name "${c.name}": a model names scopes by path, so siblings need distinct names`));
+  }
   const rows = await readTenantModelRows(tx, tenantId);
   const state = stateToModel(rows as unknown as TenantState);
-  if (state.problems.length > 0) {
-    throw constraint(`the tenant's state cannot be written as a model: ${state.problems.slice(0, MAX_LISTED).join('; ')}`, 'tenantId');
-  }
+  if (state.problems.length > 0) throw unmodellable(state.problems);
+  return { rows, state };
+}
+
+/** Plans the document against the tenant as `tx` reads it; refuses what the plan cannot do. */
+async function planIn(tx: WriteTx, principal: Principal, tenantId: string, parsed: ParsedModel, prune: boolean): Promise<PlannedApply & { revision: number }> {
+  const { rows, state } = await tenantAsModel(tx, tenantId);
   const checked = checkParsedModel(parsed, { universe: state.universe, keySubjects: state.keySubjects });
   if (checked.errors.length > 0) throw invalidModel(checked.errors);
   const problems: PlanProblem[] = [];
@@ -142,11 +162,7 @@ export function tenantModelService(deps: Deps): ServiceImpl<typeof TenantModelSe
         return s as Section;
       }).sort((a, b) => SECTIONS.indexOf(a) - SECTIONS.indexOf(b));
       const { model, revision } = await inReadSnapshot(deps.db, async (tx) => {
-        const rows = await readTenantModelRows(tx, tenantId);
-        const state = stateToModel(rows as unknown as TenantState);
-        if (state.problems.length > 0) {
-          throw constraint(`the tenant's state cannot be written as a model: ${state.problems.slice(0, MAX_LISTED).join('; ')}`, 'tenantId');
-        }
+        const { rows, state } = await tenantAsModel(tx, tenantId);
         return { model: state.model, revision: rows.revision };
       });
       const chosen = sections.length > 0 ? onlySections(model, sections) : normaliseModel(model);
