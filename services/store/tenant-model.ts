@@ -54,15 +54,15 @@ export async function readTenantModelRows(tx: WriteTx, tenantId: string): Promis
 }
 
 /**
- * Sibling scopes that share a name, found by an index-backed query before the whole tenant is
+ * Sibling scopes that share a name (each clash with its count and its first two ids), found by an index-backed query before the whole tenant is
  * read: a tenant a model cannot name is refused for the cost of one query, not of reading every
  * row (the full read finds the same problem, with the paths, when there is none of these).
  */
-export async function siblingNameClashes(tx: WriteTx, tenantId: string, limit: number): Promise<{ parentId: string; name: string; ids: string[] }[]> {
-  const rows = await query<{ parent_id: string; name: string; ids: string[] }>(tx.em,
-    `select parent_id, name, array_agg(id order by id) as ids from scopes where tenant_id = ? and parent_id is not null
+export async function siblingNameClashes(tx: WriteTx, tenantId: string, limit: number): Promise<{ parentId: string; name: string; count: number; ids: string[] }[]> {
+  const rows = await query<{ parent_id: string; name: string; count: string | number; ids: string[] }>(tx.em,
+    `select parent_id, name, count(*) as count, (array_agg(id order by id))[1:2] as ids from scopes where tenant_id = ? and parent_id is not null
      group by parent_id, name having count(*) > 1 order by parent_id, name limit ?`, [tenantId, limit]);
-  return rows.map((r) => ({ parentId: r.parent_id, name: r.name, ids: r.ids }));
+  return rows.map((r) => ({ parentId: r.parent_id, name: r.name, count: Number(r.count), ids: r.ids }));
 }
 
 /**

@@ -9,7 +9,7 @@
  */
 import * as http from 'node:http';
 import * as http2 from 'node:http2';
-import { gzipSync } from 'node:zlib';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { fromBinary, toJson, type DescMessage } from '@bufbuild/protobuf';
 import type { ConnectError } from '@connectrpc/connect';
 import { codeToHttpStatus, codeToString } from '@connectrpc/connect/protocol-connect';
@@ -282,7 +282,8 @@ function grpcWebAnswer(status: number, headers: Headers, bytes: Buffer, opts: Se
     if (bytes[at] & trailerFlag) {
       let trailers: Headers;
       try {
-        trailers = trailerParse(frame);
+        // A server may compress the trailer frame as it does messages (the flag's low bit).
+        trailers = trailerParse(bytes[at] & 1 ? gunzipSync(frame) : frame);
       } catch (err) {
         // Kept with the bytes that could not be read, so that the report shows them.
         const answer = grpcAnswer(200, undefined, message, opts, start, end);

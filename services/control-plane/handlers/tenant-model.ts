@@ -67,7 +67,10 @@ function unmodellable(problems: string[], total = problems.length): DomainError 
 async function tenantAsModel(tx: WriteTx, tenantId: string): Promise<{ rows: TenantModelRows; state: ReturnType<typeof stateToModel> }> {
   const clashes = await siblingNameClashes(tx, tenantId, MAX_STATE_PROBLEMS + 1);
   if (clashes.length > 0) {
-    throw unmodellable(clashes.map((c) => `scopes ${c.ids.join(', ')} under ${c.parentId} share the name "${c.name}": a model names scopes by path, so siblings need distinct names`));
+    throw unmodellable(clashes.map((c) => {
+      const which = c.count > c.ids.length ? `${c.count} scopes (${c.ids.join(', ')}, …)` : `scopes ${c.ids.join(', ')}`;
+      return `${which} under ${c.parentId} share the name "${c.name.slice(0, 64)}${c.name.length > 64 ? '…' : ''}": a model names scopes by path, so siblings need distinct names`;
+    }));
   }
   const rows = await readTenantModelRows(tx, tenantId);
   const state = stateToModel(rows as unknown as TenantState);
