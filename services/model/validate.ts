@@ -65,7 +65,7 @@ export function checkParsedModel(parsed: ParsedModel, context: CheckContext = {}
   if (errors.length > 0) return { parsed, errors };
   const validate = schemaValidator();
   if (!validate(parsed.value)) {
-    for (const e of validate.errors ?? []) schemaError(e, report);
+    reportSchemaErrors(validate.errors ?? [], report, 'a tenant model');
     return { parsed, errors: dedupe(errors) };
   }
   const model = parsed.value as TenantModel;
@@ -80,7 +80,7 @@ export function checkParsedModel(parsed: ParsedModel, context: CheckContext = {}
 }
 
 /** One error per place and message, in file order. */
-function dedupe(errors: ModelError[]): ModelError[] {
+export function dedupe(errors: ModelError[]): ModelError[] {
   const seen = new Set<string>();
   return errors
     .filter((e) => {
@@ -104,14 +104,19 @@ function pointerParts(pointer: string): PathPart[] {
   return pointer.slice(1).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~')).map((s) => (/^\d+$/.test(s) ? Number(s) : s));
 }
 
-function schemaError(e: ErrorObject, report: (path: PathPart[], message: string, key?: boolean) => void): void {
+/** A JSON Schema validator's errors, each reported at its path in words (`document` names the top-level object). */
+export function reportSchemaErrors(errors: ErrorObject[], report: (path: PathPart[], message: string, key?: boolean) => void, document: string): void {
+  for (const e of errors) schemaError(e, report, document);
+}
+
+function schemaError(e: ErrorObject, report: (path: PathPart[], message: string, key?: boolean) => void, document: string): void {
   const path = pointerParts(e.instancePath);
   const p = e.params as Record<string, unknown>;
   switch (e.keyword) {
     case 'required':
       return report([...path, String(p.missingProperty)], 'is required');
     case 'additionalProperties':
-      return report([...path, String(p.additionalProperty)], `is not a field of ${path.length === 0 ? 'a tenant model' : 'this entry'}`, true);
+      return report([...path, String(p.additionalProperty)], `is not a field of ${path.length === 0 ? document : 'this entry'}`, true);
     case 'enum':
       return report(path, `must be one of ${(p.allowedValues as string[]).join(', ')}`);
     case 'const':

@@ -118,7 +118,7 @@ describeEachBackend('tenant models, generated, on %s', (backend) => {
     // Many siblings of one name: counted, two ids shown, so the answer stays short.
     for (let i = 0; i < 3; i++) await s.createScope({ parentId: t.scopeId, name: 'many', typeId: 'scope_type_project' });
     const many = await models().planTenantModel({ tenantId: t.id, document: 'apiVersion: authz/v1\nkind: TenantModel\n' }).catch((e: unknown) => ConnectError.from(e));
-    expect(many.code).toBe(Code.FailedPrecondition);
-    expect(many.rawMessage).toMatch(/3 scopes \(scope_\S+, scope_\S+, …\) under scope_\S+ share the name "many"/);
+    expect((many as ConnectError).code).toBe(Code.FailedPrecondition);
+    expect((many as ConnectError).rawMessage).toMatch(/3 scopes \(scope_\S+, scope_\S+, …\) under scope_\S+ share the name "many"/);
   });
 });
