@@ -15,7 +15,7 @@ import type { ServiceClients } from './services.js';
 const PAGE = 1000;
 
 /** Every item of a paged list, page after page. */
-async function allPages<T>(page: (cursor: string) => Promise<{ items: T[]; nextCursor: string }>): Promise<T[]> {
+export async function allPages<T>(page: (cursor: string) => Promise<{ items: T[]; nextCursor: string }>): Promise<T[]> {
   const out: T[] = [];
   let cursor = '';
   do {

@@ -8,6 +8,7 @@ import type { CliCommand } from '../command.js';
 import { checkCommand } from './check.js';
 import { loginCommand } from './login.js';
 import { statusCommands } from './status.js';
+import { testCommand } from './test.js';
 import { versionCommand } from './version.js';
 
-export const COMMANDS: readonly CliCommand[] = [checkCommand, loginCommand, statusCommands, versionCommand];
+export const COMMANDS: readonly CliCommand[] = [checkCommand, testCommand, loginCommand, statusCommands, versionCommand];

@@ -8,7 +8,7 @@ import { SCHEMA_FILES, schemaPath } from './schema-file.js';
 import { SCHEMA_FILE, type TenantModel } from './format.js';
 import { checkModelText } from './validate.js';
 
-const EXAMPLE = readFileSync(new URL('../../examples/models/acme.yaml', import.meta.url), 'utf8');
+const EXAMPLE = readFileSync(new URL('../../examples/documents/model.yaml', import.meta.url), 'utf8');
 const example = () => checkModelText(EXAMPLE, 'acme.yaml').model!;
 
 /** Every object's keys in reverse order, at any depth. */

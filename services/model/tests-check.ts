@@ -20,7 +20,7 @@ let compiled: ValidateFunction | undefined;
 function validator(): ValidateFunction {
   if (!compiled) {
     const schema = JSON.parse(JSON.stringify(DecisionTestsSchema)) as { properties: Record<string, unknown> };
-    schema.properties.model = { type: ['string', 'object'], description: 'The model under test.' };
+    schema.properties.model = { anyOf: [{ type: 'string', minLength: 1 }, { type: 'object' }], description: 'The model under test.' };
     const ajv = new Ajv2020({ allErrors: true, strict: true, verbose: true });
     (addFormats as unknown as (a: Ajv2020) => void)(ajv);
     compiled = ajv.compile(schema);

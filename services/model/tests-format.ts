@@ -6,6 +6,7 @@
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { MAX_BATCH, MAX_STRING } from '../common/validate.js';
+import { GATE_MODES } from '../common/settings.js';
 import { SUBJECT_TYPES } from '../common/vocabulary.js';
 import { DECISION_REASONS } from '../engine/mod.js';
 import { API_VERSION, TenantModelSchema } from './format.js';
@@ -53,6 +54,7 @@ export const DecisionTestsSchema = Type.Object({
     TenantModelSchema,
   ], { description: 'The model under test: a path relative to this file, or the model inline.' }),
   now: Type.Optional(Type.String({ format: 'date-time', description: 'The clock of every case (RFC 3339): policies\' time windows and the context\'s `time` read it. Against a server, `time` is sent in the context; windows are judged by the server\'s clock.' })),
+  gate: Type.Optional(Type.Unsafe<(typeof GATE_MODES)[number]>({ type: 'string', enum: [...GATE_MODES], description: 'The reachability gate the cases assume (SERVICE_RESOURCE_SCOPE_GATE): offline runs use it; a server decides with its own setting, which must be this one. `off` when absent.' })),
   checks: Type.Optional(Type.Array(CheckCase, { maxItems: MAX_BATCH, description: 'Decisions.' })),
   effectivePermissions: Type.Optional(Type.Array(PermissionsCase, { maxItems: MAX_BATCH, description: 'Effective-permission sets.' })),
 }, { ...strict, title: 'Decision tests', description: 'Decisions a tenant model must give: run offline, against a control plane or against a sidecar by `authz test`.' });

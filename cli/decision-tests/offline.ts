@@ -1,0 +1,75 @@
+/**
+ * The offline target: the tenant index built straight from the model (no server, no database)
+ * and the engine the control plane and the sidecar run, asked in this process.
+ */
+import { TenantIndex, effectivePermissions, evaluate, type Decision, type GateMode } from '../../services/engine/mod.js';
+import { modelSnapshot, type CheckCase, type CheckedModel, type PermissionsCase } from '../../services/model/mod.js';
+import type { DecisionJson } from '../explain.js';
+import type { DecisionTarget } from './run.js';
+
+/** A scope the model does not have: the servers answer `not_found`, so does this target. */
+class UnknownName extends Error {}
+
+const key = (kind: string, ...identity: string[]) => `${kind} ${JSON.stringify(identity)}`;
+
+/** `type/external id` split at the first `/`. */
+export function splitResourceRef(ref: string): { resourceType: string; externalResourceId: string } {
+  const at = ref.indexOf('/');
+  return { resourceType: ref.slice(0, at), externalResourceId: ref.slice(at + 1) };
+}
+
+/** The engine's decision as the REST surface writes it (what the servers' answers are compared in). */
+function decisionJson(d: Decision): DecisionJson {
+  return {
+    allowed: d.allowed,
+    reason: d.reason,
+    revision: d.revision,
+    decidedByPolicy: d.decidedByPolicy,
+    evaluatedPolicy: d.evaluatedPolicy ? { id: d.evaluatedPolicy.id, effect: d.evaluatedPolicy.effect, priority: d.evaluatedPolicy.priority ?? 0 } : null,
+    trace: (d.trace ?? []).map((t) => ({ step: t.leg, result: t.outcome, message: t.message, ...(t.detail ? { details: JSON.parse(JSON.stringify(t.detail)) } : {}) })),
+  };
+}
+
+/**
+ * The offline target of a checked model. `now` is the clock of every decision (the real clock
+ * when absent); the reachability gate is `off`, the control plane's default.
+ */
+export function offlineTarget(model: CheckedModel, now: Date | undefined, gate: GateMode = 'off'): DecisionTarget {
+  const built = modelSnapshot(model.entities!);
+  const index = TenantIndex.fromSnapshot(built.snapshot);
+  const policyNames = new Map<string, string>();
+  for (const [k, id] of built.ids) if (k.startsWith('policy ')) policyNames.set(id, (JSON.parse(k.slice('policy '.length)) as string[])[0]);
+  const scopeId = (path: string) => {
+    const id = built.ids.get(key('scope', path));
+    if (id === undefined) throw new UnknownName(`scope ${path} is not in the model`);
+    return id;
+  };
+  // An external id the model does not list decides as an unknown subject does on a server.
+  const subjectId = (externalId: string) => built.ids.get(key('subject', externalId)) ?? `subject_not_in_model_${externalId}`;
+  return {
+    kind: 'offline',
+    where: 'the engine, from the model file',
+    async decide(c: CheckCase) {
+      const d = evaluate(index, {
+        actor: { subjectId: subjectId(c.subject), ...(c.subjectType ? { subjectType: c.subjectType } : {}) },
+        scopeId: scopeId(c.scope),
+        action: c.action,
+        ...(c.resource ? { resource: splitResourceRef(c.resource) } : {}),
+        ...(c.context ? { context: c.context } : {}),
+        explain: true,
+      }, { now: now ?? new Date(), gate });
+      return decisionJson(d);
+    },
+    policyName: (id) => policyNames.get(id),
+    async permissions(c: PermissionsCase) {
+      let resourceId: string | undefined;
+      if (c.resource) {
+        const r = splitResourceRef(c.resource);
+        resourceId = built.ids.get(key('resource', r.resourceType, r.externalResourceId));
+        if (resourceId === undefined) throw new UnknownName(`resource ${c.resource} is not in the model`);
+      }
+      const held = effectivePermissions(index, { subjectId: subjectId(c.subject), scopeId: scopeId(c.scope), ...(resourceId ? { resourceId } : {}) });
+      return held.map((p) => `${p.resourceType}:${p.action}:${p.resourcePattern === resourceId ? c.resource : p.resourcePattern}`);
+    },
+  };
+}

@@ -1,0 +1,129 @@
+/**
+ * Running a decision-test file's cases against one target (offline engine, control plane,
+ * sidecar) and judging each: the decision, its reason and deciding policy when the case names
+ * them, or the exact set of effective permissions. A case whose request fails is an error, never
+ * a pass.
+ */
+import type { CheckCase, DecisionTests, PermissionsCase } from '../../services/model/mod.js';
+import type { ModelError } from '../../services/model/mod.js';
+import type { DecisionJson } from '../explain.js';
+
+/** What answers the cases: the same questions, asked of the engine in this process or of a server. */
+export interface DecisionTarget {
+  /** `offline`, `control-plane` or `sidecar`. */
+  readonly kind: 'offline' | 'control-plane' | 'sidecar';
+  /** Where it answers (a URL; the engine for offline). */
+  readonly where: string;
+  /** The decision of a check case, as the REST surface writes it, with its trace. */
+  decide(c: CheckCase): Promise<DecisionJson>;
+  /** The deciding policy's name in the model, from its id. */
+  policyName(id: string): string | undefined;
+  /** The permission keys a subject holds (a pattern that is the resource's id reads `<type>/<external id>`). */
+  permissions(c: PermissionsCase): Promise<string[]>;
+}
+
+export interface TestCase {
+  kind: 'check' | 'permissions';
+  name: string;
+  /** The case's place in its file. */
+  file: string;
+  line: number;
+  check?: CheckCase;
+  permissions?: PermissionsCase;
+}
+
+export interface CaseResult {
+  case: TestCase;
+  passed: boolean;
+  /** Set when the case could not be asked (the request failed): counted as an error. */
+  error?: string;
+  /** Expected against actual, one line each, for a failed case. */
+  diffs: string[];
+  /** The decision of a check case. */
+  decision?: DecisionJson;
+  /** The deciding policy's name. */
+  policy?: string;
+  /** The permissions found, for a permissions case. */
+  permissions?: string[];
+  ms: number;
+}
+
+export interface TargetRun {
+  target: { kind: DecisionTarget['kind']; where: string };
+  file: string;
+  results: CaseResult[];
+  passed: number;
+  failed: number;
+  errors: number;
+  ms: number;
+}
+
+/** The cases of a file in file order, each named (its `name`, else a sentence made of the request). */
+export function casesOf(tests: DecisionTests, file: string, locate: (path: (string | number)[]) => { line: number }): TestCase[] {
+  const checks = (tests.checks ?? []).map((c, i): TestCase => ({
+    kind: 'check', check: c, file, line: locate(['checks', i]).line,
+    name: c.name ?? `${c.subject} ${c.action} ${c.resource ?? 'in'} ${c.scope}: ${c.expect}`,
+  }));
+  const permissions = (tests.effectivePermissions ?? []).map((c, i): TestCase => ({
+    kind: 'permissions', permissions: c, file, line: locate(['effectivePermissions', i]).line,
+    name: c.name ?? `permissions of ${c.subject} in ${c.scope}${c.resource ? ` on ${c.resource}` : ''}`,
+  }));
+  return [...checks, ...permissions];
+}
+
+const describe = (allowed: boolean | undefined, reason?: string, policy?: string) =>
+  `${allowed === undefined ? '?' : allowed ? 'allow' : 'deny'}${reason ? ` (reason ${reason}${policy ? `, policy ${policy}` : ''})` : ''}`;
+
+async function runOne(target: DecisionTarget, c: TestCase): Promise<CaseResult> {
+  const start = performance.now();
+  const result: CaseResult = { case: c, passed: false, diffs: [], ms: 0 };
+  try {
+    if (c.check) {
+      const d = await target.decide(c.check);
+      const policy = d.evaluatedPolicy?.id ? (target.policyName(d.evaluatedPolicy.id) ?? d.evaluatedPolicy.id) : undefined;
+      Object.assign(result, { decision: d, policy });
+      const want = c.check;
+      const allowedOk = d.allowed === (want.expect === 'allow');
+      const reasonOk = want.reason === undefined || want.reason === d.reason;
+      const policyOk = want.policy === undefined || want.policy === policy;
+      if (!(allowedOk && reasonOk && policyOk)) {
+        result.diffs.push(`expected ${describe(want.expect === 'allow', want.reason, want.policy)}`, `actual   ${describe(d.allowed, d.reason, policy)}`);
+      }
+    } else {
+      const want = c.permissions!;
+      const got = [...new Set(await target.permissions(want))].sort();
+      result.permissions = got;
+      const expected = new Set(want.expect);
+      const missing = [...expected].filter((k) => !got.includes(k)).sort();
+      const extra = got.filter((k) => !expected.has(k));
+      for (const k of missing) result.diffs.push(`- ${k}  (expected, not held)`);
+      for (const k of extra) result.diffs.push(`+ ${k}  (held, not expected)`);
+    }
+    result.passed = result.diffs.length === 0;
+  } catch (err) {
+    result.error = err instanceof Error ? err.message : String(err);
+  }
+  result.ms = performance.now() - start;
+  return result;
+}
+
+/** Runs every case against `target`, one after another (the order of the file). */
+export async function runCases(target: DecisionTarget, file: string, cases: readonly TestCase[]): Promise<TargetRun> {
+  const start = performance.now();
+  const results: CaseResult[] = [];
+  for (const c of cases) results.push(await runOne(target, c));
+  return {
+    target: { kind: target.kind, where: target.where },
+    file,
+    results,
+    passed: results.filter((r) => r.passed).length,
+    failed: results.filter((r) => !r.passed && r.error === undefined).length,
+    errors: results.filter((r) => r.error !== undefined).length,
+    ms: performance.now() - start,
+  };
+}
+
+/** A file that could not be read or checked: its errors, as `file:line:column: path: message`. */
+export function errorLines(errors: readonly ModelError[]): string[] {
+  return errors.map((e) => `${e.file}:${e.line}:${e.column}: ${e.path ? `${e.path}: ` : ''}${e.message}`);
+}
