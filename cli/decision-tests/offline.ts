@@ -12,6 +12,12 @@ class UnknownName extends Error {}
 
 const key = (kind: string, ...identity: string[]) => `${kind} ${JSON.stringify(identity)}`;
 
+/** How a trace names an entity of each kind, from its identity in the model. */
+const NAMED: Record<string, (identity: string[]) => string> = {
+  scope: (i) => i[0], subject: (i) => i[0], resource: (i) => i.join('/'), policy: (i) => i[0], collection: (i) => i[0],
+  role: (i) => (i[0] === '/' ? i[1] : `${i[1]}@${i[0]}`),
+};
+
 /** `type/external id` split at the first `/`. */
 export function splitResourceRef(ref: string): { resourceType: string; externalResourceId: string } {
   const at = ref.indexOf('/');
@@ -38,7 +44,15 @@ export function offlineTarget(model: CheckedModel, now: Date | undefined, gate: 
   const built = modelSnapshot(model.entities!);
   const index = TenantIndex.fromSnapshot(built.snapshot);
   const policyNames = new Map<string, string>();
-  for (const [k, id] of built.ids) if (k.startsWith('policy ')) policyNames.set(id, (JSON.parse(k.slice('policy '.length)) as string[])[0]);
+  const names = new Map<string, string>();
+  for (const [k, id] of built.ids) {
+    const space = k.indexOf(' ');
+    const kind = k.slice(0, space);
+    const identity = JSON.parse(k.slice(space + 1)) as string[];
+    if (kind === 'policy') policyNames.set(id, identity[0]);
+    const name = NAMED[kind]?.(identity);
+    if (name !== undefined) names.set(id, name);
+  }
   const scopeId = (path: string) => {
     const id = built.ids.get(key('scope', path));
     if (id === undefined) throw new UnknownName(`scope ${path} is not in the model`);
@@ -61,6 +75,7 @@ export function offlineTarget(model: CheckedModel, now: Date | undefined, gate: 
       return decisionJson(d);
     },
     policyName: (id) => policyNames.get(id),
+    nameOf: (id) => names.get(id),
     async permissions(c: PermissionsCase) {
       let resourceId: string | undefined;
       if (c.resource) {

@@ -132,6 +132,9 @@ export function serverTarget(kind: 'control-plane' | 'sidecar', decisions: Authz
     // An external id the tenant lacks decides as an unknown subject id does.
     return ids[0] ?? `subject_not_in_tenant_${externalId.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 40)}`;
   };
+  const names = new Map<string, string>([...t.policyNames]);
+  for (const [path, id] of t.scopeIds) names.set(id, path);
+  for (const [externalId, ids] of t.subjectIds) for (const id of ids) names.set(id, externalId);
   const resourceIds = new Map<string, string>();
   const resourceId = async (ref: string): Promise<string> => {
     const known = resourceIds.get(ref);
@@ -147,6 +150,7 @@ export function serverTarget(kind: 'control-plane' | 'sidecar', decisions: Authz
       const { resourceType: type } = await controlPlane.resourceTypes.getResourceType({ id: r.resourceTypeId });
       if (type?.key === resourceType) {
         resourceIds.set(ref, r.id);
+        names.set(r.id, ref);
         return r.id;
       }
     }
@@ -169,6 +173,7 @@ export function serverTarget(kind: 'control-plane' | 'sidecar', decisions: Authz
       return toRestJson(EvaluateResponseSchema, response) as unknown as DecisionJson;
     },
     policyName: (id) => t.policyNames.get(id),
+    nameOf: (id) => names.get(id),
     async permissions(c: PermissionsCase) {
       const rid = c.resource ? await resourceId(c.resource) : undefined;
       const r = await decisions.decisions.getEffectivePermissions({ subjectId: subjectId(c.subject), scopeId: scopeId(c.scope), ...(rid ? { resourceId: rid } : {}), consistency });

@@ -9,6 +9,14 @@ import type { CaseResult, TargetRun } from './run.js';
 
 const indent = (text: string, by: string) => text.split('\n').map((l) => (l === '' ? l : by + l)).join('\n');
 
+/** An id in a trace, e.g. `scope_01…` or `policy_m3`: the namespaces a trace names. */
+const TRACE_ID = /\b(?:scope|subject|resource|policy|collection|role)_[A-Za-z0-9_-]+/g;
+
+/** The trace of a failed case with the model's names for the ids the target knows. */
+function namedTrace(r: CaseResult, s: Styles): string {
+  return explainDecision(r.decision!, s).replace(TRACE_ID, (id) => r.names?.get(id) ?? id);
+}
+
 function outcome(r: CaseResult): string {
   if (r.decision) return `${r.decision.allowed ? 'allow' : 'deny'} (${r.decision.reason}${r.policy ? `, policy ${r.policy}` : ''})`;
   if (r.permissions) return `${r.permissions.length} permission${r.permissions.length === 1 ? '' : 's'}`;
@@ -26,7 +34,7 @@ export function renderRun(run: TargetRun, s: Styles): string {
     lines.push(s.dim(`      ${r.case.file}:${r.case.line}`));
     if (r.error !== undefined) lines.push(`      ${s.red(`error: ${r.error}`)}`);
     for (const d of r.diffs) lines.push(`      ${d}`);
-    if (r.decision?.trace?.length) lines.push(indent(explainDecision(r.decision, s), '      '));
+    if (r.decision?.trace?.length) lines.push(indent(namedTrace(r, s), '      '));
   }
   lines.push(summaryLine([run], s));
   return lines.join('\n');
@@ -79,7 +87,7 @@ export function junitXml(runs: readonly TargetRun[], plain: Styles): string {
       out.push(`    <testcase classname="${xml(suite)}" name="${xml(r.case.name)}" file="${xml(r.case.file)}" line="${r.case.line}" time="${seconds(r.ms)}">`);
       if (r.error !== undefined) out.push(`      <error message="${xml(r.error)}"/>`);
       else if (!r.passed) {
-        const body = [...r.diffs, ...(r.decision?.trace?.length ? ['', explainDecision(r.decision, plain)] : [])].join('\n');
+        const body = [...r.diffs, ...(r.decision?.trace?.length ? ['', namedTrace(r, plain)] : [])].join('\n');
         out.push(`      <failure message="${xml(r.diffs.join('; '))}">${xml(body)}</failure>`);
       }
       out.push('    </testcase>');

@@ -20,6 +20,8 @@ export interface DecisionTarget {
   policyName(id: string): string | undefined;
   /** The permission keys a subject holds (a pattern that is the resource's id reads `<type>/<external id>`). */
   permissions(c: PermissionsCase): Promise<string[]>;
+  /** The model's name of an entity id the target knows (a scope's path, a policy's name), for traces. */
+  nameOf(id: string): string | undefined;
 }
 
 export interface TestCase {
@@ -45,6 +47,8 @@ export interface CaseResult {
   policy?: string;
   /** The permissions found, for a permissions case. */
   permissions?: string[];
+  /** Names of the ids the target knows, for the trace. */
+  names?: { get(id: string): string | undefined };
   ms: number;
 }
 
@@ -76,7 +80,7 @@ const describe = (allowed: boolean | undefined, reason?: string, policy?: string
 
 async function runOne(target: DecisionTarget, c: TestCase): Promise<CaseResult> {
   const start = performance.now();
-  const result: CaseResult = { case: c, passed: false, diffs: [], ms: 0 };
+  const result: CaseResult = { case: c, passed: false, diffs: [], ms: 0, names: { get: (id) => target.nameOf(id) } };
   try {
     if (c.check) {
       const d = await target.decide(c.check);
