@@ -6,8 +6,12 @@
  */
 import type { CliCommand } from '../command.js';
 import { checkCommand } from './check.js';
+import { exportCommand } from './export.js';
+import { importCommand } from './import.js';
 import { loginCommand } from './login.js';
+import { planCommands } from './plan.js';
 import { statusCommands } from './status.js';
+import { validateCommands } from './validate.js';
 import { versionCommand } from './version.js';
 
-export const COMMANDS: readonly CliCommand[] = [checkCommand, loginCommand, statusCommands, versionCommand];
+export const COMMANDS: readonly CliCommand[] = [checkCommand, validateCommands, planCommands, exportCommand, importCommand, loginCommand, statusCommands, versionCommand];
