@@ -15,7 +15,7 @@ import { DEFAULT_URL } from './settings.js';
 /** The program, writing to `io`; `exitCode.value` receives the action's exit code. */
 export function buildProgram(io: CliIo, exitCode: { value: number }): Command {
   const program = new Command('authz')
-    .description('Command line of the authz service: decisions, login and status.')
+    .description('Command line of the authz service: decisions, tenant model files (validate, plan, apply, export), bulk import, login and status.')
     .option('--url <url>', `the control plane (env AUTHZ_URL; default ${DEFAULT_URL})`)
     .option('--api-key <key>', 'API key (env AUTHZ_API_KEY, or authz login); on the command line it shows in the process list and shell history')
     .option('--tenant <id>', 'tenant id for names that need one (env AUTHZ_TENANT)')

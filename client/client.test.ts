@@ -59,25 +59,29 @@ describe(`the client (${BACKEND})`, () => {
     expect([down.codeName, down.reason]).toEqual(['unavailable', undefined]);
   });
 
-  it('resolves a scope path from the tenant\'s root scope, and refuses unknown, ambiguous and malformed paths', async () => {
-    expect((await platform.resolveScopePath(t.tenantId, 'acme')).id).toBe(t.rootScopeId);
-    expect((await platform.resolveScopePath(t.tenantId, 'acme/eng')).id).toBe(t.scopeId);
+  it('resolves a scope path as a model file writes it (/ the root, /eng below it), and refuses unknown, ambiguous and malformed paths', async () => {
+    expect((await platform.resolveScopePath(t.tenantId, '/')).id).toBe(t.rootScopeId);
+    expect((await platform.resolveScopePath(t.tenantId, '/eng')).id).toBe(t.scopeId);
     const { scopeTypes } = await platform.scopes.listScopeTypes({});
     const typeId = scopeTypes.find((s) => s.name === 'team')!.id;
     const platformScope = (await platform.scopes.createScope({ name: 'platform', typeId, parentId: t.scopeId })).scope!;
-    expect((await platform.resolveScopePath(t.tenantId, 'acme/eng/platform')).id).toBe(platformScope.id);
+    expect((await platform.resolveScopePath(t.tenantId, '/eng/platform')).id).toBe(platformScope.id);
 
-    const missing = await failure(platform.resolveScopePath(t.tenantId, 'acme/eng/web'));
-    expect([missing.codeName, missing.field, missing.message]).toEqual(['not_found', 'scopePath', `no scope "acme/eng/web" in tenant ${t.tenantId}: ${t.scopeId} has no child named "web"`]);
-    const root = await failure(platform.resolveScopePath(t.tenantId, 'globex/eng'));
-    expect([root.codeName, root.message]).toEqual(['not_found', `scope path "globex/eng": the root scope of tenant ${t.tenantId} is named "acme", not "globex"`]);
-    for (const path of ['', '/acme', 'acme/', 'acme//eng']) expect([path, (await failure(platform.resolveScopePath(t.tenantId, path))).codeName]).toEqual([path, 'invalid_argument']);
+    const missing = await failure(platform.resolveScopePath(t.tenantId, '/eng/web'));
+    expect([missing.codeName, missing.field, missing.message]).toEqual(['not_found', 'scopePath', `no scope "/eng/web" in tenant ${t.tenantId}: ${t.scopeId} has no child named "web"`]);
+    // The root's own name is not part of a path: `/acme` is a child of the root named acme.
+    const rootName = await failure(platform.resolveScopePath(t.tenantId, '/acme/eng'));
+    expect([rootName.codeName, rootName.message]).toEqual(['not_found', `no scope "/acme" in tenant ${t.tenantId}: ${t.rootScopeId} has no child named "acme"`]);
+    for (const path of ['', 'acme', 'acme/eng', 'eng', '/eng/', '//eng', '/eng//platform']) {
+      const bad = await failure(platform.resolveScopePath(t.tenantId, path));
+      expect([path, bad.codeName, bad.field, bad.message]).toEqual([path, 'invalid_argument', 'scopePath', expect.stringContaining('(e.g. /eng/platform)')]);
+    }
 
     const twin = (await platform.scopes.createScope({ name: 'platform', typeId, parentId: t.scopeId })).scope!;
-    const ambiguous = await failure(platform.resolveScopePath(t.tenantId, 'acme/eng/platform'));
-    expect([ambiguous.codeName, ambiguous.message]).toEqual(['invalid_argument', expect.stringContaining(`is ambiguous: 2 children of ${t.scopeId} are named "platform"`)]);
+    const ambiguous = await failure(platform.resolveScopePath(t.tenantId, '/eng/platform'));
+    expect([ambiguous.codeName, ambiguous.message]).toEqual(['invalid_argument', expect.stringContaining(`scope path "/eng/platform" is ambiguous: 2 children of ${t.scopeId} are named "platform"`)]);
     expect(ambiguous.message).toContain(twin.id);
-    const unknownTenant = await failure(platform.resolveScopePath('tenant_nope', 'acme'));
+    const unknownTenant = await failure(platform.resolveScopePath('tenant_nope', '/'));
     expect(unknownTenant.codeName).toBe('not_found');
   });
 

@@ -21,7 +21,7 @@ export interface AuthzClient extends ServiceClients {
   /** The base URL calls go to, normalised (no trailing slash). */
   readonly baseUrl: string;
   readonly transport: Transport;
-  /** The tenant's scope at `path`, scope names from the root down (`acme/eng/platform`). Needs a `platform` key. */
+  /** The tenant's scope at `path`, as a model file writes it: `/eng/platform`, `/` for the root. Needs a `platform` key. */
   resolveScopePath(tenantId: string, path: string): Promise<Scope>;
   /** The tenant's subject with `externalId` (and `type`, when several share it). Needs a `platform` key. */
   resolveSubject(tenantId: string, externalId: string, type?: string): Promise<Subject>;

@@ -1,9 +1,10 @@
 /**
- * Names to ids: a scope by its path of scope names from the tenant's root (`acme/eng/platform`),
- * a subject by its external id (and type). A name that matches nothing is `not_found`; one that
- * matches several is `invalid_argument`: the caller must say which, nothing is guessed.
- * Both read the control plane's ScopeService, TenancyService and SubjectService, so they need
- * a `platform` key (a `service` key reaches the decision path only: pass ids instead).
+ * Names to ids: a scope by its path from the tenant's root scope, as the tenant model file
+ * writes it (`/eng/platform`; `/` is the root), a subject by its external id (and type). A name
+ * that matches nothing is `not_found`; one that matches several is `invalid_argument`: the caller
+ * must say which, nothing is guessed. Both read the control plane's ScopeService, TenancyService
+ * and SubjectService, so they need a `platform` key (a `service` key reaches the decision path
+ * only: pass ids instead).
  */
 import { Code } from '@connectrpc/connect';
 import type { Scope } from '../gen/authz/v1/scope_pb.js';
@@ -29,35 +30,33 @@ export async function allPages<T>(page: (cursor: string) => Promise<{ items: T[]
 const invalid = (field: string, message: string) => new AuthzError(message, Code.InvalidArgument, { reason: 'INVALID_FIELD', field });
 const notFound = (field: string, message: string) => new AuthzError(message, Code.NotFound, { reason: 'NOT_FOUND', field });
 
-/** The segments of a scope path; `invalid_argument` for an empty one or an empty segment. */
+/**
+ * The scope names of a path below the tenant's root (`/eng/platform` → `eng`, `platform`; `/` →
+ * none); `invalid_argument` for a path without the leading `/`, with an empty name or a trailing `/`.
+ */
 export function scopePathSegments(path: string): string[] {
-  const segments = path.split('/');
-  if (path === '' || segments.some((s) => s === '')) {
-    throw invalid('scopePath', `scope path ${JSON.stringify(path)} must be scope names separated by "/", starting with the tenant's root scope (e.g. acme/eng/platform)`);
+  if (path === '/') return [];
+  const segments = path.split('/').slice(1);
+  if (!path.startsWith('/') || segments.some((s) => s === '')) {
+    throw invalid('scopePath', `scope path ${JSON.stringify(path)} must be "/" (the tenant's root scope) or scope names below it, each after a "/" (e.g. /eng/platform), as in a model file`);
   }
   return segments;
 }
 
-/**
- * The scope at `path` in the tenant: the first segment names the tenant's root scope (it carries
- * the tenant's name), each next one a child of the scope before it.
- */
+/** The scope at `path` in the tenant (see scopePathSegments): each name a child of the scope before it, from the root. */
 export async function resolveScopePath(clients: ServiceClients, tenantId: string, path: string): Promise<Scope> {
   const segments = scopePathSegments(path);
   const { tenant } = await clients.tenancy.getTenant({ id: tenantId });
   const { scope: root } = await clients.scopes.getScope({ id: tenant!.scopeId });
-  if (root!.name !== segments[0]) {
-    throw notFound('scopePath', `scope path ${JSON.stringify(path)}: the root scope of tenant ${tenantId} is named ${JSON.stringify(root!.name)}, not ${JSON.stringify(segments[0])}`);
-  }
   let scope = root!;
-  for (let i = 1; i < segments.length; i++) {
+  for (let i = 0; i < segments.length; i++) {
     const parent = scope;
     const children = await allPages(async (cursor) => {
       const r = await clients.scopes.listScopeChildren({ id: parent.id, limit: PAGE, cursor });
       return { items: r.scopes, nextCursor: r.nextCursor };
     });
     const named = children.filter((c) => c.name === segments[i]);
-    const at = segments.slice(0, i + 1).join('/');
+    const at = `/${segments.slice(0, i + 1).join('/')}`;
     if (named.length === 0) throw notFound('scopePath', `no scope ${JSON.stringify(at)} in tenant ${tenantId}: ${parent.id} has no child named ${JSON.stringify(segments[i])}`);
     if (named.length > 1) {
       throw invalid('scopePath', `scope path ${JSON.stringify(at)} is ambiguous: ${named.length} children of ${parent.id} are named ${JSON.stringify(segments[i])} (${named.map((s) => s.id).join(', ')}): give the scope's id`);

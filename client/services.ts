@@ -6,6 +6,7 @@ import type { DescService } from '@bufbuild/protobuf';
 import { createClient, type Client, type Transport } from '@connectrpc/connect';
 import { ApiKeyService } from '../gen/authz/v1/api_key_service_pb.js';
 import { DecisionService } from '../gen/authz/v1/decision_service_pb.js';
+import { ImportService } from '../gen/authz/v1/import_service_pb.js';
 import { MembershipService } from '../gen/authz/v1/membership_service_pb.js';
 import { OwnershipGrantService } from '../gen/authz/v1/ownership_grant_service_pb.js';
 import { PermissionService } from '../gen/authz/v1/permission_service_pb.js';
@@ -19,12 +20,14 @@ import { SnapshotService } from '../gen/authz/v1/snapshot_service_pb.js';
 import { SubjectService } from '../gen/authz/v1/subject_service_pb.js';
 import { TagService } from '../gen/authz/v1/tag_service_pb.js';
 import { TenancyService } from '../gen/authz/v1/tenancy_service_pb.js';
+import { TenantModelService } from '../gen/authz/v1/tenant_model_service_pb.js';
 import { AuthzError } from './errors.js';
 
 /** Every service of the contract, by the name the client exposes it under. */
 export const SERVICES = {
   apiKeys: ApiKeyService,
   decisions: DecisionService,
+  imports: ImportService,
   memberships: MembershipService,
   ownershipGrants: OwnershipGrantService,
   permissions: PermissionService,
@@ -38,6 +41,7 @@ export const SERVICES = {
   subjects: SubjectService,
   tags: TagService,
   tenancy: TenancyService,
+  tenantModels: TenantModelService,
 } as const;
 
 export type ServiceClients = { readonly [K in keyof typeof SERVICES]: Client<(typeof SERVICES)[K]> };

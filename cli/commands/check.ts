@@ -95,7 +95,7 @@ export const checkCommand: CliCommand = {
       .addOption(new Option('--subject <externalId>', "the subject's external id, looked up in the tenant").conflicts('subjectId'))
       .addOption(new Option('--subject-type <type>', 'the subject\'s type, when several share the external id; also checked by the decision').choices(['user', 'service', 'agent']))
       .option('--subject-id <id>', "the subject's id")
-      .addOption(new Option('--scope <path>', 'scope names from the tenant\'s root scope down, e.g. acme/eng/platform').conflicts('scopeId'))
+      .addOption(new Option('--scope <path>', 'the scope\'s path as a model file writes it: /eng/platform, / for the tenant\'s root').conflicts('scopeId'))
       .option('--scope-id <id>', "the scope's id")
       .requiredOption('--action <action>', 'the action, e.g. edit')
       .addOption(new Option('--resource <type/externalId>', 'the resource by type key and external id, e.g. doc/readme').argParser(resourceOption).conflicts('resourceId'))

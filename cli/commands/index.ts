@@ -6,9 +6,15 @@
  */
 import type { CliCommand } from '../command.js';
 import { checkCommand } from './check.js';
+import { exportCommand } from './export.js';
+import { importCommand } from './import.js';
 import { loginCommand } from './login.js';
+import { planCommands } from './plan.js';
 import { statusCommands } from './status.js';
 import { testCommand } from './test.js';
+import { validateCommands } from './validate.js';
 import { versionCommand } from './version.js';
 
-export const COMMANDS: readonly CliCommand[] = [checkCommand, testCommand, loginCommand, statusCommands, versionCommand];
+export const COMMANDS: readonly CliCommand[] = [
+  checkCommand, testCommand, validateCommands, planCommands, exportCommand, importCommand, loginCommand, statusCommands, versionCommand,
+];

@@ -98,7 +98,7 @@ describe(`the authz command line (${BACKEND})`, () => {
   describe('usage', () => {
     it('has --help on the program and on every command, exit 0', async () => {
       const names = subcommands();
-      expect(names).toEqual(['check', 'login', 'logout', 'status', 'whoami', 'version']);
+      expect(names).toEqual(['check', 'test', 'validate', 'schema', 'plan', 'apply', 'export', 'import', 'login', 'logout', 'status', 'whoami', 'version']);
       const root = await authz(['--help']);
       expect([root.code, root.stdout]).toEqual([0, expect.stringContaining('Usage: authz [options] [command]')]);
       for (const name of [...names, 'help']) expect(root.stdout).toContain(`  ${name}`);
@@ -127,6 +127,15 @@ describe(`the authz command line (${BACKEND})`, () => {
         [['status', '--bogus'], "unknown option '--bogus'"],
         [['--url', 'ftp://example.com', 'status'], '--url: not an http:// or https:// URL'],
         [['--timeout', '0', 'status'], '--timeout must be a positive integer'],
+        [['validate'], "required option '-f, --file <path>' not specified"],
+        [['plan', '-f', 'model.yaml'], 'plan needs a tenant'],
+        [['apply', '-f', 'model.yaml', '--tenant', 't'], 'stdin is not a terminal, so the plan cannot be confirmed: pass --yes'],
+        [['apply', '-f', '-', '--tenant', 't'], 'the model comes from stdin, so the plan cannot be confirmed there: pass --yes'],
+        [['export', '--tenant', 't', '--format', 'xml'], "argument 'xml' is invalid. Allowed choices are yaml, json"],
+        [['export', '--tenant', 't', '--sections', 'roles,rolez'], '--sections: unknown rolez; the sections are scopeTypes, scopes'],
+        [['export', '--tenant', 't', '--sections', 'roles,'], 'expected section names separated by commas'],
+        [['import', '--tenant', 't'], "missing required argument 'file'"],
+        [['import', '--tenant', 't', '--import-id', 'a b', 'x.ndjson'], '--import-id must be 1-128 of'],
       ];
       // A URL nothing listens on: a command that got as far as calling would exit 1, not 2.
       for (const [args, text] of cases) {
@@ -149,10 +158,10 @@ describe(`the authz command line (${BACKEND})`, () => {
   describe('check', () => {
     it('exits 0 when allowed and 1 when denied, names resolved in the tenant', async () => {
       const [allowed, denied, ownership, byPolicy] = await Promise.all([
-        authz(['check', '--scope', 'acme/eng', '--subject', 'alice', '--action', 'edit', '--resource', 'doc/readme'], as),
-        authz(['check', '--scope', 'acme/eng', '--subject', 'carol', '--action', 'edit', '--resource', 'doc/readme'], as),
-        authz(['check', '--scope', 'acme/eng', '--subject', 'bob', '--subject-type', 'user', '--action', 'edit', '--resource', 'doc/readme'], as),
-        authz(['check', '--scope', 'acme/eng', '--subject', 'carol', '--action', 'read', '--resource-id', t.readme], as),
+        authz(['check', '--scope', '/eng', '--subject', 'alice', '--action', 'edit', '--resource', 'doc/readme'], as),
+        authz(['check', '--scope', '/eng', '--subject', 'carol', '--action', 'edit', '--resource', 'doc/readme'], as),
+        authz(['check', '--scope', '/eng', '--subject', 'bob', '--subject-type', 'user', '--action', 'edit', '--resource', 'doc/readme'], as),
+        authz(['check', '--scope', '/eng', '--subject', 'carol', '--action', 'read', '--resource-id', t.readme], as),
       ]);
       expect([allowed.code, allowed.stdout]).toEqual([0, expect.stringMatching(/^✓ allowed {2}reason role {2}revision \d+\n$/)]);
       expect([denied.code, denied.stdout]).toEqual([1, expect.stringMatching(/^✗ denied {2}reason no_match /)]);
@@ -163,9 +172,9 @@ describe(`the authz command line (${BACKEND})`, () => {
 
     it('an unknown subject: by external id an error naming it (exit 1), by id a deny (exit 1)', async () => {
       const [byName, byId, unknownScope] = await Promise.all([
-        authz(['check', '--scope', 'acme/eng', '--subject', 'mallory', '--action', 'edit'], as),
+        authz(['check', '--scope', '/eng', '--subject', 'mallory', '--action', 'edit'], as),
         authz(['check', '--scope-id', t.scopeId, '--subject-id', 'subject_mallory', '--action', 'edit', '-o', 'json'], as),
-        authz(['check', '--scope', 'acme/ops', '--subject', 'alice', '--action', 'edit'], as),
+        authz(['check', '--scope', '/ops', '--subject', 'alice', '--action', 'edit'], as),
       ]);
       expect([byName.code, byName.stdout, byName.stderr]).toEqual([1, '', expect.stringContaining(`error: --subject mallory: no subject with external id "mallory" in tenant ${t.tenantId} (not_found`)]);
       expect([byId.code, JSON.parse(byId.stdout)]).toEqual([1, expect.objectContaining({ allowed: false, reason: 'subject_not_found' })]);
@@ -190,9 +199,9 @@ describe(`the authz command line (${BACKEND})`, () => {
 
     it('--explain prints the trace as a tree: legs, policies by priority with their conditions, role and hierarchy paths', async () => {
       const [denied, inherited, role] = await Promise.all([
-        authz(['check', '--scope', 'acme/eng', '--subject', 'alice', '--action', 'edit', '--resource', 'doc/readme', '--context', '{"ip":"10.0.0.1"}', '--explain'], as),
-        authz(['check', '--scope', 'acme/eng', '--subject', 'bob', '--action', 'edit', '--resource', 'doc/readme', '--explain'], as),
-        authz(['check', '--scope', 'acme/eng', '--subject', 'alice', '--action', 'edit', '--resource', 'doc/readme', '--explain'], as),
+        authz(['check', '--scope', '/eng', '--subject', 'alice', '--action', 'edit', '--resource', 'doc/readme', '--context', '{"ip":"10.0.0.1"}', '--explain'], as),
+        authz(['check', '--scope', '/eng', '--subject', 'bob', '--action', 'edit', '--resource', 'doc/readme', '--explain'], as),
+        authz(['check', '--scope', '/eng', '--subject', 'alice', '--action', 'edit', '--resource', 'doc/readme', '--explain'], as),
       ]);
       const d = denied.stdout.split('\n');
       expect(d[0]).toMatch(/^✗ denied {2}reason policy_deny {2}revision \d+$/);
@@ -228,7 +237,7 @@ describe(`the authz command line (${BACKEND})`, () => {
     it('with a service key, names cannot be resolved (it says to pass ids) and ids work', async () => {
       const service = { ...as, AUTHZ_API_KEY: t.serviceKey };
       const [byName, byId] = await Promise.all([
-        authz(['check', '--scope', 'acme/eng', '--subject', 'alice', '--action', 'edit'], service),
+        authz(['check', '--scope', '/eng', '--subject', 'alice', '--action', 'edit'], service),
         authz(['check', '--scope-id', t.scopeId, '--subject-id', t.alice, '--action', 'edit', '--resource', 'doc/readme'], service),
       ]);
       expect([byName.code, byName.stderr]).toEqual([1, expect.stringContaining('resolving names needs a platform key: with this key, pass --scope-id (permission_denied')]);

@@ -81,7 +81,7 @@ describe('the example models and their decision tests', () => {
       const { tenant } = await platform.tenancy.createTenant({ name: name });
       const key = await platform.apiKeys.createApiKey({ name: 'sidecar', kind: 'service', tenantId: tenant!.id });
       const sidecar = await startProcess('sidecar', {
-        SIDECAR_CONTROL_PLANE_URL: cp.url, SIDECAR_API_KEY: key.secretKey, SIDECAR_TENANT_ID: tenant!.id, SIDECAR_PORT: '0', SIDECAR_LOG_LEVEL: 'warn',
+        SIDECAR_CONTROL_PLANE_URL: cp.url, SIDECAR_API_KEY: key.apiKey!.secretKey!, SIDECAR_TENANT_ID: tenant!.id, SIDECAR_PORT: '0', SIDECAR_LOG_LEVEL: 'warn',
       });
       sidecars.push(sidecar);
       const all = await runAuthz(['test', '--offline', '--url', cp.url, '--tenant', tenant!.id, '--sidecar', sidecar.url, tests, '-o', 'json'], env(), { home });
