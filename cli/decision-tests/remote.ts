@@ -103,7 +103,8 @@ export async function prepareTenant(client: AuthzClient, o: PrepareOptions): Pro
 
 /**
  * Empties a scratch tenant: the model of every section but the global scope types, empty, with
- * prune. The tenant itself stays (the service has no tenant deletion); its name says what it was.
+ * prune. What the API cannot delete stays: the tenant itself, its scopes, tag groups and tags;
+ * the tenant's name (`authz-test-…`) says what it was.
  */
 export async function emptyScratchTenant(client: AuthzClient, t: PreparedTenant): Promise<void> {
   if (!t.scratch) return;
