@@ -122,8 +122,8 @@ function subjectRef(
 ): { subjectId?: string; externalId?: string } {
   const byId = optionalString(id, idField);
   const byExternal = optionalString(externalId, externalField);
-  if (byId === undefined && byExternal === undefined) throw invalid(idField, `is required (or ${externalField.slice(externalField.lastIndexOf('.') + 1)}: the subject's external id)`);
-  if (byId !== undefined && byExternal !== undefined) throw invalid(externalField, `give either ${idField.slice(idField.lastIndexOf('.') + 1)} or externalId, not both`);
+  if (byId === undefined && byExternal === undefined) throw invalid(idField, `is required (or ${externalField})`);
+  if (byId !== undefined && byExternal !== undefined) throw invalid(externalField, `give either ${idField} or ${externalField}, not both`);
   return byId !== undefined ? { subjectId: byId } : { externalId: byExternal };
 }
 
