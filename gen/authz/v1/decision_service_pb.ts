@@ -543,11 +543,15 @@ export type GetEffectivePermissionsRequest = Message<"authz.v1.GetEffectivePermi
   consistency?: Consistency;
 
   /**
+   * The subject's `externalId` in the scope's tenant (instead of `subject_id`).
+   *
    * @generated from field: optional string subject_external_id = 5;
    */
   subjectExternalId?: string;
 
   /**
+   * Only a subject of this type: `user`, `service` or `agent`.
+   *
    * @generated from field: optional string subject_type = 6;
    */
   subjectType?: string;
@@ -582,11 +586,15 @@ export type GetEffectivePermissionsRequestJson = {
   consistency?: ConsistencyJson;
 
   /**
+   * The subject's `externalId` in the scope's tenant (instead of `subject_id`).
+   *
    * @generated from field: optional string subject_external_id = 5;
    */
   subjectExternalId?: string;
 
   /**
+   * Only a subject of this type: `user`, `service` or `agent`.
+   *
    * @generated from field: optional string subject_type = 6;
    */
   subjectType?: string;
