@@ -45,7 +45,7 @@ describe('the sidecar\'s surfaces', () => {
     ['a policy denies, naming itself', read({ action: 'delete', actor: { subjectId: 'subject_alice' }, resource: { resourceId: 'resource_doc1' } }),
       (o) => expect(o).toMatchObject({ ok: { allowed: false, reason: 'policy_deny', decidedByPolicy: true, evaluatedPolicy: { id: 'policy_no_delete', effect: 'deny', priority: 5 } } })],
     ['an explanation', read({ explain: true }), (o) => expect((o as { ok: { trace: unknown[] } }).ok.trace.length).toBeGreaterThan(3)],
-    ['a missing field', { scopeId: ROOT, action: 'read' }, (o) => expect(o).toEqual({ error: { code: 'InvalidArgument', message: 'actor.subjectId: is required', reason: 'INVALID_FIELD', field: 'actor.subjectId' } })],
+    ['a missing field', { scopeId: ROOT, action: 'read' }, (o) => expect(o).toEqual({ error: { code: 'InvalidArgument', message: 'actor.subjectId: is required (or actor.externalId)', reason: 'INVALID_FIELD', field: 'actor.subjectId' } })],
     ['a NUL byte', read({ action: 'r\u0000' }), (o) => expect(o).toMatchObject({ error: { code: 'InvalidArgument', field: 'action' } })],
     ['a scope of another tenant', read({ scopeId: 'scope_elsewhere' }), (o) => expect(o).toMatchObject({ error: { code: 'PermissionDenied', field: 'scopeId' } })],
     ['a revision not reached', read({ consistency: { minRevision: '99' } }), (o) => expect(o).toMatchObject({ error: { code: 'Unavailable', reason: 'STALE' } })],

@@ -6,7 +6,7 @@
  */
 import type { JsonObject } from '@bufbuild/protobuf';
 import {
-  evaluate, effectivePermissions, EvaluationBudget, ResourceNotFoundError, ScopeNotFoundError,
+  AmbiguousSubjectError, evaluate, effectivePermissions, EvaluationBudget, ResourceNotFoundError, ScopeNotFoundError, subjectByExternalId,
   type Decision, type EffectivePermission, type EvaluateRequest as EngineRequest, type GateMode, type ResourceRef, type TenantIndex,
 } from '../engine/mod.js';
 import { canceled, deadlineExceeded, invalid, notFound, unavailable, type DomainError } from '../common/errors.js';
@@ -84,7 +84,7 @@ export interface DecisionSource<C> {
 
 /** An EvaluateRequest as a decoded message or as its proto JSON: the fields both have. */
 export interface EvaluateLike {
-  actor?: { subjectId?: string; subjectType?: string } | null;
+  actor?: { subjectId?: string; externalId?: string; subjectType?: string } | null;
   scopeId?: string;
   action?: string;
   resource?: { resourceId?: string; externalResourceId?: string; resourceType?: string } | null;
@@ -116,9 +116,25 @@ export function freshnessOf(c: ConsistencyLike | null | undefined, field: string
   return { minRevision, fullyConsistent: c?.fullyConsistent === true };
 }
 
+/** A subject named by exactly one of its id and its external id (each field named as given). */
+function subjectRef(
+  id: string | null | undefined, externalId: string | null | undefined, idField: string, externalField: string,
+): { subjectId?: string; externalId?: string } {
+  const byId = optionalString(id, idField);
+  const byExternal = optionalString(externalId, externalField);
+  if (byId === undefined && byExternal === undefined) throw invalid(idField, `is required (or ${externalField})`);
+  if (byId !== undefined && byExternal !== undefined) throw invalid(externalField, `give either ${idField} or ${externalField}, not both`);
+  return byId !== undefined ? { subjectId: byId } : { externalId: byExternal };
+}
+
+/** The request error of an external id several subjects share: the type field when a type would pick one. */
+function ambiguous(e: AmbiguousSubjectError, typeField: string, externalField: string): DomainError {
+  return invalid(e.typeWouldPick ? typeField : externalField, e.message);
+}
+
 /** Validates one request and maps it to the engine's input (`p` prefixes field names). */
 export function parseEvaluate(req: EvaluateLike, p = ''): EvaluateInput {
-  const subjectId = requireString(req.actor?.subjectId, `${p}actor.subjectId`);
+  const { subjectId, externalId } = subjectRef(req.actor?.subjectId, req.actor?.externalId, `${p}actor.subjectId`, `${p}actor.externalId`);
   const scopeId = requireString(req.scopeId, `${p}scopeId`);
   const action = requireString(req.action, `${p}action`);
   let resource: ResourceRef | undefined;
@@ -135,7 +151,7 @@ export function parseEvaluate(req: EvaluateLike, p = ''): EvaluateInput {
     }
   }
   const request: EngineRequest = {
-    actor: { subjectId, subjectType: optionalString(req.actor?.subjectType, `${p}actor.subjectType`) },
+    actor: { subjectId, externalId, subjectType: optionalString(req.actor?.subjectType, `${p}actor.subjectType`) },
     scopeId,
     action,
     resource,
@@ -193,6 +209,19 @@ async function resolveRest<C>(
 }
 
 function evaluateAll<C>(source: DecisionSource<C>, inputs: readonly EvaluateInput[], indexes: readonly TenantIndex[], batch: boolean, call: DecisionCall | undefined): Decision[] {
+  // An external id that names several subjects refuses the call before anything is decided
+  // (and logged), as a refused index does. The subjects found are what the log records.
+  let resolved: (string | undefined)[] | undefined;
+  for (let i = 0; i < inputs.length; i++) {
+    const { request: { actor }, prefix } = inputs[i];
+    if (actor.externalId === undefined) continue;
+    try {
+      (resolved ??= [])[i] = subjectByExternalId(indexes[i], actor.externalId, actor.subjectType)?.row?.id;
+    } catch (e) {
+      if (e instanceof AmbiguousSubjectError) throw ambiguous(e, `${prefix}actor.subjectType`, `${prefix}actor.externalId`);
+      throw e;
+    }
+  }
   const now = new Date();
   const budget = batch ? new EvaluationBudget() : undefined;
   const log = source.decisionLog;
@@ -205,7 +234,7 @@ function evaluateAll<C>(source: DecisionSource<C>, inputs: readonly EvaluateInpu
       if (call !== undefined) {
         const tenantId = index.scope(request.scopeId)?.tenantId;
         if (tenantId !== undefined) call.onTenant?.(tenantId);
-        log?.record(request, d, tenantId, call);
+        log?.record(request, d, tenantId, call, resolved?.[i]);
       }
       return d;
     } catch (e) {
@@ -219,6 +248,8 @@ function evaluateAll<C>(source: DecisionSource<C>, inputs: readonly EvaluateInpu
 /** A GetEffectivePermissions request as a message or its proto JSON. */
 export interface EffectiveLike {
   subjectId?: string;
+  subjectExternalId?: string;
+  subjectType?: string;
   scopeId?: string;
   resourceId?: string;
   consistency?: ConsistencyLike | null;
@@ -228,7 +259,8 @@ export interface EffectiveLike {
 export async function effectiveFor<C>(
   source: DecisionSource<C>, caller: C, req: EffectiveLike, deadline: number, signal?: CallSignal, onTenant?: (tenantId: string) => void,
 ): Promise<{ permissions: EffectivePermission[]; revision: number }> {
-  const subjectId = requireString(req.subjectId, 'subjectId');
+  const { subjectId, externalId } = subjectRef(req.subjectId, req.subjectExternalId, 'subjectId', 'subjectExternalId');
+  const subjectType = optionalString(req.subjectType, 'subjectType');
   const scopeId = requireString(req.scopeId, 'scopeId');
   const resourceId = optionalString(req.resourceId, 'resourceId');
   const index = await source.indexFor(caller, scopeId, '', freshnessOf(req.consistency, 'consistency'), deadline, signal);
@@ -237,8 +269,9 @@ export async function effectiveFor<C>(
     if (tenantId !== undefined) onTenant(tenantId);
   }
   try {
-    return { permissions: effectivePermissions(index, { subjectId, scopeId, resourceId }), revision: index.revision };
+    return { permissions: effectivePermissions(index, { subjectId, subjectExternalId: externalId, subjectType, scopeId, resourceId }), revision: index.revision };
   } catch (e) {
+    if (e instanceof AmbiguousSubjectError) throw ambiguous(e, 'subjectType', 'subjectExternalId');
     if (e instanceof ScopeNotFoundError) throw notFound('scope', scopeId, 'scopeId');
     if (e instanceof ResourceNotFoundError) throw notFound('resource', resourceId ?? '', 'resourceId');
     throw e;

@@ -50,10 +50,12 @@ describe('DecisionLog', () => {
     const external: EvaluateRequest = { actor: { subjectId: 'subject_bob', subjectType: 'user' }, scopeId: 'scope_eng', action: 'delete', resource: { resourceType: 'doc', externalResourceId: 'plan-2027' } };
     const denied: Decision = { allowed: false, reason: 'policy_deny', decidedByPolicy: true, revision: 13, evaluatedPolicy: { id: 'policy_office_hours' } as never };
     log.record(external, denied, undefined, { start, method: 'EvaluateBatch' });
+    const byExternalId: EvaluateRequest = { actor: { externalId: 'carol', subjectType: 'user' }, scopeId: 'scope_eng', action: 'edit' };
+    log.record(byExternalId, allowed, 'tenant_acme', { start, method: 'Evaluate' }, 'subject_carol');
     await log.close();
-    const [a, b] = lines();
+    const [a, b, c] = lines();
     expect(Object.keys(a)).toEqual([
-      'time', 'service', 'method', 'tenant', 'subject', 'subjectType', 'scope', 'action', 'resource', 'resourceType', 'externalResourceId',
+      'time', 'service', 'method', 'tenant', 'subject', 'subjectExternalId', 'subjectType', 'scope', 'action', 'resource', 'resourceType', 'externalResourceId',
       'allowed', 'reason', 'revision', 'policyId', 'latencyMs', 'traceId',
     ]);
     expect(a).toMatchObject({
@@ -67,7 +69,8 @@ describe('DecisionLog', () => {
       method: 'EvaluateBatch', tenant: null, subject: 'subject_bob', subjectType: 'user', resource: null, resourceType: 'doc', externalResourceId: 'plan-2027',
       allowed: false, reason: 'policy_deny', revision: 13, policyId: 'policy_office_hours', traceId: null,
     });
-    expect(await counts()).toEqual({ written: 2, dropped: 0, skipped: 0 });
+    expect(c).toMatchObject({ subject: 'subject_carol', subjectExternalId: 'carol', subjectType: 'user' });
+    expect(await counts()).toEqual({ written: 3, dropped: 0, skipped: 0 });
   });
 
   it('writes none at sample 0, and at 0.3 exactly the draws under 0.3 of its generator', async () => {

@@ -139,8 +139,11 @@ export class DecisionLog {
     return new DecisionLog(dest, opts);
   }
 
-  /** Writes the decision's line when it is sampled (never blocks; see the module comment). */
-  record(request: EvaluateRequest, d: Decision, tenantId: string | undefined, call: DecisionCall | undefined): void {
+  /**
+   * Writes the decision's line when it is sampled (never blocks; see the module comment).
+   * `resolvedSubjectId`: the subject a request naming its subject by external id resolved to.
+   */
+  record(request: EvaluateRequest, d: Decision, tenantId: string | undefined, call: DecisionCall | undefined, resolvedSubjectId?: string): void {
     const sample = this.opts.sample;
     if (sample < 1 && !(this.random() < sample)) {
       this.skipped.inc();
@@ -156,7 +159,8 @@ export class DecisionLog {
       service: this.opts.service,
       method: call?.method ?? null,
       tenant: tenantId ?? null,
-      subject: request.actor.subjectId,
+      subject: request.actor.subjectId ?? resolvedSubjectId ?? null,
+      subjectExternalId: request.actor.externalId ?? null,
       subjectType: request.actor.subjectType ?? null,
       scope: request.scopeId,
       action: request.action,

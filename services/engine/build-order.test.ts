@@ -124,7 +124,7 @@ describe('build order', () => {
     });
 
     it('the same crash thrown out of effectivePermissions in both orders', () => {
-      const engine: Engine = { build: (t) => withMethod(TenantIndex.fromSnapshot(t), 'subject', crash), outcome };
+      const engine: Engine = { build: (t) => withMethod(TenantIndex.fromSnapshot(t), 'scope', crash), outcome };
       expect(() => SEEDS.forEach((s) => expectOrdersAgree(s, engine))).toThrow('planted crash');
     });
 

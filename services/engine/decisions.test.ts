@@ -5,11 +5,11 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ScopeNotFoundError } from './errors.js';
+import { AmbiguousSubjectError, ScopeNotFoundError } from './errors.js';
 import { evaluate, type EvaluateRequest, type GateMode } from './evaluate.js';
 import { TenantIndex } from './tenant-index/mod.js';
 import { ENTITY_KINDS, type Change, type EntityKind, type RowsByKind, type TenantSnapshot } from './model.js';
-import { RefScopeNotFound, referenceEvaluate } from './testdata/reference.js';
+import { RefAmbiguousSubject, RefScopeNotFound, referenceEvaluate } from './testdata/reference.js';
 
 interface DecisionCase {
   name: string;
@@ -18,9 +18,15 @@ interface DecisionCase {
   now?: string;
   request: EvaluateRequest;
   expect?: { allowed: boolean; reason: string; evaluatedPolicy?: string };
-  expectError?: 'ScopeNotFoundError';
+  expectError?: 'ScopeNotFoundError' | 'AmbiguousSubjectError';
   traceIncludes?: string[];
 }
+
+/** Each error a row may expect, as the engine and the reference evaluator throw it. */
+const ERRORS = {
+  ScopeNotFoundError: { engine: ScopeNotFoundError, reference: RefScopeNotFound },
+  AmbiguousSubjectError: { engine: AmbiguousSubjectError, reference: RefAmbiguousSubject },
+} as const;
 
 interface Table {
   defaults: { gate: GateMode; now: string };
@@ -58,7 +64,7 @@ describe('decision table', () => {
     it('engine', () => {
       for (const index of [built, grown]) {
         if (c.expectError) {
-          expect(() => evaluate(index, request, options)).toThrow(ScopeNotFoundError);
+          expect(() => evaluate(index, request, options)).toThrow(ERRORS[c.expectError].engine);
           continue;
         }
         const d = evaluate(index, request, options);
@@ -75,7 +81,7 @@ describe('decision table', () => {
 
     it('reference evaluator', () => {
       if (c.expectError) {
-        expect(() => referenceEvaluate(table.tenant, c.request, options)).toThrow(RefScopeNotFound);
+        expect(() => referenceEvaluate(table.tenant, c.request, options)).toThrow(ERRORS[c.expectError].reference);
         return;
       }
       const d = referenceEvaluate(table.tenant, c.request, options);

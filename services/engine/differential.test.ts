@@ -51,6 +51,8 @@ function refOutcome(t: TenantSnapshot, c: GenCase): Outcome {
 }
 
 let casesRun = 0;
+/** Requests replayed with the subject's external id instead of its id. */
+let externalCases = 0;
 /** Decisions won by a deny whose condition errored (the fail-closed path must be exercised). */
 let failClosedDenies = 0;
 /** Allow policies skipped because their condition errored. */
@@ -75,6 +77,18 @@ describe.each(seeds)('engine vs reference (%s seed %i)', (_label, seed) => {
           if (JSON.stringify(got) !== JSON.stringify(want)) {
             throw new Error(`tenant seed ${tenantSeed}, request ${i}: engine ${JSON.stringify(got)} reference ${JSON.stringify(want)}\nrequest ${JSON.stringify(c)}`);
           }
+          // By external id (the generator's are `ext-<id>`), the same decision as by id; a type
+          // other than the subject's finds no subject where the id form answers no_match.
+          const { subjectId, subjectType } = c.request.actor;
+          const byExternal: GenCase = { request: { ...c.request, actor: { externalId: `ext-${subjectId}`, subjectType } }, options: c.options };
+          const externalGot = engineOutcome(index, byExternal);
+          expect(externalGot).toEqual(refOutcome(t, byExternal));
+          const row = index.subject(subjectId!);
+          const otherType = !!subjectType && row !== undefined && row.type !== subjectType;
+          expect(externalGot, JSON.stringify(byExternal)).toEqual(
+            otherType && 'reason' in got && got.reason === 'no_match' ? { allowed: false, reason: 'subject_not_found' } : got,
+          );
+          externalCases++;
           // The canary holds nothing: only a policy can let it in, never a role, grant or ancestor.
           if (c.request.actor.subjectId === CANARY && 'allowed' in got && got.allowed) expect(got.reason).toBe('policy_allow');
           // The unknown canary (no subject row, though dangling rows name it) is never allowed,
@@ -107,6 +121,7 @@ describe.each(seeds)('engine vs reference (%s seed %i)', (_label, seed) => {
       { seed, numRuns: TENANTS },
     );
     expect(casesRun - before).toBeGreaterThanOrEqual(10_000);
+    expect(externalCases).toBeGreaterThanOrEqual(casesRun);
     expect(failClosedDenies).toBeGreaterThan(0);
     expect(failClosedAllows).toBeGreaterThan(0);
     expect(runtimeErrors).toBeGreaterThan(0);
@@ -199,7 +214,7 @@ describe.each(seeds)('effective permissions agree with evaluate (%s seed %i)', (
           c.options.gate = 'off';
           const d = evaluate(index, c.request, c.options);
           if (['policy_allow', 'policy_deny', 'resource_not_found', 'error'].includes(d.reason)) continue;
-          const { subjectId } = c.request.actor;
+          const subjectId = c.request.actor.subjectId!;
           if (!index.subject(subjectId)) {
             expect(d.reason, JSON.stringify(c)).toBe('subject_not_found');
             expect(effectivePermissions(index, { subjectId, scopeId: c.request.scopeId })).toEqual([]);
@@ -221,6 +236,8 @@ describe.each(seeds)('effective permissions agree with evaluate (%s seed %i)', (
             } else {
               const typeKey = 'resourceId' in ref ? typeKeyOf(resource.resourceTypeId) : ref.resourceType;
               const e = effectivePermissions(index, { subjectId, scopeId, resourceId: resource.id });
+              // The same list by the subject's external id.
+              expect(effectivePermissions(index, { subjectExternalId: `ext-${subjectId}`, scopeId, resourceId: resource.id })).toEqual(e);
               const direct = ['*', resource.externalResourceId, resource.id];
               if (e.some((x) => x.source !== 'ownership' && entryCovers(x, action, typeKey, direct))) expected = 'role';
               else if (e.some((x) => x.source === 'ownership' && entryCovers(x, action, typeKey, direct))) expected = 'ownership';

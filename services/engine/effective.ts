@@ -4,10 +4,15 @@
 import { ResourceNotFoundError, ScopeNotFoundError } from './errors.js';
 import { bagRows, type TenantIndex } from './tenant-index/mod.js';
 import type { OwnershipGrant } from './model.js';
+import { subjectByExternalId } from './subject-ref.js';
 import { grantRoleUsable, heldRoles, overrideDecisions, rolePermissionIdsAt, type OverrideDecisions } from './roles.js';
 
 export interface EffectivePermissionsQuery {
-  subjectId: string;
+  /** Exactly one of `subjectId` and `subjectExternalId` (the subject's `externalId`). */
+  subjectId?: string;
+  subjectExternalId?: string;
+  /** Only a subject of this type holds anything (with an external id: only one of this type is looked up). */
+  subjectType?: string;
   scopeId: string;
   resourceId?: string;
 }
@@ -44,13 +49,16 @@ export interface EffectivePermission {
  *   A's id.
  * Entries are unique per (key, source, roleId) and sorted by key, then source, then role id.
  * Throws ScopeNotFoundError for an unknown scope and ResourceNotFoundError for an unknown
- * resource; an unknown subject holds nothing.
+ * resource; an unknown subject (or one not of `subjectType`) holds nothing. An external id
+ * several subjects share throws AmbiguousSubjectError.
  */
 export function effectivePermissions(index: TenantIndex, query: EffectivePermissionsQuery): EffectivePermission[] {
   if (!index.scope(query.scopeId)) throw new ScopeNotFoundError(query.scopeId);
   const resource = query.resourceId !== undefined ? index.resource(query.resourceId) : undefined;
   if (query.resourceId !== undefined && !resource) throw new ResourceNotFoundError(query.resourceId);
-  if (!index.subject(query.subjectId)) return [];
+  const wantType = query.subjectType || undefined;
+  const subjectNode = query.subjectId ? index.subjectNode(query.subjectId) : subjectByExternalId(index, query.subjectExternalId ?? '', wantType);
+  if (subjectNode?.row === undefined || (wantType !== undefined && subjectNode.type !== wantType)) return [];
 
   const path = index.scopePath(query.scopeId);
   const out = new Map<string, EffectivePermission>();
@@ -61,7 +69,6 @@ export function effectivePermissions(index: TenantIndex, query: EffectivePermiss
   };
   const put = (e: EffectivePermission) => out.set(`${e.key}\u0000${e.source}\u0000${e.roleId}`, e);
 
-  const subjectNode = index.subjectNode(query.subjectId);
   for (const h of heldRoles(index, subjectNode, path)) {
     for (const pId of permsOf(h.roleId)) {
       const p = index.permission(pId);

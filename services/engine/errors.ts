@@ -26,3 +26,28 @@ export class ResourceNotFoundError extends Error {
 export class InvalidChangeError extends Error {
   override readonly name = 'InvalidChangeError';
 }
+
+/**
+ * An external id names several subjects and the request does not say which (maps to
+ * `invalid_argument`). `types` are their distinct types, sorted: with more than one, a
+ * `subjectType` picks among them; with one, the subjects share a type and no type can.
+ */
+export class AmbiguousSubjectError extends Error {
+  override readonly name = 'AmbiguousSubjectError';
+  constructor(
+    readonly externalId: string,
+    readonly count: number,
+    readonly types: readonly string[],
+  ) {
+    super(
+      types.length > 1
+        ? `external id ${JSON.stringify(externalId)} names ${count} subjects of types ${types.join(', ')}: give subjectType`
+        : `external id ${JSON.stringify(externalId)} names ${count} subjects of type ${types[0]}: use subjectId`,
+    );
+  }
+
+  /** Whether a subject type would tell the subjects apart. */
+  get typeWouldPick(): boolean {
+    return this.types.length > 1;
+  }
+}

@@ -15,6 +15,9 @@
  * - An unknown subject (no subject row in the tenant, whatever rows name it) is denied with
  *   reason `subject_not_found`; one whose stored type differs from `actor.subjectType` when that
  *   is given (non-empty) with reason `no_match`. Policies are not consulted for either.
+ * - `actor.externalId` (instead of `subjectId`) names the subject with that external id; with
+ *   `subjectType`, only a subject of that type (none of that type: `subject_not_found`). Several
+ *   matching subjects throw AmbiguousSubjectError (a request error, not a decision).
  * - `externalResourceId` + type key naming several resources (bad data) resolves to the one
  *   owned nearest to S along its ancestors, else the smallest id.
  * - A null/absent condition is no condition. A condition that errors (invalid rule, a safety
@@ -50,7 +53,8 @@
  *   ScopeNotFoundError.
  */
 import type { EvaluationBudget } from './budget.js';
-import { ScopeNotFoundError } from './errors.js';
+import { AmbiguousSubjectError, ScopeNotFoundError } from './errors.js';
+import { subjectByExternalId } from './subject-ref.js';
 import {
   F_POLICIES,
   F_NAMED,
@@ -106,7 +110,8 @@ export interface EvaluateOptions {
 }
 
 export interface EvaluateRequest {
-  actor: { subjectId: string; subjectType?: string };
+  /** Exactly one of `subjectId` and `externalId` (the subject's `externalId` in the tenant). */
+  actor: { subjectId?: string; externalId?: string; subjectType?: string };
   scopeId: string;
   action: string;
   resource?: ResourceRef;
@@ -145,14 +150,17 @@ export interface Decision {
 
 class MalformedRequestError extends Error {}
 
-/** Evaluates one request. Never throws except ScopeNotFoundError; fails closed on anything else. */
+/**
+ * Evaluates one request. Never throws except ScopeNotFoundError and AmbiguousSubjectError;
+ * fails closed on anything else.
+ */
 export function evaluate(index: TenantIndex, request: EvaluateRequest, options: EvaluateOptions): Decision {
   let trace: TraceStep[] | undefined;
   try {
     trace = request?.explain === true ? [] : undefined;
     return decide(index, request, options, trace);
   } catch (e) {
-    if (e instanceof ScopeNotFoundError) throw e;
+    if (e instanceof ScopeNotFoundError || e instanceof AmbiguousSubjectError) throw e;
     try {
       options?.onError?.(e);
     } catch {
@@ -174,13 +182,22 @@ export function evaluate(index: TenantIndex, request: EvaluateRequest, options: 
   }
 }
 
+/** How a trace names the request's subject. */
+function subjectLabel(actor: EvaluateRequest['actor']): string {
+  if (actor.subjectId) return `subject ${actor.subjectId}`;
+  const type = actor.subjectType ? ` of type ${actor.subjectType}` : '';
+  return `subject with external id ${JSON.stringify(actor.externalId)}${type}`;
+}
+
 function nonEmptyString(v: unknown): boolean {
   return typeof v === 'string' && v.length > 0;
 }
 
 function checkRequest(request: EvaluateRequest): void {
   if (!request || typeof request !== 'object') throw new MalformedRequestError('request');
-  if (!request.actor || !nonEmptyString(request.actor.subjectId)) throw new MalformedRequestError('actor.subjectId');
+  if (!request.actor) throw new MalformedRequestError('actor.subjectId');
+  const byId = nonEmptyString(request.actor.subjectId);
+  if (byId === nonEmptyString(request.actor.externalId)) throw new MalformedRequestError(byId ? 'actor.externalId' : 'actor.subjectId');
   const st = request.actor.subjectType;
   if (st !== undefined && st !== null && typeof st !== 'string') throw new MalformedRequestError('actor.subjectType');
   if (!nonEmptyString(request.scopeId)) throw new MalformedRequestError('scopeId');
@@ -244,7 +261,7 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
   const gate = options.gate;
   if (gate !== 'off' && gate !== 'links-fallback' && gate !== 'strict') throw new Error('invalid gate mode');
   const action = request.action;
-  const subjectId = request.actor.subjectId;
+  const actor = request.actor;
 
   // Scope.
   const path = index.scopePath(request.scopeId);
@@ -266,7 +283,8 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
   const up =
     target !== null && target.kind === 'known' && (target.flags & F_UP) !== 0 && !index.isPlainNum(target.upNum) ? nodeOf(index, target).up : undefined;
   const upPatterns = up !== undefined ? up.patterns : 0;
-  const subjectNode = index.subjectNode(subjectId);
+  // An external id is looked up among subjects of the wanted type only (proto3's empty string: none).
+  const subjectNode = actor.subjectId ? index.subjectNode(actor.subjectId) : subjectByExternalId(index, actor.externalId!, actor.subjectType);
   if (target === null) {
     trace?.push({ leg: 'resource', outcome: 'fail', message: `resource ${(request.resource as { resourceId: string }).resourceId} not found` });
     return done(ctx, false, 'resource_not_found');
@@ -282,17 +300,22 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
 
   // Subject. A node without a row is a subject only dangling rows name: not in the tenant.
   if (subjectNode === undefined || subjectNode.row === undefined) {
-    trace?.push({ leg: 'subject', outcome: 'fail', message: `subject ${subjectId} not found` });
+    trace?.push({ leg: 'subject', outcome: 'fail', message: `${subjectLabel(actor)} not found` });
     return done(ctx, false, 'subject_not_found');
   }
   // The node's copy of the row's type (the row itself is read only by conditions); an empty
   // subjectType is how proto3 spells "not given".
-  const wantType = request.actor.subjectType || undefined;
+  const wantType = actor.subjectType || undefined;
   if (wantType !== undefined && wantType !== subjectNode.type) {
-    trace?.push({ leg: 'subject', outcome: 'fail', message: `subject ${subjectId} is a ${String(subjectNode.type)}, not a ${String(wantType)}` });
+    trace?.push({ leg: 'subject', outcome: 'fail', message: `subject ${subjectNode.row.id} is a ${String(subjectNode.type)}, not a ${String(wantType)}` });
     return done(ctx, false, 'no_match');
   }
-  trace?.push({ leg: 'subject', outcome: 'info', message: `subject ${subjectNode.row.id} (${String(subjectNode.type)})` });
+  if (trace) {
+    const message = `subject ${subjectNode.row.id} (${String(subjectNode.type)})`;
+    // Resolved from an external id: the trace tells which subject it named.
+    if (actor.subjectId) trace.push({ leg: 'subject', outcome: 'info', message });
+    else trace.push({ leg: 'subject', outcome: 'info', message: `${message} from external id ${JSON.stringify(actor.externalId)}`, detail: { subjectId: subjectNode.row.id } });
+  }
 
   // Resource policies: direct ones on the node, and collections of its type (counted on the
   // type slot), so a resource without either costs no further lookup.

@@ -3,7 +3,8 @@
  * No I/O and no clock: the caller passes the time and the gate mode.
  */
 export * from './model.js';
-export { ScopeNotFoundError, ResourceNotFoundError, InvalidChangeError } from './errors.js';
+export { ScopeNotFoundError, ResourceNotFoundError, InvalidChangeError, AmbiguousSubjectError } from './errors.js';
+export { subjectByExternalId } from './subject-ref.js';
 export { TenantIndex, MAX_HIERARCHY_DEPTH, type ScopePath, type TenantIndexBuilder } from './tenant-index/mod.js';
 export {
   evaluate,

@@ -25,7 +25,7 @@ export interface DecisionCase {
   now?: string;
   request: EvaluateRequest;
   expect?: { allowed: boolean; reason: string; evaluatedPolicy?: string };
-  expectError?: 'ScopeNotFoundError';
+  expectError?: 'ScopeNotFoundError' | 'AmbiguousSubjectError';
   traceIncludes?: string[];
 }
 
@@ -177,6 +177,10 @@ const ERRORS: Record<NonNullable<DecisionCase['expectError']>, Record<Process, {
   ScopeNotFoundError: {
     'control plane': { code: 'NotFound', reason: 'NOT_FOUND', field: 'scopeId' },
     sidecar: { code: 'PermissionDenied', reason: 'TIER', field: 'scopeId' },
+  },
+  AmbiguousSubjectError: {
+    'control plane': { code: 'InvalidArgument', reason: 'INVALID_FIELD', field: 'actor.subjectType' },
+    sidecar: { code: 'InvalidArgument', reason: 'INVALID_FIELD', field: 'actor.subjectType' },
   },
 };
 

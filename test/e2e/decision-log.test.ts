@@ -71,11 +71,13 @@ describe('the sidecar\'s decision log', () => {
       expect(await evaluateOn(surface, s.server.url, read, { traceparent: traceparent(i + 1) })).toMatchObject({ ok: { allowed: true } });
     }
     const del = { actor: { subjectId: 'subject_alice' }, scopeId: ROOT, action: 'delete', resource: { resourceId: 'resource_doc1' } };
-    expect(await evaluateBatchOn('grpc', s.server.url, [read, del, { ...read, actor: { subjectId: 'subject_bob' } }])).toMatchObject({ ok: { results: [{ allowed: true }, { allowed: false }, { allowed: false }] } });
+    const byExternalId = { ...read, actor: { externalId: 'alice' } };
+    expect(await evaluateBatchOn('grpc', s.server.url, [read, del, { ...read, actor: { subjectId: 'subject_bob' } }, byExternalId]))
+      .toMatchObject({ ok: { results: [{ allowed: true }, { allowed: false }, { allowed: false }, { allowed: true }] } });
     // A refused request is not a decision: no line.
     await evaluateOn('rest', s.server.url, { ...read, scopeId: 'scope_elsewhere' });
-    const lines = await linesOf(path, SURFACES.length + 3);
-    expect(lines).toHaveLength(SURFACES.length + 3);
+    const lines = await linesOf(path, SURFACES.length + 4);
+    expect(lines).toHaveLength(SURFACES.length + 4);
     for (const [i, line] of lines.slice(0, SURFACES.length).entries()) {
       expect(line, SURFACES[i]).toMatchObject({
         service: 'sidecar', method: 'Evaluate', tenant: TENANT, subject: 'subject_alice', subjectType: null, scope: ROOT, action: 'read',
@@ -89,8 +91,10 @@ describe('the sidecar\'s decision log', () => {
       { method: 'EvaluateBatch', subject: 'subject_alice', action: 'read', allowed: true, reason: 'role', traceId: null },
       { method: 'EvaluateBatch', subject: 'subject_alice', action: 'delete', resource: 'resource_doc1', allowed: false, reason: 'policy_deny', policyId: 'policy_no_delete' },
       { method: 'EvaluateBatch', subject: 'subject_bob', allowed: false, reason: 'no_match' },
+      // By external id: the subject it resolved to beside the id given.
+      { method: 'EvaluateBatch', subject: 'subject_alice', subjectExternalId: 'alice', allowed: true, reason: 'role' },
     ]);
-    expect(await metric(s.server.url, 'written')).toBe(SURFACES.length + 3);
+    expect(await metric(s.server.url, 'written')).toBe(SURFACES.length + 4);
   });
 
   it('at a sample rate of 0.25 writes about a quarter of the decisions', async () => {

@@ -266,6 +266,15 @@ const CONDITIONS: JsonObj[] = [
   { and: [{ '!!': [{ var: 'subject.id' }] }, { in: ['x', ['x', 'y']] }] },
 ];
 
+/** Names the subject of `out` by its id or, one time in four, by a subject's external id. */
+function subjectBy(ctx: Ctx, out: JsonObj, idField: string, externalField: string): void {
+  delete out[externalField];
+  const subjects = poolOf(ctx, ctx.t, 'subject', 'core');
+  if (subjects.length === 0 || !chance(ctx.r, 0.25)) return;
+  delete out[idField];
+  out[externalField] = pick(ctx.r, subjects).data.externalId as string;
+}
+
 /**
  * Per-message and per-field rules where names cannot tell what a valid value is. Each entry
  * says why it exists; everything else is decided by field name and type alone.
@@ -280,6 +289,18 @@ export const RULES: Record<string, { why: string; apply: (ctx: Ctx, out: JsonObj
         out.externalResourceId = chance(ctx.r, 0.5) ? `d${int(ctx.r, 0, 9)}` : `x-${token(ctx.r, 6)}`;
         out.resourceType = pick(ctx.r, ctx.t.typeKeys);
       }
+    },
+  },
+  'authz.v1.Actor': {
+    why: 'the subject is `subjectId` or `externalId` (a subject\'s external id), never both',
+    apply(ctx, out) {
+      subjectBy(ctx, out, 'subjectId', 'externalId');
+    },
+  },
+  'authz.v1.GetEffectivePermissionsRequest': {
+    why: 'the subject is `subjectId` or `subjectExternalId` (a subject\'s external id), never both',
+    apply(ctx, out) {
+      subjectBy(ctx, out, 'subjectId', 'subjectExternalId');
     },
   },
   'authz.v1.PolicyTarget': {

@@ -16,10 +16,12 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file authz/v1/decision_service.proto.
  */
 export const file_authz_v1_decision_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch9hdXRoei92MS9kZWNpc2lvbl9zZXJ2aWNlLnByb3RvEghhdXRoei52MSJHCgVBY3RvchISCgpzdWJqZWN0X2lkGAEgASgJEhkKDHN1YmplY3RfdHlwZRgCIAEoCUgAiAEBQg8KDV9zdWJqZWN0X3R5cGUioQEKC1Jlc291cmNlUmVmEhgKC3Jlc291cmNlX2lkGAEgASgJSACIAQESIQoUZXh0ZXJuYWxfcmVzb3VyY2VfaWQYAiABKAlIAYgBARIaCg1yZXNvdXJjZV90eXBlGAMgASgJSAKIAQFCDgoMX3Jlc291cmNlX2lkQhcKFV9leHRlcm5hbF9yZXNvdXJjZV9pZEIQCg5fcmVzb3VyY2VfdHlwZSI9CgtDb25zaXN0ZW5jeRIUCgxtaW5fcmV2aXNpb24YASABKAMSGAoQZnVsbHlfY29uc2lzdGVudBgCIAEoCCLjAQoPRXZhbHVhdGVSZXF1ZXN0Eh4KBWFjdG9yGAEgASgLMg8uYXV0aHoudjEuQWN0b3ISEAoIc2NvcGVfaWQYAiABKAkSDgoGYWN0aW9uGAMgASgJEicKCHJlc291cmNlGAQgASgLMhUuYXV0aHoudjEuUmVzb3VyY2VSZWYSKAoHY29udGV4dBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHZXhwbGFpbhgGIAEoCBIqCgtjb25zaXN0ZW5jeRgHIAEoCzIVLmF1dGh6LnYxLkNvbnNpc3RlbmN5ImQKCVRyYWNlU3RlcBIMCgRzdGVwGAEgASgJEg4KBnJlc3VsdBgCIAEoCRIPCgdtZXNzYWdlGAMgASgJEigKB2RldGFpbHMYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IrgBChBFdmFsdWF0ZVJlc3BvbnNlEg8KB2FsbG93ZWQYASABKAgSGQoRZGVjaWRlZF9ieV9wb2xpY3kYAiABKAgSMgoQZXZhbHVhdGVkX3BvbGljeRgDIAEoCzIYLmF1dGh6LnYxLlJlc291cmNlUG9saWN5Eg4KBnJlYXNvbhgEIAEoCRIQCghyZXZpc2lvbhgFIAEoAxIiCgV0cmFjZRgGIAMoCzITLmF1dGh6LnYxLlRyYWNlU3RlcCJDChRFdmFsdWF0ZUJhdGNoUmVxdWVzdBIrCghyZXF1ZXN0cxgBIAMoCzIZLmF1dGh6LnYxLkV2YWx1YXRlUmVxdWVzdCJEChVFdmFsdWF0ZUJhdGNoUmVzcG9uc2USKwoHcmVzdWx0cxgBIAMoCzIaLmF1dGh6LnYxLkV2YWx1YXRlUmVzcG9uc2UinAEKHkdldEVmZmVjdGl2ZVBlcm1pc3Npb25zUmVxdWVzdBISCgpzdWJqZWN0X2lkGAEgASgJEhAKCHNjb3BlX2lkGAIgASgJEhgKC3Jlc291cmNlX2lkGAMgASgJSACIAQESKgoLY29uc2lzdGVuY3kYBCABKAsyFS5hdXRoei52MS5Db25zaXN0ZW5jeUIOCgxfcmVzb3VyY2VfaWQihAEKE0VmZmVjdGl2ZVBlcm1pc3Npb24SCwoDa2V5GAEgASgJEhUKDXJlc291cmNlX3R5cGUYAiABKAkSDgoGYWN0aW9uGAMgASgJEhgKEHJlc291cmNlX3BhdHRlcm4YBCABKAkSDgoGc291cmNlGAUgASgJEg8KB3JvbGVfaWQYBiABKAkiZwofR2V0RWZmZWN0aXZlUGVybWlzc2lvbnNSZXNwb25zZRIyCgtwZXJtaXNzaW9ucxgBIAMoCzIdLmF1dGh6LnYxLkVmZmVjdGl2ZVBlcm1pc3Npb24SEAoIcmV2aXNpb24YAiABKAMyiwMKD0RlY2lzaW9uU2VydmljZRJeCghFdmFsdWF0ZRIZLmF1dGh6LnYxLkV2YWx1YXRlUmVxdWVzdBoaLmF1dGh6LnYxLkV2YWx1YXRlUmVzcG9uc2UiG5ACAejgGAKC0+STAg46ASoiCS9ldmFsdWF0ZRJzCg1FdmFsdWF0ZUJhdGNoEh4uYXV0aHoudjEuRXZhbHVhdGVCYXRjaFJlcXVlc3QaHy5hdXRoei52MS5FdmFsdWF0ZUJhdGNoUmVzcG9uc2UiIZACAejgGAKC0+STAhQ6ASoiDy9ldmFsdWF0ZS9iYXRjaBKiAQoXR2V0RWZmZWN0aXZlUGVybWlzc2lvbnMSKC5hdXRoei52MS5HZXRFZmZlY3RpdmVQZXJtaXNzaW9uc1JlcXVlc3QaKS5hdXRoei52MS5HZXRFZmZlY3RpdmVQZXJtaXNzaW9uc1Jlc3BvbnNlIjKQAgHo4BgCgtPkkwIlYgtwZXJtaXNzaW9ucxIWL2VmZmVjdGl2ZS1wZXJtaXNzaW9uc0JZChRjb20uZXhhbXBsZS5hdXRoei52MUIURGVjaXNpb25TZXJ2aWNlUHJvdG9QAVopZXhhbXBsZS5jb20vYXV0aHovZ2VuL2dvL2F1dGh6L3YxO2F1dGh6djFiBnByb3RvMw", [file_authz_v1_options, file_authz_v1_policy, file_google_api_annotations, file_google_protobuf_struct]);
+  fileDesc("Ch9hdXRoei92MS9kZWNpc2lvbl9zZXJ2aWNlLnByb3RvEghhdXRoei52MSJxCgVBY3RvchISCgpzdWJqZWN0X2lkGAEgASgJEhkKDHN1YmplY3RfdHlwZRgCIAEoCUgAiAEBEhgKC2V4dGVybmFsX2lkGAMgASgJSAGIAQFCDwoNX3N1YmplY3RfdHlwZUIOCgxfZXh0ZXJuYWxfaWQioQEKC1Jlc291cmNlUmVmEhgKC3Jlc291cmNlX2lkGAEgASgJSACIAQESIQoUZXh0ZXJuYWxfcmVzb3VyY2VfaWQYAiABKAlIAYgBARIaCg1yZXNvdXJjZV90eXBlGAMgASgJSAKIAQFCDgoMX3Jlc291cmNlX2lkQhcKFV9leHRlcm5hbF9yZXNvdXJjZV9pZEIQCg5fcmVzb3VyY2VfdHlwZSI9CgtDb25zaXN0ZW5jeRIUCgxtaW5fcmV2aXNpb24YASABKAMSGAoQZnVsbHlfY29uc2lzdGVudBgCIAEoCCLjAQoPRXZhbHVhdGVSZXF1ZXN0Eh4KBWFjdG9yGAEgASgLMg8uYXV0aHoudjEuQWN0b3ISEAoIc2NvcGVfaWQYAiABKAkSDgoGYWN0aW9uGAMgASgJEicKCHJlc291cmNlGAQgASgLMhUuYXV0aHoudjEuUmVzb3VyY2VSZWYSKAoHY29udGV4dBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHZXhwbGFpbhgGIAEoCBIqCgtjb25zaXN0ZW5jeRgHIAEoCzIVLmF1dGh6LnYxLkNvbnNpc3RlbmN5ImQKCVRyYWNlU3RlcBIMCgRzdGVwGAEgASgJEg4KBnJlc3VsdBgCIAEoCRIPCgdtZXNzYWdlGAMgASgJEigKB2RldGFpbHMYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IrgBChBFdmFsdWF0ZVJlc3BvbnNlEg8KB2FsbG93ZWQYASABKAgSGQoRZGVjaWRlZF9ieV9wb2xpY3kYAiABKAgSMgoQZXZhbHVhdGVkX3BvbGljeRgDIAEoCzIYLmF1dGh6LnYxLlJlc291cmNlUG9saWN5Eg4KBnJlYXNvbhgEIAEoCRIQCghyZXZpc2lvbhgFIAEoAxIiCgV0cmFjZRgGIAMoCzITLmF1dGh6LnYxLlRyYWNlU3RlcCJDChRFdmFsdWF0ZUJhdGNoUmVxdWVzdBIrCghyZXF1ZXN0cxgBIAMoCzIZLmF1dGh6LnYxLkV2YWx1YXRlUmVxdWVzdCJEChVFdmFsdWF0ZUJhdGNoUmVzcG9uc2USKwoHcmVzdWx0cxgBIAMoCzIaLmF1dGh6LnYxLkV2YWx1YXRlUmVzcG9uc2UiggIKHkdldEVmZmVjdGl2ZVBlcm1pc3Npb25zUmVxdWVzdBISCgpzdWJqZWN0X2lkGAEgASgJEhAKCHNjb3BlX2lkGAIgASgJEhgKC3Jlc291cmNlX2lkGAMgASgJSACIAQESKgoLY29uc2lzdGVuY3kYBCABKAsyFS5hdXRoei52MS5Db25zaXN0ZW5jeRIgChNzdWJqZWN0X2V4dGVybmFsX2lkGAUgASgJSAGIAQESGQoMc3ViamVjdF90eXBlGAYgASgJSAKIAQFCDgoMX3Jlc291cmNlX2lkQhYKFF9zdWJqZWN0X2V4dGVybmFsX2lkQg8KDV9zdWJqZWN0X3R5cGUihAEKE0VmZmVjdGl2ZVBlcm1pc3Npb24SCwoDa2V5GAEgASgJEhUKDXJlc291cmNlX3R5cGUYAiABKAkSDgoGYWN0aW9uGAMgASgJEhgKEHJlc291cmNlX3BhdHRlcm4YBCABKAkSDgoGc291cmNlGAUgASgJEg8KB3JvbGVfaWQYBiABKAkiZwofR2V0RWZmZWN0aXZlUGVybWlzc2lvbnNSZXNwb25zZRIyCgtwZXJtaXNzaW9ucxgBIAMoCzIdLmF1dGh6LnYxLkVmZmVjdGl2ZVBlcm1pc3Npb24SEAoIcmV2aXNpb24YAiABKAMyiwMKD0RlY2lzaW9uU2VydmljZRJeCghFdmFsdWF0ZRIZLmF1dGh6LnYxLkV2YWx1YXRlUmVxdWVzdBoaLmF1dGh6LnYxLkV2YWx1YXRlUmVzcG9uc2UiG5ACAejgGAKC0+STAg46ASoiCS9ldmFsdWF0ZRJzCg1FdmFsdWF0ZUJhdGNoEh4uYXV0aHoudjEuRXZhbHVhdGVCYXRjaFJlcXVlc3QaHy5hdXRoei52MS5FdmFsdWF0ZUJhdGNoUmVzcG9uc2UiIZACAejgGAKC0+STAhQ6ASoiDy9ldmFsdWF0ZS9iYXRjaBKiAQoXR2V0RWZmZWN0aXZlUGVybWlzc2lvbnMSKC5hdXRoei52MS5HZXRFZmZlY3RpdmVQZXJtaXNzaW9uc1JlcXVlc3QaKS5hdXRoei52MS5HZXRFZmZlY3RpdmVQZXJtaXNzaW9uc1Jlc3BvbnNlIjKQAgHo4BgCgtPkkwIlYgtwZXJtaXNzaW9ucxIWL2VmZmVjdGl2ZS1wZXJtaXNzaW9uc0JZChRjb20uZXhhbXBsZS5hdXRoei52MUIURGVjaXNpb25TZXJ2aWNlUHJvdG9QAVopZXhhbXBsZS5jb20vYXV0aHovZ2VuL2dvL2F1dGh6L3YxO2F1dGh6djFiBnByb3RvMw", [file_authz_v1_options, file_authz_v1_policy, file_google_api_annotations, file_google_protobuf_struct]);
 
 /**
- * Who is asking.
+ * Who is asking: the subject by its id, or by the caller's own id for it (`external_id`);
+ * exactly one of the two. With `subject_type`, only a subject of that type matches an external
+ * id; without it, an external id several subjects share is `invalid_argument`.
  *
  * @generated from message authz.v1.Actor
  */
@@ -33,10 +35,19 @@ export type Actor = Message<"authz.v1.Actor"> & {
    * @generated from field: optional string subject_type = 2;
    */
   subjectType?: string;
+
+  /**
+   * The subject's `externalId` in the scope's tenant (instead of `subject_id`).
+   *
+   * @generated from field: optional string external_id = 3;
+   */
+  externalId?: string;
 };
 
 /**
- * Who is asking.
+ * Who is asking: the subject by its id, or by the caller's own id for it (`external_id`);
+ * exactly one of the two. With `subject_type`, only a subject of that type matches an external
+ * id; without it, an external id several subjects share is `invalid_argument`.
  *
  * @generated from message authz.v1.Actor
  */
@@ -50,6 +61,13 @@ export type ActorJson = {
    * @generated from field: optional string subject_type = 2;
    */
   subjectType?: string;
+
+  /**
+   * The subject's `externalId` in the scope's tenant (instead of `subject_id`).
+   *
+   * @generated from field: optional string external_id = 3;
+   */
+  externalId?: string;
 };
 
 /**
@@ -366,8 +384,8 @@ export type EvaluateResponse = Message<"authz.v1.EvaluateResponse"> & {
 
   /**
    * `policy_allow`, `policy_deny`, `role`, `ownership`, `inherited`, `no_match`,
-   * `gate_unreachable`, `resource_not_found`, `subject_not_found` (the actor's subject id is not
-   * in the tenant) or `error`.
+   * `gate_unreachable`, `resource_not_found`, `subject_not_found` (no subject of the tenant has the
+   * actor's subject id, or its external id) or `error`.
    *
    * @generated from field: string reason = 4;
    */
@@ -411,8 +429,8 @@ export type EvaluateResponseJson = {
 
   /**
    * `policy_allow`, `policy_deny`, `role`, `ownership`, `inherited`, `no_match`,
-   * `gate_unreachable`, `resource_not_found`, `subject_not_found` (the actor's subject id is not
-   * in the tenant) or `error`.
+   * `gate_unreachable`, `resource_not_found`, `subject_not_found` (no subject of the tenant has the
+   * actor's subject id, or its external id) or `error`.
    *
    * @generated from field: string reason = 4;
    */
@@ -497,6 +515,10 @@ export const EvaluateBatchResponseSchema: GenMessage<EvaluateBatchResponse, {jso
   messageDesc(file_authz_v1_decision_service, 7);
 
 /**
+ * The subject by `subject_id` or by `subject_external_id` (its `externalId`), exactly one of
+ * the two; `subject_type` narrows an external id to subjects of that type (and, with
+ * `subject_id`, a subject of another type holds nothing).
+ *
  * @generated from message authz.v1.GetEffectivePermissionsRequest
  */
 export type GetEffectivePermissionsRequest = Message<"authz.v1.GetEffectivePermissionsRequest"> & {
@@ -519,9 +541,27 @@ export type GetEffectivePermissionsRequest = Message<"authz.v1.GetEffectivePermi
    * @generated from field: authz.v1.Consistency consistency = 4;
    */
   consistency?: Consistency;
+
+  /**
+   * The subject's `externalId` in the scope's tenant (instead of `subject_id`).
+   *
+   * @generated from field: optional string subject_external_id = 5;
+   */
+  subjectExternalId?: string;
+
+  /**
+   * Only a subject of this type: `user`, `service` or `agent`.
+   *
+   * @generated from field: optional string subject_type = 6;
+   */
+  subjectType?: string;
 };
 
 /**
+ * The subject by `subject_id` or by `subject_external_id` (its `externalId`), exactly one of
+ * the two; `subject_type` narrows an external id to subjects of that type (and, with
+ * `subject_id`, a subject of another type holds nothing).
+ *
  * @generated from message authz.v1.GetEffectivePermissionsRequest
  */
 export type GetEffectivePermissionsRequestJson = {
@@ -544,6 +584,20 @@ export type GetEffectivePermissionsRequestJson = {
    * @generated from field: authz.v1.Consistency consistency = 4;
    */
   consistency?: ConsistencyJson;
+
+  /**
+   * The subject's `externalId` in the scope's tenant (instead of `subject_id`).
+   *
+   * @generated from field: optional string subject_external_id = 5;
+   */
+  subjectExternalId?: string;
+
+  /**
+   * Only a subject of this type: `user`, `service` or `agent`.
+   *
+   * @generated from field: optional string subject_type = 6;
+   */
+  subjectType?: string;
 };
 
 /**

@@ -109,7 +109,7 @@ describeEachBackend('the control plane\'s decision surfaces on %s', (backend) =>
       ['a policy denies, naming itself', () => read({ action: 'delete', resource: { resourceId: ids.doc1 } }),
         (o) => expect(o).toMatchObject({ ok: { allowed: false, reason: 'policy_deny', decidedByPolicy: true, evaluatedPolicy: { id: ids.policy, effect: 'deny', priority: 5 } } })],
       ['an explanation', () => read({ explain: true }), (o) => expect((o as { ok: { trace: unknown[] } }).ok.trace.length).toBeGreaterThan(3)],
-      ['a missing field', () => ({ scopeId: ids.root, action: 'read' }), (o) => expect(o).toEqual({ error: { code: 'InvalidArgument', message: 'actor.subjectId: is required', reason: 'INVALID_FIELD', field: 'actor.subjectId' } })],
+      ['a missing field', () => ({ scopeId: ids.root, action: 'read' }), (o) => expect(o).toEqual({ error: { code: 'InvalidArgument', message: 'actor.subjectId: is required (or actor.externalId)', reason: 'INVALID_FIELD', field: 'actor.subjectId' } })],
       ['a NUL byte', () => read({ action: 'r\u0000' }), (o) => expect(o).toMatchObject({ error: { code: 'InvalidArgument', field: 'action' } })],
       ['an unknown scope', () => read({ scopeId: 'scope_nowhere' }), (o) => expect(o).toMatchObject({ error: { code: 'NotFound', field: 'scopeId' } })],
       ['a scope of another tenant', () => read({ scopeId: ids.otherRoot }), (o) => expect(o).toMatchObject({ error: { code: 'PermissionDenied', field: 'scopeId' } })],

@@ -33,6 +33,8 @@ export interface MutableSubjectNode {
   tags: MutableRowBag<TagAssignment> | undefined;
 }
 
+const byNodeId = (a: MutableSubjectNode, b: MutableSubjectNode): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
 /** Offset of an assignment in a flat list, or -1. */
 function findAssignment(list: AssignmentList, id: string): number {
   for (let i = 0; i < list.length; i += A_STRIDE) if (list[i + A_ID] === id) return i;
@@ -68,6 +70,14 @@ function refreshInline(n: MutableSubjectNode): void {
 
 export class SubjectFamily {
   readonly nodes = new Map<string, MutableSubjectNode>();
+  /**
+   * External id → the node of the one subject that has it. An external id several subjects
+   * share (of different types, or bad data) leaves this map for `sharedExternal`, so a subject
+   * costs one entry here and nothing else.
+   */
+  readonly byExternal = new Map<string, MutableSubjectNode>();
+  /** External id → the nodes of the two or more subjects that have it. */
+  readonly sharedExternal = new Map<string, MutableSubjectNode[]>();
   /** membership id → ids of its role assignments (assignments are joined into subject nodes through their membership). */
   readonly assignmentsByMembership: Multi = new Map();
   /**
@@ -101,16 +111,62 @@ export class SubjectFamily {
       const n = this.nodeFor(r.id);
       n.row = r;
       n.type = r.type;
+      if (typeof r.externalId === 'string') this.addExternal(r.externalId, n);
     },
     unindex: (r) => {
       const n = this.nodes.get(r.id);
       if (n) {
+        if (typeof r.externalId === 'string') this.deleteExternal(r.externalId, n);
         n.row = undefined;
         n.type = undefined;
       }
       this.prune(r.id);
     },
   });
+
+  /**
+   * The subjects with this external id (only those of `type` when given): undefined for none,
+   * the node for one, two or more nodes (ordered by id) for several.
+   */
+  byExternalId(externalId: string, type: string | undefined): MutableSubjectNode | MutableSubjectNode[] | undefined {
+    const one = this.byExternal.get(externalId);
+    if (one !== undefined) return type === undefined || one.type === type ? one : undefined;
+    const several = this.sharedExternal.get(externalId);
+    if (several === undefined) return undefined;
+    if (type === undefined) return several;
+    const ofType = several.filter((n) => n.type === type);
+    return ofType.length === 0 ? undefined : ofType.length === 1 ? ofType[0] : ofType;
+  }
+
+  private addExternal(externalId: string, n: MutableSubjectNode): void {
+    const one = this.byExternal.get(externalId);
+    if (one === undefined) {
+      const several = this.sharedExternal.get(externalId);
+      if (several === undefined) this.byExternal.set(externalId, n);
+      else {
+        several.push(n);
+        several.sort(byNodeId);
+      }
+      return;
+    }
+    this.byExternal.delete(externalId);
+    this.sharedExternal.set(externalId, [one, n].sort(byNodeId));
+  }
+
+  private deleteExternal(externalId: string, n: MutableSubjectNode): void {
+    if (this.byExternal.get(externalId) === n) {
+      this.byExternal.delete(externalId);
+      return;
+    }
+    const several = this.sharedExternal.get(externalId);
+    const i = several === undefined ? -1 : several.indexOf(n);
+    if (i < 0) return;
+    several!.splice(i, 1);
+    if (several!.length === 1) {
+      this.sharedExternal.delete(externalId);
+      this.byExternal.set(externalId, several![0]);
+    }
+  }
 
   readonly memberships = new RowTable<'membership'>({
     required: ['id', 'subjectId', 'scopeId'],

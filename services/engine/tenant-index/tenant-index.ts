@@ -352,6 +352,15 @@ export class TenantIndex {
     return this.subjectNodes.get(subjectId);
   }
 
+  /**
+   * The subjects whose `externalId` is this one (only those of `type` when given), from a hash
+   * table kept with the subjects: undefined for none, the node for one, two or more nodes
+   * (ordered by subject id) when several share it. Every node returned has its row.
+   */
+  subjectsByExternalId(externalId: string, type?: string): SubjectNode | readonly SubjectNode[] | undefined {
+    return this.subjects.byExternalId(externalId, type);
+  }
+
   /** Everything a check reads about a resource (undefined when nothing refers to it). */
   resourceNode(resourceId: string): ResourceNode | undefined {
     return this.resourceTable.get(resourceId);

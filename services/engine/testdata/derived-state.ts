@@ -135,6 +135,19 @@ function grantIdsCanonical(subjects: SubjectFamily): string[] {
   return out;
 }
 
+/**
+ * External id → the ids of its subjects, from the two tables; an entry whose node is not the
+ * live node of a subject with that external id is marked, as is a shared list of one or a
+ * single id kept in the shared table.
+ */
+function subjectExternalCanonical(subjects: SubjectFamily): [string, string[]][] {
+  const live = (n: MutableSubjectNode, ext: string) => (subjects.nodes.get(n.id) === n && n.row?.externalId === ext ? n.id : `${n.id} (stale)`);
+  const out: [string, string[]][] = [];
+  for (const [ext, n] of subjects.byExternal) out.push([ext, subjects.sharedExternal.has(ext) ? ['(in both tables)'] : [live(n, ext)]]);
+  for (const [ext, list] of subjects.sharedExternal) out.push([ext, list.length < 2 ? ['(shared by fewer than two)'] : list.map((n) => live(n, ext))]);
+  return out.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+}
+
 /** The canonical dump of an index's derived state (see the module comment). */
 export function derivedState(index: TenantIndex): Record<string, unknown> {
   const { kinds, scopes, roles, subjects, nodes, policies, tags } = index.families();
@@ -161,6 +174,7 @@ export function derivedState(index: TenantIndex): Record<string, unknown> {
         },
       ]),
     ),
+    subjectsByExternalId: subjectExternalCanonical(subjects),
     resources: byKey(
       [...nodes.table.entries()].map(([k, n]) => [
         k,

@@ -10,12 +10,16 @@ import { refHolds } from './reference-logic.js';
 import { refMatchOutcome } from './reference-match.js';
 
 export interface RefRequest {
-  actor: { subjectId: string; subjectType?: string };
+  /** Exactly one of `subjectId` and `externalId`. */
+  actor: { subjectId?: string; externalId?: string; subjectType?: string };
   scopeId: string;
   action: string;
   resource?: { resourceId: string } | { externalResourceId: string; resourceType: string };
   context?: Record<string, unknown>;
 }
+
+/** An external id several subjects (of the wanted type, when given) share. */
+export class RefAmbiguousSubject extends Error {}
 
 export interface RefOptions {
   now: Date;
@@ -113,7 +117,12 @@ export function referenceEvaluate(snap: TenantSnapshot, req: RefRequest, opts: R
     }
   }
 
-  const subject = subjects.find((s) => s.id === req.actor.subjectId);
+  // By external id: only subjects of the wanted type count, and several are a request error.
+  const named = req.actor.subjectId
+    ? subjects.filter((s) => s.id === req.actor.subjectId)
+    : subjects.filter((s) => s.externalId === req.actor.externalId && (!req.actor.subjectType || s.type === req.actor.subjectType));
+  if (!req.actor.subjectId && named.length > 1) throw new RefAmbiguousSubject(req.actor.externalId ?? '');
+  const subject = named[0];
   if (!subject) return { allowed: false, reason: 'subject_not_found' };
   // An empty actor type means "not given" (proto3 default).
   if (req.actor.subjectType && req.actor.subjectType !== subject.type) return { allowed: false, reason: 'no_match' };
