@@ -1,7 +1,7 @@
 /**
- * `authz check`: one decision. Names (a scope path, a subject's external id) are resolved to ids
- * first; ids can be given instead, which is what a `service` key (decision path only) or a
- * sidecar's URL needs. Exits 0 when allowed and 1 when denied, so scripts can branch on it.
+ * `authz check`: one decision. The subject goes by its external id, which the decision resolves
+ * itself (any key, a sidecar too); a scope path is resolved to its id first (a platform key),
+ * or the scope's id is given. Exits 0 when allowed and 1 when denied, so scripts can branch on it.
  */
 import type { JsonObject, MessageInitShape } from '@bufbuild/protobuf';
 import { InvalidArgumentError, Option, type Command } from 'commander';
@@ -59,15 +59,16 @@ async function resolved<T>(option: string, value: string, idOption: string, look
 }
 
 async function check(ctx: CliContext, o: CheckOptions): Promise<number> {
-  if (o.subject === undefined && o.subjectId === undefined) throw new UsageError('give the subject: --subject EXTERNAL_ID (with --tenant) or --subject-id ID');
+  if (o.subject === undefined && o.subjectId === undefined) throw new UsageError('give the subject: --subject EXTERNAL_ID or --subject-id ID');
   if (o.scope === undefined && o.scopeId === undefined) throw new UsageError('give the scope: --scope PATH (with --tenant) or --scope-id ID');
-  const needsTenant = o.subject !== undefined || o.scope !== undefined;
-  const tenant = needsTenant ? ctx.requireTenant(o.scope !== undefined ? '--scope PATH' : '--subject EXTERNAL_ID') : undefined;
+  const tenant = o.scope !== undefined ? ctx.requireTenant('--scope PATH') : undefined;
   const client = ctx.client();
   const scopeId = o.scopeId ?? (await resolved('--scope', o.scope!, '--scope-id', () => client.resolveScopePath(tenant!, o.scope!))).id;
-  const subjectId = o.subjectId ?? (await resolved('--subject', o.subject!, '--subject-id', () => client.resolveSubject(tenant!, o.subject!, o.subjectType))).id;
   const request: MessageInitShape<typeof EvaluateRequestSchema> = {
-    actor: { subjectId, ...(o.subjectType !== undefined ? { subjectType: o.subjectType } : {}) },
+    actor: {
+      ...(o.subjectId !== undefined ? { subjectId: o.subjectId } : { externalId: o.subject! }),
+      ...(o.subjectType !== undefined ? { subjectType: o.subjectType } : {}),
+    },
     scopeId,
     action: o.action,
     explain: o.explain === true,
@@ -90,10 +91,10 @@ export const checkCommand: CliCommand = {
       .summary('ask for one decision (exit 0 allowed, 1 denied)')
       .description(
         'Asks whether a subject may perform an action in a scope, optionally on a resource. Exits 0 when allowed, 1 when denied or on an error.\n' +
-          'Scope paths and external ids are looked up in the tenant first (a platform key); with a service key, or against a sidecar, pass ids.',
+          'The subject goes by its external id, which the decision resolves. A scope path is looked up in the tenant first (a platform key); with a service key, or against a sidecar, pass --scope-id.',
       )
-      .addOption(new Option('--subject <externalId>', "the subject's external id, looked up in the tenant").conflicts('subjectId'))
-      .addOption(new Option('--subject-type <type>', 'the subject\'s type, when several share the external id; also checked by the decision').choices(['user', 'service', 'agent']))
+      .addOption(new Option('--subject <externalId>', "the subject's external id (the decision looks it up)").conflicts('subjectId'))
+      .addOption(new Option('--subject-type <type>', 'the subject\'s type: with --subject, only a subject of this type is looked up; with --subject-id, the decision checks it').choices(['user', 'service', 'agent']))
       .option('--subject-id <id>', "the subject's id")
       .addOption(new Option('--scope <path>', 'the scope\'s path as a model file writes it: /eng/platform, / for the tenant\'s root').conflicts('scopeId'))
       .option('--scope-id <id>', "the scope's id")

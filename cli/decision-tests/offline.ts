@@ -58,14 +58,13 @@ export function offlineTarget(model: CheckedModel, now: Date | undefined, gate: 
     if (id === undefined) throw new UnknownName(`scope ${path} is not in the model`);
     return id;
   };
-  // An external id the model does not list decides as an unknown subject does on a server.
-  const subjectId = (externalId: string) => built.ids.get(key('subject', externalId)) ?? `subject_not_in_model_${externalId}`;
   return {
     kind: 'offline',
     where: 'the engine, from the model file',
     async decide(c: CheckCase) {
       const d = evaluate(index, {
-        actor: { subjectId: subjectId(c.subject), ...(c.subjectType ? { subjectType: c.subjectType } : {}) },
+        // By external id, as the servers are asked: the same lookup, the same answers.
+        actor: { externalId: c.subject, ...(c.subjectType ? { subjectType: c.subjectType } : {}) },
         scopeId: scopeId(c.scope),
         action: c.action,
         ...(c.resource ? { resource: splitResourceRef(c.resource) } : {}),
@@ -83,7 +82,7 @@ export function offlineTarget(model: CheckedModel, now: Date | undefined, gate: 
         resourceId = built.ids.get(key('resource', r.resourceType, r.externalResourceId));
         if (resourceId === undefined) throw new UnknownName(`resource ${c.resource} is not in the model`);
       }
-      const held = effectivePermissions(index, { subjectId: subjectId(c.subject), scopeId: scopeId(c.scope), ...(resourceId ? { resourceId } : {}) });
+      const held = effectivePermissions(index, { subjectExternalId: c.subject, scopeId: scopeId(c.scope), ...(resourceId ? { resourceId } : {}) });
       return held.map((p) => `${p.resourceType}:${p.action}:${p.resourcePattern === resourceId ? c.resource : p.resourcePattern}`);
     },
   };

@@ -2,7 +2,8 @@
  * The server targets: the model applied to a tenant of a control plane (a scratch tenant made
  * for the run, or `--tenant`), then every case asked of the control plane or of a sidecar with
  * the apply's revision as `minRevision`, so a sidecar answers only once it has the whole model.
- * Names become ids through the control plane's listings, read once after the apply.
+ * Subjects are sent by external id; scope paths and resources become ids through the control
+ * plane's listings, read once after the apply.
  */
 import { randomBytes } from 'node:crypto';
 import type { JsonObject } from '@bufbuild/protobuf';
@@ -27,7 +28,6 @@ export interface PreparedTenant {
   /** Whether the tenant was made for this run (and is emptied after it). */
   scratch: boolean;
   scopeIds: Map<string, string>;
-  subjectIds: Map<string, string[]>;
   policyNames: Map<string, string>;
   /** The owner scope path of each of the model's resources, `type/external id` → path. */
   resourceScopes: Map<string, string>;
@@ -86,19 +86,13 @@ export async function prepareTenant(client: AuthzClient, o: PrepareOptions): Pro
   } else {
     revision = (await client.tenancy.getTenant({ id: tenantId })).tenant!.revision;
   }
-  const subjects = await allPages(async (cursor) => {
-    const r = await client.subjects.listSubjects({ tenantId: tenantId!, limit: 1000, cursor });
-    return { items: r.subjects, nextCursor: r.nextCursor };
-  });
-  const subjectIds = new Map<string, string[]>();
-  for (const s of subjects) subjectIds.set(s.externalId, [...(subjectIds.get(s.externalId) ?? []), s.id]);
   const policyNames = new Map<string, string>();
   for (const p of o.model.model?.policies ?? []) {
     const id = policyIdFor(tenantId, p.name);
     if (id) policyNames.set(id, p.name);
   }
   const resourceScopes = new Map((o.model.model?.resources ?? []).map((r) => [`${r.type}/${r.externalId}`, r.scope ?? '/']));
-  return { tenantId, revision, scratch, scopeIds: await scopePaths(client, tenantId), subjectIds, policyNames, resourceScopes };
+  return { tenantId, revision, scratch, scopeIds: await scopePaths(client, tenantId), policyNames, resourceScopes };
 }
 
 /**
@@ -127,15 +121,8 @@ export function serverTarget(kind: 'control-plane' | 'sidecar', decisions: Authz
     if (id === undefined) throw notFound(`scope ${path}`);
     return id;
   };
-  const subjectId = (externalId: string) => {
-    const ids = t.subjectIds.get(externalId) ?? [];
-    if (ids.length > 1) throw new AuthzError(`${ids.length} subjects of the tenant have external id ${externalId}`, Code.InvalidArgument);
-    // An external id the tenant lacks decides as an unknown subject id does.
-    return ids[0] ?? `subject_not_in_tenant_${externalId.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 40)}`;
-  };
   const names = new Map<string, string>([...t.policyNames]);
   for (const [path, id] of t.scopeIds) names.set(id, path);
-  for (const [externalId, ids] of t.subjectIds) for (const id of ids) names.set(id, externalId);
   const resourceIds = new Map<string, string>();
   const resourceId = async (ref: string): Promise<string> => {
     const known = resourceIds.get(ref);
@@ -163,7 +150,7 @@ export function serverTarget(kind: 'control-plane' | 'sidecar', decisions: Authz
     async decide(c: CheckCase) {
       const context = now && c.context?.time === undefined ? { ...c.context, time: conditionContext(c.context, now).time } : c.context;
       const response = await decisions.decisions.evaluate({
-        actor: { subjectId: subjectId(c.subject), ...(c.subjectType ? { subjectType: c.subjectType } : {}) },
+        actor: { externalId: c.subject, ...(c.subjectType ? { subjectType: c.subjectType } : {}) },
         scopeId: scopeId(c.scope),
         action: c.action,
         ...(c.resource ? { resource: splitResourceRef(c.resource) } : {}),
@@ -177,7 +164,7 @@ export function serverTarget(kind: 'control-plane' | 'sidecar', decisions: Authz
     nameOf: (id) => names.get(id),
     async permissions(c: PermissionsCase) {
       const rid = c.resource ? await resourceId(c.resource) : undefined;
-      const r = await decisions.decisions.getEffectivePermissions({ subjectId: subjectId(c.subject), scopeId: scopeId(c.scope), ...(rid ? { resourceId: rid } : {}), consistency });
+      const r = await decisions.decisions.getEffectivePermissions({ subjectExternalId: c.subject, scopeId: scopeId(c.scope), ...(rid ? { resourceId: rid } : {}), consistency });
       return r.permissions.map((p) => `${p.resourceType}:${p.action}:${p.resourcePattern === rid ? c.resource : p.resourcePattern}`);
     },
   };
