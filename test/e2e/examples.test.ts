@@ -1,9 +1,10 @@
 /**
- * The example models (examples/<name>/model.yaml with tests.yaml), as CI runs them: each
- * file's decision tests pass offline, against a real control plane (PostgreSQL when
+ * The example models (examples/<name>/model.yaml with tests.yaml), as CI runs them: each model
+ * validates; its decision tests pass offline, against a real control plane (PostgreSQL when
  * DATABASE_URL is set, with the strict reachability gate the tests assume) on a scratch tenant,
- * and against a sidecar of a tenant the model is applied to; and the three targets give the same
- * answer to every case. A broken expectation fails on every target, with its diff.
+ * and against a sidecar of a tenant the model is applied to, the three targets giving the same
+ * answer to every case; and that tenant's export plans nothing. A broken expectation fails on
+ * every target, with its diff.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -61,6 +62,9 @@ describe('the example models and their decision tests', () => {
     const tests = `examples/${name}/tests.yaml`;
 
     it(`${name}: passes offline, on a scratch tenant of the control plane, and on a sidecar, with the same answers`, async () => {
+      const model = `examples/${name}/model.yaml`;
+      const valid = await runAuthz(['validate', '-f', model], env(), { home });
+      expect([valid.code, valid.stdout], valid.stderr).toEqual([0, expect.stringContaining(`${model}: valid`)]);
       const offline = await runAuthz(['test', tests, '-o', 'json'], env(), { home });
       expect(offline.code, offline.stdout + offline.stderr).toBe(0);
       const cases = json(offline).runs[0].cases;
@@ -92,6 +96,16 @@ describe('the example models and their decision tests', () => {
       const runs = json(all).runs;
       expect(runs.map((r) => r.target)).toEqual(['offline', 'control-plane', 'sidecar']);
       for (const r of runs) expect(r.cases.map(answer), r.target).toEqual(cases.map(answer));
+
+      // The tenant's export plans nothing against it: the model round-trips.
+      const exported = join(home, `${name}-export.yaml`);
+      const exportRun = await runAuthz(['export', '--url', cp.url, '--tenant', tenant!.id, '--out', exported], env(), { home });
+      expect(exportRun.code, exportRun.stderr).toBe(0);
+      const plan = await runAuthz(['plan', '--url', cp.url, '--tenant', tenant!.id, '-f', exported], env(), { home });
+      expect([plan.code, plan.stdout], plan.stderr).toEqual([0, expect.stringMatching(/\nNo changes\.\n$/)]);
+      // And so does the model file itself, once applied.
+      const again = await runAuthz(['plan', '--url', cp.url, '--tenant', tenant!.id, '-f', model], env(), { home });
+      expect([again.code, again.stdout], again.stderr).toEqual([0, expect.stringMatching(/\nNo changes\.\n$/)]);
     }, 120_000);
   }
 
