@@ -2,7 +2,7 @@
  * The README's quick start, as a newcomer runs it: `npm start` on a fresh data directory, then
  * the shell blocks under the README's "Quick start" headings pasted literally into one `bash`,
  * twice. What they print must be exactly the sample answers the README shows under them (its
- * `# {…}` lines), revisions included. The README documents SERVICE_PORT, SERVICE_DATA_DIR and
+ * `# {…}`, `# ✓ …` and `# N passed…` lines), revisions included. The README documents SERVICE_PORT, SERVICE_DATA_DIR and
  * SIDECAR_PORT as the way to move the processes, so those point at free ports and a temporary
  * directory here; nothing else of this process's environment reaches them.
  *
@@ -42,7 +42,7 @@ function quickStartBlocks(markdown: string): ShellBlock[] {
       lines = [];
     } else if (inBlock && line === '```') {
       inBlock = false;
-      const answers = lines.filter((l) => /^# [{[]/.test(l)).map((l) => l.slice(2));
+      const answers = lines.filter((l) => /^# ([{[]|✓ |✗ |\d+ passed)/.test(l)).map((l) => l.slice(2));
       blocks.push({ heading, script: lines.join('\n'), answers });
     } else if (inBlock) {
       lines.push(line);
@@ -84,7 +84,7 @@ describe('the README quick start', () => {
   it('has a first decision and a sidecar block, each showing its answer', () => {
     const blocks = quickStartBlocks(README);
     expect(blocks.map((b) => [b.heading, b.answers.length])).toEqual([
-      ['Quick start: a first decision', 1],
+      ['Quick start: a first decision', 3],
       ['Quick start: a sidecar beside it', 1],
     ]);
   });
