@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { parse } from 'yaml';
@@ -6,9 +6,10 @@ import { describe, expect, it } from 'vitest';
 import { normaliseModel, renderModel } from './normalize.js';
 import { SCHEMA_FILES, schemaPath } from './schema-file.js';
 import { SCHEMA_FILE, type TenantModel } from './format.js';
+import { DECISION_TESTS_SCHEMA_FILE } from './tests-format.js';
 import { checkModelText } from './validate.js';
 
-const EXAMPLE = readFileSync(new URL('../../examples/documents/model.yaml', import.meta.url), 'utf8');
+const EXAMPLE = readFileSync(new URL('./testdata/acme.yaml', import.meta.url), 'utf8');
 const example = () => checkModelText(EXAMPLE, 'acme.yaml').model!;
 
 /** Every object's keys in reverse order, at any depth. */
@@ -66,7 +67,22 @@ describe('the normal form', () => {
   });
 });
 
-describe('the JSON Schema file', () => {
+describe('the JSON Schema files', () => {
+  it('validate every example model and its decision tests, read on their own as an editor reads them', () => {
+    const ajv = new Ajv2020({ allErrors: true, strict: true });
+    (addFormats as unknown as (a: Ajv2020) => void)(ajv);
+    const models = ajv.compile(JSON.parse(readFileSync(schemaPath(SCHEMA_FILE), 'utf8')) as object);
+    const tests = ajv.compile(JSON.parse(readFileSync(schemaPath(DECISION_TESTS_SCHEMA_FILE), 'utf8')) as object);
+    const root = new URL('../../examples/', import.meta.url);
+    const examples = readdirSync(root, { withFileTypes: true }).filter((d) => d.isDirectory() && existsSync(new URL(`${d.name}/tests.yaml`, root)));
+    expect(examples.length).toBeGreaterThanOrEqual(3);
+    for (const d of examples) {
+      expect(models(parse(readFileSync(new URL(`${d.name}/model.yaml`, root), 'utf8'))), `${d.name}: ${JSON.stringify(models.errors)}`).toBe(true);
+      expect(tests(parse(readFileSync(new URL(`${d.name}/tests.yaml`, root), 'utf8'))), `${d.name}: ${JSON.stringify(tests.errors)}`).toBe(true);
+    }
+    expect(tests({ apiVersion: 'authz/v1', kind: 'DecisionTests', model: 'm.yaml', checks: [{ subject: 'a', scope: '/', action: 'r', expect: 'maybe' }] })).toBe(false);
+  });
+
   it.each(SCHEMA_FILES.map((s) => [s.file, s.render] as const))('%s is what `npm run schema` makes from its format (regenerate and commit when this fails)', (file, render) => {
     expect(readFileSync(schemaPath(file), 'utf8')).toBe(render());
   });

@@ -4,7 +4,7 @@ import { TenantIndex, evaluate } from '../engine/mod.js';
 import { modelSnapshot, planModelTexts } from './mod.js';
 import { checkModelText } from './validate.js';
 
-const EXAMPLE = readFileSync(new URL('../../examples/documents/model.yaml', import.meta.url), 'utf8');
+const EXAMPLE = readFileSync(new URL('./testdata/acme.yaml', import.meta.url), 'utf8');
 
 describe('a tenant index straight from a model file', () => {
   const built = modelSnapshot(checkModelText(EXAMPLE, 'acme.yaml').entities!);

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { checkModelText } from './validate.js';
 import type { ModelError } from './parse.js';
 
-const EXAMPLE = new URL('../../examples/documents/model.yaml', import.meta.url);
+const EXAMPLE = new URL('./testdata/acme.yaml', import.meta.url);
 const HEAD = 'apiVersion: authz/v1\nkind: TenantModel\n';
 
 /** The errors of a model text, as `line:column path: message`. */

@@ -25,7 +25,7 @@ async function until(cond: () => boolean | Promise<boolean>, what: string, ms = 
   }
 }
 
-const EXAMPLE = readFileSync(new URL('../../../examples/documents/model.yaml', import.meta.url), 'utf8');
+const EXAMPLE = readFileSync(new URL('../../model/testdata/acme.yaml', import.meta.url), 'utf8');
 
 describeEachBackend('TenantModelService on a real control plane (%s)', (backend) => {
   let cp: Awaited<ReturnType<typeof startTestControlPlane>>;

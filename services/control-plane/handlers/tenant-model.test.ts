@@ -23,7 +23,7 @@ import { modelSnapshot } from '../../model/snapshot.js';
 import { checkModelText } from '../../model/validate.js';
 import { inReadSnapshot, readTenantModelRows } from '../../store/tenant-model.js';
 
-const EXAMPLE = readFileSync(new URL('../../../examples/documents/model.yaml', import.meta.url), 'utf8');
+const EXAMPLE = readFileSync(new URL('../../model/testdata/acme.yaml', import.meta.url), 'utf8');
 
 describeEachBackend('TenantModelService on %s', (backend) => {
   let app: TestApp;
