@@ -59,6 +59,7 @@ export function runsData(runs: readonly TargetRun[]): unknown {
       target: run.target.kind,
       where: run.target.where,
       file: run.file,
+      ms: Math.round(run.ms * 10) / 10,
       cases: run.results.map((r) => ({
         name: r.case.name, kind: r.case.kind, line: r.case.line, passed: r.passed,
         ...(r.error !== undefined ? { error: r.error } : {}),

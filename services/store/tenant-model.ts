@@ -58,11 +58,14 @@ export async function readTenantModelRows(tx: WriteTx, tenantId: string): Promis
  * read: a tenant a model cannot name is refused for the cost of one query, not of reading every
  * row (the full read finds the same problem, with the paths, when there is none of these).
  */
-export async function siblingNameClashes(tx: WriteTx, tenantId: string, limit: number): Promise<{ parentId: string; name: string; count: number; ids: string[] }[]> {
-  const rows = await query<{ parent_id: string; name: string; count: string | number; ids: string[] }>(tx.em,
-    `select parent_id, name, count(*) as count, (array_agg(id order by id))[1:2] as ids from scopes where tenant_id = ? and parent_id is not null
-     group by parent_id, name having count(*) > 1 order by parent_id, name limit ?`, [tenantId, limit]);
-  return rows.map((r) => ({ parentId: r.parent_id, name: r.name, count: Number(r.count), ids: r.ids }));
+export async function nameClashes(tx: WriteTx, tenantId: string, limit: number): Promise<{ kind: 'scope' | 'collection'; parentId?: string; name: string; count: number; ids: string[] }[]> {
+  const rows = await query<{ kind: 'scope' | 'collection'; parent_id: string | null; name: string; count: string | number; ids: string[] }>(tx.em,
+    `(select 'scope' as kind, parent_id, name, count(*) as count, (array_agg(id order by id))[1:2] as ids from scopes
+       where tenant_id = ? and parent_id is not null group by parent_id, name having count(*) > 1 order by parent_id, name limit ?)
+     union all
+     (select 'collection' as kind, null as parent_id, name, count(*) as count, (array_agg(id order by id))[1:2] as ids from resource_collections
+       where tenant_id = ? group by name having count(*) > 1 order by name limit ?)`, [tenantId, limit, tenantId, limit]);
+  return rows.slice(0, limit).map((r) => ({ kind: r.kind, ...(r.parent_id ? { parentId: r.parent_id } : {}), name: r.name, count: Number(r.count), ids: r.ids }));
 }
 
 /**

@@ -120,5 +120,12 @@ describeEachBackend('tenant models, generated, on %s', (backend) => {
     const many = await models().planTenantModel({ tenantId: t.id, document: 'apiVersion: authz/v1\nkind: TenantModel\n' }).catch((e: unknown) => ConnectError.from(e));
     expect((many as ConnectError).code).toBe(Code.FailedPrecondition);
     expect((many as ConnectError).rawMessage).toMatch(/3 scopes \(scope_\S+, scope_\S+, …\) under scope_\S+ share the name "many"/);
+    // Collections of one name, in a tenant of their own.
+    const c = await newTenant();
+    const type = (await app.client(ResourceTypeService).createResourceType({ scopeId: c.scopeId, key: 'doc', name: 'Doc' })).resourceType!;
+    for (let i = 0; i < 2; i++) await app.client(PolicyService).createResourceCollection({ scopeId: c.scopeId, resourceTypeId: type.id, name: 'same', match: {} });
+    const twins = await models().exportTenantModel({ tenantId: c.id }).catch((e: unknown) => ConnectError.from(e));
+    expect((twins as ConnectError).code).toBe(Code.FailedPrecondition);
+    expect((twins as ConnectError).rawMessage).toMatch(/collections collection_\S+, collection_\S+ share the name "same": a model names collections by name/);
   });
 });

@@ -16,7 +16,7 @@ import { normaliseModel, renderModel, sectionsOf } from '../../model/normalize.j
 import { formatPath, type ModelError, type ParsedModel } from '../../model/parse.js';
 import { planModel, type ModelChange, type PlanProblem } from '../../model/plan.js';
 import { checkModelText, checkParsedModel, prepareModelChecks, type CheckedModel } from '../../model/validate.js';
-import { inReadSnapshot, readTenantModelRows, siblingNameClashes, type TenantModelRows } from '../../store/tenant-model.js';
+import { inReadSnapshot, readTenantModelRows, nameClashes, type TenantModelRows } from '../../store/tenant-model.js';
 import { runWrite, type WriteTx } from '../../store/write.js';
 import { assertTenantReach, assertWholeTenantReach, principalOf, type Principal } from '../auth/principal.js';
 import type { Deps } from './deps.js';
@@ -61,15 +61,19 @@ function unmodellable(problems: string[], total = problems.length): DomainError 
 }
 
 /**
- * The tenant's rows and their model, as `tx` reads them. Sibling scopes sharing a name are looked
- * for first, by one query, so that a tenant no model can describe is refused before every row is read.
+ * The tenant's rows and their model, as `tx` reads them. Names a model cannot tell apart (sibling
+ * scopes, collections) are looked for first, by one query, so that such a tenant is refused before
+ * every row is read.
  */
 async function tenantAsModel(tx: WriteTx, tenantId: string): Promise<{ rows: TenantModelRows; state: ReturnType<typeof stateToModel> }> {
-  const clashes = await siblingNameClashes(tx, tenantId, MAX_STATE_PROBLEMS + 1);
+  const clashes = await nameClashes(tx, tenantId, MAX_STATE_PROBLEMS + 1);
   if (clashes.length > 0) {
     throw unmodellable(clashes.map((c) => {
-      const which = c.count > c.ids.length ? `${c.count} scopes (${c.ids.join(', ')}, …)` : `scopes ${c.ids.join(', ')}`;
-      return `${which} under ${c.parentId} share the name "${c.name.slice(0, 64)}${c.name.length > 64 ? '…' : ''}": a model names scopes by path, so siblings need distinct names`;
+      const which = c.count > c.ids.length ? `${c.count} ${c.kind}s (${c.ids.join(', ')}, …)` : `${c.kind}s ${c.ids.join(', ')}`;
+      const name = `"${c.name.slice(0, 64)}${c.name.length > 64 ? '…' : ''}"`;
+      return c.kind === 'scope'
+        ? `${which} under ${c.parentId} share the name ${name}: a model names scopes by path, so siblings need distinct names`
+        : `${which} share the name ${name}: a model names collections by name`;
     }));
   }
   const rows = await readTenantModelRows(tx, tenantId);
