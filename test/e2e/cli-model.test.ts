@@ -14,6 +14,7 @@ import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAuthzClient, type AuthzClient } from '../../client/client.js';
 import { startTestControlPlane, TEST_BOOTSTRAP_KEY, type Backend } from '../harness.js';
+import { runAuthz } from '../authz-cli.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const BIN = join(ROOT, 'bin/authz.js');
@@ -30,20 +31,10 @@ interface Run {
 const printed: string[] = [];
 let dir: string;
 
-function authz(args: string[], env: Record<string, string> = {}, input?: string): Promise<Run> {
-  return new Promise((done, fail) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: dir, env: { PATH: process.env.PATH ?? '', HOME: dir, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
-    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-    child.once('error', fail);
-    child.once('close', (code) => {
-      printed.push(stdout, stderr);
-      done({ code, stdout, stderr });
-    });
-    child.stdin.end(input ?? '');
-  });
+async function authz(args: string[], env: Record<string, string> = {}, input?: string): Promise<Run> {
+  const run = await runAuthz(args, env, { input, home: dir, cwd: dir });
+  printed.push(run.stdout, run.stderr);
+  return run;
 }
 
 const MODEL = `apiVersion: authz/v1

@@ -19,6 +19,7 @@ import { buildProgram, runCli } from '../../cli/program.js';
 import { CliIo } from '../../cli/io.js';
 import { startTestControlPlane, TEST_BOOTSTRAP_KEY, type Backend } from '../harness.js';
 import { seedCliTenant, type CliTenant } from '../cli-tenant.js';
+import { runAuthz } from '../authz-cli.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const BIN = join(ROOT, 'bin/authz.js');
@@ -37,25 +38,11 @@ if (!hasScript) console.warn('skipping the terminal login test: util-linux `scri
 const printed: string[] = [];
 let home: string;
 
-/** Runs `authz args…` with only `env` (plus PATH and a fresh HOME) and `input` on stdin. */
-function authz(args: string[], env: Record<string, string> = {}, input?: string): Promise<Run> {
-  return new Promise((done, fail) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: home, ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
-    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-    child.once('error', fail);
-    child.once('close', (code) => {
-      printed.push(stdout, stderr);
-      done({ code, stdout, stderr });
-    });
-    child.stdin.end(input ?? '');
-  });
+/** Runs `authz args…` with only `env` (plus PATH and a fresh HOME) and `input` on stdin; keeps what it printed. */
+async function authz(args: string[], env: Record<string, string> = {}, input?: string): Promise<Run> {
+  const run = await runAuthz(args, env, { input, home, cwd: ROOT });
+  printed.push(run.stdout, run.stderr);
+  return run;
 }
 
 /** runCli in this process with only `env` (and a fresh home): the same result as `authz`, without a process start. */

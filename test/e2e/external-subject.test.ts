@@ -11,30 +11,11 @@ import { DecisionService } from '../../gen/authz/v1/decision_service_pb.js';
 import { ErrorInfoSchema } from '../../gen/authz/v1/error_reason_pb.js';
 import { createScratchDatabase } from '../databases.js';
 import { startProcess, waitFor200, type RunningProcess } from '../processes.js';
+import { restClient, revisionOf } from '../rest-client.js';
 
 const BOOTSTRAP = 'azk_e2e_external_subject_0123456789abcdefghij';
 
-interface Reply {
-  status: number;
-  headers: Headers;
-  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
-}
-
-async function call(base: string, method: string, path: string, body?: unknown, key: string | null = BOOTSTRAP): Promise<Reply> {
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
-  if (key) headers['x-api-key'] = key;
-  const res = await fetch(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
-}
-
-async function ok(p: Promise<Reply>): Promise<Reply> {
-  const r = await p;
-  if (r.status !== 200) throw new Error(`${r.status} ${JSON.stringify(r.body)}`);
-  return r;
-}
-
-const revisionOf = (r: Reply) => Number(r.headers.get('x-revision'));
+const { call, ok } = restClient(BOOTSTRAP);
 
 describe.skipIf(!process.env.DATABASE_URL)('decisions by external id on a control plane and a sidecar, as real processes', () => {
   let scratch: { url: string; drop: () => Promise<void> };

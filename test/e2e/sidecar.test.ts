@@ -6,31 +6,12 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createScratchDatabase } from '../databases.js';
 import { freePort, startProcess, waitFor200, type RunningProcess } from '../processes.js';
+import { restClient, revisionOf } from '../rest-client.js';
 
 const BOOTSTRAP = 'azk_e2e_sidecar_bootstrap_0123456789abcdefghij';
 const STALENESS_MS = 2_000;
 
-interface Reply {
-  status: number;
-  headers: Headers;
-  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
-}
-
-async function call(base: string, method: string, path: string, body?: unknown, key: string | null = BOOTSTRAP): Promise<Reply> {
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
-  if (key) headers['x-api-key'] = key;
-  const res = await fetch(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
-}
-
-async function ok(p: Promise<Reply>): Promise<Reply> {
-  const r = await p;
-  if (r.status !== 200) throw new Error(`${r.status} ${JSON.stringify(r.body)}`);
-  return r;
-}
-
-const revisionOf = (r: Reply) => Number(r.headers.get('x-revision'));
+const { call, ok } = restClient(BOOTSTRAP);
 
 /** A metric's value in a Prometheus text page (first sample of that name, labels ignored). */
 async function metric(base: string, name: string): Promise<number> {
