@@ -204,6 +204,9 @@ describe.skipIf(!available)('change history on postgres', () => {
     expect(sinceTime.map((c) => c.entityId)).toEqual(ids.slice(3));
     const range = await allChanges({ writerKeyId: writer.id, fromRevision: String(revisions[2]), toRevision: String(revisions[5]) });
     expect(range.map((c) => c.entityId)).toEqual(ids.slice(2, 6));
+    // The kind filter alone: the projects written earlier, and nothing else.
+    const projects = await allChanges({ kind: 'project', pageSize: '1' });
+    expect(projects.map((c) => (c.after as { name: string }).name)).toEqual(['web', 'api']);
   });
 
   it('checks filters and page sizes, naming the field', async () => {
@@ -227,6 +230,12 @@ describe.skipIf(!available)('change history on postgres', () => {
     expect((await rest('GET', `/changes?tenantId=${tenantId}`, undefined, service.secret)).status).toBe(403);
     expect((await rest('GET', `/changes?tenantId=${tenantId}`, undefined, otherUser.secret)).status).toBe(403);
     expect((await rest('GET', '/changes')).status).toBe(400);
+    // A key restricted to an environment reaches part of the tenant; the log covers all of it.
+    const project = await rest('POST', '/projects', { tenantId, name: 'reach' });
+    const environment = await rest('POST', '/environments', { tenantId, projectId: project.body.id, name: 'prod' });
+    const { apiKey } = await admin.apiKeys.createApiKey({ name: 'env', kind: 'user', tenantId, environmentId: environment.body.id as string });
+    const envRes = await rest('GET', `/changes?tenantId=${tenantId}`, undefined, apiKey!.secretKey!);
+    expect(envRes.status).toBe(403);
   });
 
   it('prints the history with authz, oldest first, with the fields that changed', async () => {
