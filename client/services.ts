@@ -5,6 +5,7 @@
 import type { DescService } from '@bufbuild/protobuf';
 import { createClient, type Client, type Transport } from '@connectrpc/connect';
 import { ApiKeyService } from '../gen/authz/v1/api_key_service_pb.js';
+import { ChangeService } from '../gen/authz/v1/change_service_pb.js';
 import { DecisionService } from '../gen/authz/v1/decision_service_pb.js';
 import { ImportService } from '../gen/authz/v1/import_service_pb.js';
 import { MembershipService } from '../gen/authz/v1/membership_service_pb.js';
@@ -26,6 +27,7 @@ import { AuthzError } from './errors.js';
 /** Every service of the contract, by the name the client exposes it under. */
 export const SERVICES = {
   apiKeys: ApiKeyService,
+  changes: ChangeService,
   decisions: DecisionService,
   imports: ImportService,
   memberships: MembershipService,

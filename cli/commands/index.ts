@@ -7,6 +7,7 @@
 import type { CliCommand } from '../command.js';
 import { checkCommand } from './check.js';
 import { exportCommand } from './export.js';
+import { historyCommand } from './history.js';
 import { importCommand } from './import.js';
 import { loginCommand } from './login.js';
 import { planCommands } from './plan.js';
@@ -16,5 +17,5 @@ import { validateCommands } from './validate.js';
 import { versionCommand } from './version.js';
 
 export const COMMANDS: readonly CliCommand[] = [
-  checkCommand, testCommand, validateCommands, planCommands, exportCommand, importCommand, loginCommand, statusCommands, versionCommand,
+  checkCommand, testCommand, validateCommands, planCommands, exportCommand, importCommand, historyCommand, loginCommand, statusCommands, versionCommand,
 ];

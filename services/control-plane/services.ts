@@ -36,9 +36,11 @@ import { TenantModelService } from '../../gen/authz/v1/tenant_model_service_pb.j
 import { tenantModelService } from './handlers/tenant-model.js';
 import { ImportService } from '../../gen/authz/v1/import_service_pb.js';
 import { importService } from './handlers/import.js';
+import { ChangeService } from '../../gen/authz/v1/change_service_pb.js';
+import { changeService } from './handlers/changes.js';
 
 /** Every service of the control plane, for the server and the REST gateway. */
-export const SERVICES: DescService[] = [DecisionService, ScopeService, TenancyService, SubjectService, ApiKeyService, RoleService, PermissionService, MembershipService, ResourceTypeService, ResourceService, PolicyService, TagService, ScopeOverrideService, OwnershipGrantService, TenantModelService, ImportService, SnapshotService];
+export const SERVICES: DescService[] = [DecisionService, ScopeService, TenancyService, SubjectService, ApiKeyService, RoleService, PermissionService, MembershipService, ResourceTypeService, ResourceService, PolicyService, TagService, ScopeOverrideService, OwnershipGrantService, TenantModelService, ImportService, ChangeService, SnapshotService];
 
 /** Registers every service implementation on a Connect router. */
 export function registerServices(router: ConnectRouter, deps: Deps): ConnectRouter {
@@ -58,6 +60,7 @@ export function registerServices(router: ConnectRouter, deps: Deps): ConnectRout
   router.service(OwnershipGrantService, ownershipGrantService(deps));
   router.service(TenantModelService, tenantModelService(deps));
   router.service(ImportService, importService(deps));
+  router.service(ChangeService, changeService(deps));
   if (deps.watch) router.service(SnapshotService, snapshotService(deps.watch, deps.watchKeys));
   return router;
 }

@@ -60,6 +60,8 @@ export async function compactChangeLog(db: Database, rule: RetentionRule, now = 
          on conflict (tenant_id) do update set compacted_through = greatest(change_log_horizons.compacted_through, excluded.compacted_through)`,
         [c.id, through],
       );
+      // Who wrote a revision goes with its changes.
+      await tem.execute('delete from revisions where tenant_id = ? and revision <= ?', [c.id, through], 'run');
       const res = (await tem.execute('delete from change_log where tenant_id = ? and revision <= ?', [c.id, through], 'run')) as { affectedRows?: number };
       return res.affectedRows ?? 0;
     });

@@ -86,7 +86,7 @@ export const ChangeLogEntity = new EntitySchema<Record<string, unknown>>({
     tenantId: { ...str, primary: true },
     revision: { type: 'number', columnType: 'bigint', primary: true },
     seq: { type: 'number', columnType: 'int', primary: true },
-    op: str, kind: str, entityId: str, data: json, createdAt: date,
+    op: str, kind: str, entityId: str, data: json, before: json, createdAt: date,
   } as never,
 });
 

@@ -4,7 +4,7 @@ import { DomainError, invalid, notFound } from '../common/errors.js';
 import type { Database } from './db.js';
 import { KINDS, prepareMessages, type KindDef, type KindName, type Row } from './kinds.js';
 import { ChangeLogEntity } from './schema.js';
-import { rawQuery } from './read.js';
+import { loadByIds, rawQuery } from './read.js';
 import { CHANGE_CHANNEL, KEY_CHANNEL } from './notifications.js';
 import { copyData, copyInto, copyText } from './copy.js';
 
@@ -20,7 +20,22 @@ export interface ChangeEntry {
   seq: number;
   /** The row as JSON; null for a delete. */
   json: string | null;
+  /** The row before the change as JSON, for an update or a delete; null for an insert. */
+  before?: string | null;
 }
+
+/**
+ * Who writes a revision: the API key and the subject it acts as, and the reason the caller gave
+ * (`x-change-reason`), or `SYSTEM_WRITER` for writes no request made (bootstrap, start-up).
+ */
+export interface Writer {
+  keyId: string;
+  subjectId: string;
+  reason: string | null;
+}
+
+/** The writer of writes without a request. */
+export const SYSTEM_WRITER: Writer = Object.freeze({ keyId: 'system', subjectId: 'system', reason: null });
 
 /** The channel a write NOTIFYs on (defined with the listener). */
 export { CHANGE_CHANNEL };
@@ -63,7 +78,7 @@ export class WriteTx {
    * SQL); `copies`: whether the database takes `COPY … FROM STDIN` (PostgreSQL does; the
    * embedded database's wire protocol does not).
    */
-  constructor(readonly em: EntityManager, private readonly copies = false) {}
+  constructor(readonly em: EntityManager, private readonly copies = false, private readonly writer: Writer = SYSTEM_WRITER) {}
 
   /** Locks the tenant's row (until commit) and enters it; a second, different tenant is refused. */
   async useTenant(tenantId: string, field = 'tenantId'): Promise<void> {
@@ -198,22 +213,30 @@ export class WriteTx {
     return out;
   }
 
-  /** Updates one row (the full new row is given) and records it. */
+  /** Updates one row (`row`: the whole row as stored, `patch`: what changes) and records it with its row before. */
   async update(kind: KindName, row: Row, patch: Row): Promise<void> {
     const d = KINDS[kind] as KindDef;
     if (kind === 'apiKey') this.noteKeys([row, patch]);
     await this.em.nativeUpdate(d.entity, { id: row.id }, patch);
     const full = { ...row, ...patch };
-    this.record(d, this.loggedRows(d, [full]));
+    this.record(d, this.loggedRows(d, [full]), JSON.stringify(row));
   }
 
-  /** Deletes rows of one kind by id and records them. */
+  /**
+   * Deletes rows of one kind by id and records them, each with its row before (read first, in
+   * this transaction: the tenant is locked, so it is the row the delete removes).
+   */
   async delete(kind: KindName, ids: string[]): Promise<void> {
     if (ids.length === 0) return;
     const d = KINDS[kind] as KindDef;
     if (kind === 'apiKey') this.keyPrefixes.add('*');
+    const before = d.tenantOwned ? await loadByIds(this.em, kind, ids) : undefined;
     await this.em.nativeDelete(d.entity, { id: { $in: ids } });
-    if (d.tenantOwned) for (const id of ids) this.changes.push({ op: 'delete', kind: d.kind, id, seq: this.seq++, json: null });
+    if (!before) return;
+    for (const id of ids) {
+      const row = before.get(id);
+      this.changes.push({ op: 'delete', kind: d.kind, id, seq: this.seq++, json: null, before: row ? JSON.stringify(row) : null });
+    }
   }
 
   /** Records the prefixes of API-key rows written (`*` when a row does not carry its prefix). */
@@ -224,9 +247,9 @@ export class WriteTx {
     }
   }
 
-  /** Queues upserts for the change log (written at flush). */
-  private record(d: KindDef, rows: Row[]) {
-    for (const r of rows) this.changes.push({ op: 'upsert', kind: d.kind, id: r.id as string, seq: this.seq++, json: JSON.stringify(r) });
+  /** Queues upserts for the change log (written at flush); `before`: the row before an update. */
+  private record(d: KindDef, rows: Row[], before: string | null = null) {
+    for (const r of rows) this.changes.push({ op: 'upsert', kind: d.kind, id: r.id as string, seq: this.seq++, json: JSON.stringify(r), before });
   }
 
   /** Appends the collected changes under the tenant's revision (each new tenant's under its own). */
@@ -239,14 +262,22 @@ export class WriteTx {
     await this.flushOne(this.tenantId, this.revision, this.changes, this.seq);
   }
 
-  /** Writes the queued entries of one tenant and wakes its followers (`logged` counts every entry). */
+  /**
+   * Writes the queued entries of one tenant and who wrote the revision, and wakes its followers
+   * (`logged` counts every entry).
+   */
   private async flushOne(tenantId: string, revision: number, changes: ChangeEntry[], logged: number) {
     if (logged === 0) return;
+    const now = new Date();
     await this.em.execute('update tenants set revision = ? where id = ?', [revision, tenantId]);
+    await this.em.execute(
+      'insert into revisions (tenant_id, revision, key_id, subject_id, reason, created_at) values (?, ?, ?, ?, ?, ?)',
+      [tenantId, revision, this.writer.keyId, this.writer.subjectId, this.writer.reason, now],
+    );
     if (changes.length > 0) {
-      const head = `{"tenantId":${JSON.stringify(tenantId)},"revision":${revision},"createdAt":${JSON.stringify(new Date())},"seq":`;
+      const head = `{"tenantId":${JSON.stringify(tenantId)},"revision":${revision},"createdAt":${JSON.stringify(now)},"seq":`;
       const rows = changes.map((c) =>
-        `${head}${c.seq},"op":${JSON.stringify(c.op)},"kind":${JSON.stringify(c.kind)},"entityId":${JSON.stringify(c.id)},"data":${c.json ?? 'null'}}`);
+        `${head}${c.seq},"op":${JSON.stringify(c.op)},"kind":${JSON.stringify(c.kind)},"entityId":${JSON.stringify(c.id)},"data":${c.json ?? 'null'},"before":${c.before ?? 'null'}}`);
       await insertJson(this.em, ChangeLogEntity, CHANGE_LOG_PROPS, `[${rows.join(',')}]`);
     }
     await this.em.execute('select pg_notify(?, ?)', [CHANGE_CHANNEL, `${tenantId}:${revision}`]);
@@ -263,7 +294,7 @@ const MAX_PARAMS = 65_000;
 const columnPlans = new WeakMap<EntitySchema<Row>, { table: string; props: EntityProperty[] }>();
 
 /** Every column of the change log, as flushOne writes them. */
-const CHANGE_LOG_PROPS = ['tenantId', 'revision', 'seq', 'op', 'kind', 'entityId', 'data', 'createdAt'];
+const CHANGE_LOG_PROPS = ['tenantId', 'revision', 'seq', 'op', 'kind', 'entityId', 'data', 'before', 'createdAt'];
 /** The same columns by name, in the order `copy` writes them. */
 const CHANGE_LOG_COLUMNS = ['tenant_id', 'revision', 'seq', 'op', 'kind', 'entity_id', 'data', 'created_at'];
 
@@ -413,22 +444,23 @@ export interface WriteResult<T> {
  * Runs `fn` in one transaction; all or nothing. After the commit, this process's followers hear
  * of the revisions it wrote, and its key caches of the keys it wrote, at once (`deliverLocal`),
  * before the database's NOTIFY comes back. A unique or foreign-key violation that slipped past
- * the caller's checks fails it as a DomainError (`already_exists`, `constraint`).
+ * the caller's checks fails it as a DomainError (`already_exists`, `constraint`). Every revision
+ * it makes records `writer` (a request's writes pass the caller's; SYSTEM_WRITER otherwise).
  */
-export async function runWrite<T>(db: Database, fn: (tx: WriteTx) => Promise<T>): Promise<WriteResult<T>> {
+export async function runWrite<T>(db: Database, fn: (tx: WriteTx) => Promise<T>, writer: Writer = SYSTEM_WRITER): Promise<WriteResult<T>> {
   try {
-    return await transaction(db, fn);
+    return await transaction(db, fn, writer);
   } catch (err) {
     throw asDomainError(err);
   }
 }
 
-async function transaction<T>(db: Database, fn: (tx: WriteTx) => Promise<T>): Promise<WriteResult<T>> {
+async function transaction<T>(db: Database, fn: (tx: WriteTx) => Promise<T>, writer: Writer): Promise<WriteResult<T>> {
   const em = db.orm.em.fork();
   let committed: string[] = [];
   let keys: Set<string> | undefined;
   const out = await em.transactional(async (tem) => {
-    const tx = new WriteTx(tem as EntityManager, db.backend === 'postgres');
+    const tx = new WriteTx(tem as EntityManager, db.backend === 'postgres', writer);
     const result = await fn(tx);
     await tx.flushChangeLog();
     committed = tx.committed;

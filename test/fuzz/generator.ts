@@ -450,6 +450,22 @@ export const RULES: Record<string, { why: string; apply: (ctx: Ctx, out: JsonObj
       ];
     },
   },
+  'authz.v1.ListChangesRequest': {
+    why: '`kind` is a change-log kind, times are RFC 3339 and revisions from 1 (the fuzz world is never compacted); a writer, entity or range that matches nothing answers an empty page',
+    apply(ctx, out) {
+      out.kind = pick(ctx.r, ['', 'scope', 'subject', 'resource', 'role', 'policy']);
+      out.fromTime = chance(ctx.r, 0.3) ? new Date(Date.now() - int(ctx.r, 0, 3_600_000)).toISOString() : '';
+      out.toTime = chance(ctx.r, 0.2) ? new Date(Date.now() + int(ctx.r, 0, 3_600_000)).toISOString() : '';
+      if (chance(ctx.r, 0.7)) delete out.fromRevision;
+      else out.fromRevision = int(ctx.r, 1, 20);
+      if (chance(ctx.r, 0.7)) delete out.toRevision;
+      else out.toRevision = int(ctx.r, 1, 100);
+      if (chance(ctx.r, 0.5)) delete out.entityId;
+      if (chance(ctx.r, 0.7)) delete out.writerKeyId;
+      if (chance(ctx.r, 0.7)) delete out.writerSubjectId;
+      out.pageSize = chance(ctx.r, 0.5) ? 0 : int(ctx.r, 1, 50);
+    },
+  },
   'authz.v1.GetImportRequest': {
     why: 'the import each tenant of the world is seeded with',
     apply(_ctx, out) {

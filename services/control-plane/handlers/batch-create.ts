@@ -8,8 +8,9 @@ import { DomainError, alreadyExists, duplicateId, invalid, missingReference } fr
 import { newId } from '../../common/ids.js';
 import { KINDS, rowToMessage, type KindDef, type KindName, type MessageOf, type Row } from '../../store/kinds.js';
 import { rowReads, type RowReads } from '../../store/rows.js';
-import { runWrite, type WriteTx } from '../../store/write.js';
+import { runWrite, type Writer, type WriteTx } from '../../store/write.js';
 import { assertTenantReach, principalOf, type Principal } from '../auth/principal.js';
+import { writerOfCall } from '../auth/writer.js';
 import { batchItems, clientId } from '../../common/validate.js';
 import type { Deps } from './deps.js';
 import { setRevision } from './writes.js';
@@ -133,7 +134,7 @@ export interface CreateSpec<I, K extends KindName> {
 export async function createMany<I, K extends KindName>(
   deps: Deps, ctx: HandlerContext, spec: CreateSpec<I, K>, items: I[], batch: boolean,
 ): Promise<MessageOf<K>[]> {
-  const { rows, revision } = await createRows(deps, principalOf(ctx), spec, items, batch);
+  const { rows, revision } = await createRows(deps, principalOf(ctx), spec, items, batch, writerOfCall(ctx));
   setRevision(ctx, revision);
   return rows.map((r) => rowToMessage(spec.kind, r));
 }
@@ -144,10 +145,10 @@ export async function createMany<I, K extends KindName>(
  * WriteTx.insert; by default their messages are made).
  */
 export async function createRows<I, K extends KindName>(
-  deps: Deps, principal: Principal, spec: CreateSpec<I, K>, items: I[], batch: boolean, whileWriting?: (rows: Row[]) => void,
+  deps: Deps, principal: Principal, spec: CreateSpec<I, K>, items: I[], batch: boolean, writer: Writer, whileWriting?: (rows: Row[]) => void,
 ): Promise<{ rows: Row[]; revision?: number }> {
   if (batch) batchItems(items);
-  const { result, revision } = await runWrite(deps.db, (tx) => createInTx(tx, principal, spec, items, (i) => (batch ? `items[${i}].` : ''), whileWriting));
+  const { result, revision } = await runWrite(deps.db, (tx) => createInTx(tx, principal, spec, items, (i) => (batch ? `items[${i}].` : ''), whileWriting), writer);
   return { rows: result, revision };
 }
 

@@ -12,6 +12,8 @@ import { rowsToJsonText } from '../../store/kinds.js';
 import type { DirectCall, DirectMethod } from '../../transport/gateway/direct.js';
 import { TENANT_ATTRIBUTE } from '../../transport/tracing.js';
 import type { Principal } from '../auth/principal.js';
+import { reasonOfNodeHeaders, writerOf } from '../auth/writer.js';
+import type { Writer } from '../../store/write.js';
 import { importBatch } from '../import/batch.js';
 import { createRows } from './batch-create.js';
 import type { Deps } from './deps.js';
@@ -24,6 +26,11 @@ function principalOf(call: DirectCall): Principal {
   return principal;
 }
 
+/** The writer of a direct call: its caller, and the reason from its headers. */
+function writerOfDirect(call: DirectCall): Writer {
+  return writerOf(call.caller as Principal, reasonOfNodeHeaders(call.headers));
+}
+
 export function directMethods(deps: Deps): DirectMethod[] {
   return [
     {
@@ -31,7 +38,7 @@ export function directMethods(deps: Deps): DirectMethod[] {
       async serve(call) {
         const items = (call.message as BatchCreateResourcesRequest).items;
         let restBody = '';
-        const { rows, revision } = await createRows(deps, principalOf(call), resources(), items, true, (written) => (restBody = rowsToJsonText('resource', written)));
+        const { rows, revision } = await createRows(deps, principalOf(call), resources(), items, true, writerOfDirect(call), (written) => (restBody = rowsToJsonText('resource', written)));
         if (restBody === '') restBody = rowsToJsonText('resource', rows);
         return { restBody, revision };
       },
@@ -39,7 +46,7 @@ export function directMethods(deps: Deps): DirectMethod[] {
     {
       method: ImportService.method.importBatch,
       async serve(call) {
-        const out = await importBatch(deps.db, principalOf(call), call.message as ImportBatchRequest);
+        const out = await importBatch(deps.db, principalOf(call), writerOfDirect(call), call.message as ImportBatchRequest);
         const message = create(ImportBatchResponseSchema, {
           importId: out.importId, sequence: out.sequence, applied: out.applied, revision: BigInt(out.revision), nextLine: out.nextLine, counts: out.counts,
         });

@@ -10,6 +10,7 @@ import { rowToMessage, type Row } from '../../store/kinds.js';
 import type { RowFilter } from '../../store/rows.js';
 import { runWrite } from '../../store/write.js';
 import { assertTenantReach, assertWholeTenantReach, principalOf, type Principal } from '../auth/principal.js';
+import { writerOfCall } from '../auth/writer.js';
 import { batchItems, optionalString, requireString } from '../../common/validate.js';
 import { Batch, createMany, type CreateSpec } from './batch-create.js';
 import type { Deps } from './deps.js';
@@ -39,6 +40,7 @@ function itemTenant(b: Batch, tenantId: string | undefined, field: string): stri
 async function createTenants(deps: Deps, ctx: HandlerContext, items: CreateTenantRequest[], batch: boolean): Promise<Tenant[]> {
   if (batch) batchItems(items);
   const principal = principalOf(ctx);
+  const writer = writerOfCall(ctx);
   const { result, revision } = await runWrite(deps.db, async (tx) => {
     const b = new Batch(tx, principal);
     const planned = items.map((item, i) => {
@@ -57,7 +59,7 @@ async function createTenants(deps: Deps, ctx: HandlerContext, items: CreateTenan
       t.revision = tx.revision;
     }
     return planned;
-  });
+  }, writer);
   setRevision(ctx, revision);
   return result.map((r) => rowToMessage('tenant', r));
 }

@@ -19,6 +19,7 @@ import { checkModelText, checkParsedModel, prepareModelChecks, type CheckedModel
 import { inReadSnapshot, readTenantModelRows, nameClashes, type TenantModelRows } from '../../store/tenant-model.js';
 import { runWrite, type WriteTx } from '../../store/write.js';
 import { assertTenantReach, assertWholeTenantReach, principalOf, type Principal } from '../auth/principal.js';
+import { writerOfCall } from '../auth/writer.js';
 import type { Deps } from './deps.js';
 import { writePlan, type PlannedApply } from './tenant-model-apply.js';
 import { setRevision } from './writes.js';
@@ -146,6 +147,7 @@ export function tenantModelService(deps: Deps): ServiceImpl<typeof TenantModelSe
       const principal = principalOf(ctx);
       const tenantId = tenantOf(principal, req.tenantId);
       const parsed = readDocument(req.document, optionalString(req.fileName, 'fileName') ?? 'model.yaml');
+      const writer = writerOfCall(ctx);
       const { result, revision } = await runWrite(deps.db, async (tx) => {
         await tx.useTenant(tenantId, 'tenantId');
         const at = tx.revision! - 1;
@@ -155,7 +157,7 @@ export function tenantModelService(deps: Deps): ServiceImpl<typeof TenantModelSe
         const planned = await planIn(tx, principal, tenantId, parsed, req.prune);
         await writePlan(tx, principal, planned);
         return planned.plan;
-      });
+      }, writer);
       setRevision(ctx, revision);
       return { revision: BigInt(revision ?? 0), changes: result.changes.map((c) => changeMessage(c, true)) };
     },

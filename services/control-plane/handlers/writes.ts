@@ -9,6 +9,7 @@ import { rowReads } from '../../store/rows.js';
 import { runWrite, type WriteTx } from '../../store/write.js';
 import { setRevision as setRevisionHeader } from '../../transport/revision.js';
 import { assertTenantReach, principalOf, type Principal } from '../auth/principal.js';
+import { writerOfCall } from '../auth/writer.js';
 import { requireString } from '../../common/validate.js';
 import type { Deps } from './deps.js';
 
@@ -20,7 +21,7 @@ export function setRevision(ctx: HandlerContext, revision: number | undefined) {
 /** Runs a delete (or update) transaction and sets the revision header. */
 export async function writeOne<T>(deps: Deps, ctx: HandlerContext, fn: (tx: WriteTx, principal: Principal) => Promise<T>): Promise<T> {
   const principal = principalOf(ctx);
-  const { result, revision } = await runWrite(deps.db, (tx) => fn(tx, principal));
+  const { result, revision } = await runWrite(deps.db, (tx) => fn(tx, principal), writerOfCall(ctx));
   setRevision(ctx, revision);
   return result;
 }

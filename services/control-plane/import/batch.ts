@@ -10,7 +10,7 @@ import type { ImportBatchRequest } from '../../../gen/authz/v1/import_service_pb
 import type { Database } from '../../store/db.js';
 import { importProgress, recordImportBatch, NO_COUNTS, type ImportCounts, type ImportProgress } from '../../store/imports.js';
 import { rowReads } from '../../store/rows.js';
-import { runWrite } from '../../store/write.js';
+import { runWrite, type Writer } from '../../store/write.js';
 import { assertTenantReach, assertWholeTenantReach, type Principal } from '../auth/principal.js';
 import { parseEntity } from './entities.js';
 import { planBatch, WRITE_ORDER } from './plan.js';
@@ -67,7 +67,7 @@ const add = (a: ImportCounts, b: ImportCounts): ImportCounts =>
  * on `sequence`: send it again once its predecessor is). So is a batch that does not start at
  * the line where the import's last batch ended (`failed_precondition` on `firstLine`).
  */
-export async function importBatch(db: Database, principal: Principal, req: ImportBatchRequest): Promise<BatchOutcome> {
+export async function importBatch(db: Database, principal: Principal, writer: Writer, req: ImportBatchRequest): Promise<BatchOutcome> {
   const tenantId = requireString(req.tenantId, 'tenantId');
   const importId = importIdOf(req.importId);
   const sequence = positive(req.sequence, 'sequence');
@@ -98,7 +98,7 @@ export async function importBatch(db: Database, principal: Principal, req: Impor
       const next: ImportProgress = { importId, lastSequence: sequence, nextLine, revision, counts: add(progress?.counts ?? NO_COUNTS, counts) };
       await recordImportBatch(tx, tenantId, next, principal.subjectId);
       return { importId, sequence, applied: true, revision, nextLine, counts };
-    });
+    }, writer);
     return { ...result, tenantRevision: tenantRevision ?? result.revision };
   };
   const write = async (): Promise<BatchOutcome> => {

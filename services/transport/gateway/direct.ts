@@ -9,6 +9,7 @@
  */
 import type { DescMethod, Message } from '@bufbuild/protobuf';
 import type { Span } from '@opentelemetry/api';
+import type { IncomingHttpHeaders } from 'node:http';
 
 /** One call of a direct method. */
 export interface DirectCall {
@@ -16,6 +17,8 @@ export interface DirectCall {
   message: Message;
   /** What the server's `authenticate` made of the headers (it admitted the caller). */
   caller: unknown;
+  /** The request's headers. */
+  headers: IncomingHttpHeaders;
   /** Aborted when the client goes away. */
   signal: AbortSignal;
   /** The call's span, when tracing is on. */

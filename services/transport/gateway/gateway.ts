@@ -230,7 +230,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
         }
       }
       checkRequestMessage(input, decoded as unknown as Record<string, unknown>);
-      answer = await direct.serve({ message: decoded, caller: check.caller, signal, span });
+      answer = await direct.serve({ message: decoded, caller: check.caller, headers: req.headers, signal, span });
     } catch (err) {
       const ce = toConnectError(err, opts.classifyError);
       if (ce.code === Code.Internal) opts.logger?.error({ err: ce.cause ?? ce, service, method }, 'rpc failed with an internal error');
