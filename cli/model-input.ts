@@ -31,7 +31,4 @@ export async function readModelInput(io: CliIo, file: string): Promise<ModelInpu
   }
 }
 
-/** One error of a model file as the server's messages list it (the path left out when the whole document is at fault). */
-export function modelErrorLine(e: { file: string; line: number; column: number; path: string; message: string }): string {
-  return `${e.file}:${e.line}:${e.column}: ${e.path ? `${e.path}: ` : ''}${e.message}`;
-}
+

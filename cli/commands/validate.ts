@@ -8,7 +8,7 @@ import { stringify as toYaml } from 'yaml';
 import type { CliCommand } from '../command.js';
 import type { CliContext } from '../context.js';
 import { EXIT_FAILED, EXIT_OK } from '../exit.js';
-import { modelErrorLine, readModelInput } from '../model-input.js';
+import { readModelInput } from '../model-input.js';
 
 interface ValidateOptions {
   file: string;
@@ -16,10 +16,10 @@ interface ValidateOptions {
 
 async function validate(ctx: CliContext, o: ValidateOptions): Promise<number> {
   const input = await readModelInput(ctx.io, o.file);
-  const { checkModelText, SECTIONS } = await import('../../services/model/mod.js');
+  const { checkModelText, formatModelError, SECTIONS } = await import('../../services/model/mod.js');
   const checked = checkModelText(input.text, input.name);
   if (checked.errors.length > 0) {
-    ctx.emit({ file: input.name, valid: false, errors: checked.errors }, () => checked.errors.map(modelErrorLine).join('\n'));
+    ctx.emit({ file: input.name, valid: false, errors: checked.errors }, () => checked.errors.map(formatModelError).join('\n'));
     return EXIT_FAILED;
   }
   const model = checked.model as unknown as Record<string, unknown>;

@@ -5,7 +5,6 @@
  * a pass.
  */
 import type { CheckCase, DecisionTests, PermissionsCase } from '../../services/model/mod.js';
-import type { ModelError } from '../../services/model/mod.js';
 import type { DecisionJson } from '../explain.js';
 
 /** What answers the cases: the same questions, asked of the engine in this process or of a server. */
@@ -125,9 +124,4 @@ export async function runCases(target: DecisionTarget, file: string, cases: read
     errors: results.filter((r) => r.error !== undefined).length,
     ms: performance.now() - start,
   };
-}
-
-/** A file that could not be read or checked: its errors, as `file:line:column: path: message`. */
-export function errorLines(errors: readonly ModelError[]): string[] {
-  return errors.map((e) => `${e.file}:${e.line}:${e.column}: ${e.path ? `${e.path}: ` : ''}${e.message}`);
 }

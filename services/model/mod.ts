@@ -11,7 +11,7 @@ import { checkModelText, type CheckedModel } from './validate.js';
 
 export { API_VERSION, MODEL_KIND, SCHEMA_FILE, SECTIONS, tenantModelJsonSchema, type Section, type TenantModel } from './format.js';
 export { checkModelText, checkParsedModel, type CheckContext, type CheckedModel } from './validate.js';
-export { formatPath, parseModelText, type ModelError, type ParsedModel, type PathPart } from './parse.js';
+export { formatModelError, formatPath, parseModelText, type ModelError, type ParsedModel, type PathPart } from './parse.js';
 export { normaliseModel, renderModel, sectionsOf, type ModelFormat } from './normalize.js';
 export { planModel, type ChangeAction, type ModelChange, type ModelPlan, type PlanOptions, type PlanProblem } from './plan.js';
 export { ENTITY_KINDS, type Entities, type Entity, type EntityKind } from './entities.js';

@@ -7,9 +7,9 @@ import { dirname, resolve } from 'node:path';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { MAX_BODY_BYTES } from '../transport/request-limits.js';
-import { formatPath, parseModelText, type ModelError, type ParsedModel, type PathPart } from './parse.js';
+import { formatPath, parseModelText, type ModelError, type ParsedModel } from './parse.js';
 import { DecisionTestsSchema, type DecisionTests } from './tests-format.js';
-import { checkModelText, checkParsedModel, dedupe, reportSchemaErrors, type CheckedModel } from './validate.js';
+import { checkModelText, checkParsedModel, errorCollector, reportSchemaErrors, type CheckedModel } from './validate.js';
 
 let compiled: ValidateFunction | undefined;
 
@@ -49,13 +49,13 @@ export function checkDecisionTestsText(text: string, file: string, readFile: Rea
     return { parsed: { file, value: undefined, errors: [], locate: () => ({ line: 1, column: 1 }) }, errors: [tooBig(file, Buffer.byteLength(text))] };
   }
   const parsed = parseModelText(text, file);
-  const errors: ModelError[] = [...parsed.errors];
-  if (errors.length > 0) return { parsed, errors };
-  const report = (path: PathPart[], message: string, key = false) => errors.push({ file, ...parsed.locate(path, key), path: formatPath(path), message });
+  const collected = errorCollector(parsed);
+  const report = collected.report;
+  if (collected.count > 0) return { parsed, errors: collected.all() };
   const validate = validator();
   if (!validate(parsed.value)) {
     reportSchemaErrors(validate.errors ?? [], report, 'a decision-test file');
-    return { parsed, errors: dedupe(errors) };
+    return { parsed, errors: collected.all() };
   }
   const tests = parsed.value as DecisionTests;
   let model: CheckedModel;
@@ -67,7 +67,7 @@ export function checkDecisionTestsText(text: string, file: string, readFile: Rea
       modelText = readFile(modelFile);
     } catch (err) {
       report(['model'], `cannot read the model file ${modelFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-      return { parsed, tests, errors };
+      return { parsed, tests, errors: collected.all() };
     }
     model = checkModelText(modelText, modelFile);
   } else {
@@ -78,6 +78,5 @@ export function checkDecisionTestsText(text: string, file: string, readFile: Rea
     model = checkParsedModel(inline);
     for (const e of model.errors) e.path = formatPath(['model']) + (e.path === '' ? '' : e.path.startsWith('[') ? e.path : `.${e.path}`);
   }
-  errors.push(...model.errors);
-  return { parsed, tests, model, modelText, modelFile, errors };
+  return { parsed, tests, model, modelText, modelFile, errors: model.errors };
 }

@@ -223,3 +223,30 @@ scopes:
     expect(errorsOf(text)).toEqual(['6:42 scopeOverrides[0].permissions: must be absent for mode block', '7:5 scopeOverrides[1].permissions: is required for mode add']);
   });
 });
+
+describe('documents built to cost', () => {
+  it('refuses nesting deeper than a model can before the parser recurses into it', () => {
+    const deep = `apiVersion: authz/v1\nkind: TenantModel\nx: ${'['.repeat(100_000)}${']'.repeat(100_000)}\n`;
+    expect(errorsOf(deep)).toEqual(['3:132 : the document nests deeper than 128 levels, more than a model can']);
+    expect(errorsOf(`apiVersion: authz/v1\nkind: TenantModel\nscopes:\n${'- '.repeat(130)}x\n`)).toEqual([
+      '4:1 : the document nests deeper than a model can (more than 256 columns of indentation or 128 levels)',
+    ]);
+    // Brackets inside quoted or plain scalars, and comments, are not nesting.
+    const fine = `apiVersion: authz/v1\nkind: TenantModel\nscopeTypes:\n  - name: "${'['.repeat(100)}"\n    description: a${'['.repeat(100)} # ${'{'.repeat(100)}\n`;
+    expect(errorsOf(fine)).toEqual([]);
+  });
+
+  it('finds a repeated key among many, at its line', () => {
+    const keys = Array.from({ length: 20_000 }, (_, i) => `      k${i}: 1\n`).join('');
+    const text = `apiVersion: authz/v1\nkind: TenantModel\nsubjects:\n  - externalId: a\n    metadata:\n${keys}      k7: 2\n`;
+    expect(errorsOf(text)).toEqual(['20006:7 : Map keys must be unique']);
+  });
+
+  it('places the first errors and counts the rest', () => {
+    const text = `apiVersion: authz/v1\nkind: TenantModel\n${Array.from({ length: 500 }, (_, i) => `extra${i}: 1\n`).join('')}`;
+    const errors = checkModelText(text, 'm.yaml').errors;
+    expect(errors).toHaveLength(101);
+    expect(errors[0]).toMatchObject({ line: 3, path: 'extra0', message: 'is not a field of a tenant model' });
+    expect(errors[100]).toMatchObject({ line: 0, message: '… and 400 more errors' });
+  });
+});

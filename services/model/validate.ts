@@ -58,15 +58,40 @@ export function checkModelText(text: string, file = 'model.yaml', context: Check
   return checkParsedModel(parseModelText(text, file), context);
 }
 
+/** Errors placed in the file per document; past it they are counted, not placed (placing one walks the document). */
+export const MAX_PLACED_ERRORS = 100;
+
+/**
+ * Where a document's errors go: `report` places each in the file, up to MAX_PLACED_ERRORS, and
+ * counts the rest; `all()` gives them in file order, the count of the rest last.
+ */
+export function errorCollector(parsed: ParsedModel): { report: (path: PathPart[], message: string, key?: boolean) => void; all(): ModelError[]; readonly count: number } {
+  const errors: ModelError[] = [...parsed.errors];
+  let more = 0;
+  return {
+    report(path, message, key = false) {
+      if (errors.length >= MAX_PLACED_ERRORS) more++;
+      else errors.push({ file: parsed.file, ...parsed.locate(path, key), path: formatPath(path), message });
+    },
+    all() {
+      const placed = dedupe(errors);
+      return more > 0 ? [...placed, { file: parsed.file, line: 0, column: 0, path: '', message: `… and ${more} more errors` }] : placed;
+    },
+    get count() {
+      return errors.length + more;
+    },
+  };
+}
+
 /** Checks a parsed model: schema, then the rules of the API. */
 export function checkParsedModel(parsed: ParsedModel, context: CheckContext = {}): CheckedModel {
-  const errors: ModelError[] = [...parsed.errors];
-  const report = (path: PathPart[], message: string, key = false) => errors.push({ file: parsed.file, ...parsed.locate(path, key), path: formatPath(path), message });
-  if (errors.length > 0) return { parsed, errors };
+  const collected = errorCollector(parsed);
+  const report = collected.report;
+  if (collected.count > 0) return { parsed, errors: collected.all() };
   const validate = schemaValidator();
   if (!validate(parsed.value)) {
     reportSchemaErrors(validate.errors ?? [], report, 'a tenant model');
-    return { parsed, errors: dedupe(errors) };
+    return { parsed, errors: collected.all() };
   }
   const model = parsed.value as TenantModel;
   checkValues(model, report);
@@ -76,7 +101,7 @@ export function checkParsedModel(parsed: ParsedModel, context: CheckContext = {}
   for (const [k, v] of Object.entries(own)) if (v !== undefined) (universe as Record<string, unknown>)[k] = v;
   const entities = entitiesOf(model, universe, report);
   checkRules(model, universe, report);
-  return errors.length > 0 ? { parsed, errors: dedupe(errors) } : { parsed, model, entities, errors };
+  return collected.count > 0 ? { parsed, errors: collected.all() } : { parsed, model, entities, errors: [] };
 }
 
 /** One error per place and message, in file order. */

@@ -13,7 +13,7 @@ import { MAX_BATCH, oneOf, optionalString, requireString } from '../../common/va
 import { SECTIONS, type Section } from '../../model/format.js';
 import { onlySections, policyIdFor, stateToModel, type TenantState } from '../../model/from-state.js';
 import { normaliseModel, renderModel, sectionsOf } from '../../model/normalize.js';
-import { formatPath, type ModelError, type ParsedModel } from '../../model/parse.js';
+import { formatModelError, formatPath, type ModelError, type ParsedModel } from '../../model/parse.js';
 import { planModel, type ModelChange, type PlanProblem } from '../../model/plan.js';
 import { checkModelText, checkParsedModel, prepareModelChecks, type CheckedModel } from '../../model/validate.js';
 import { inReadSnapshot, readTenantModelRows, nameClashes, type TenantModelRows } from '../../store/tenant-model.js';
@@ -31,7 +31,7 @@ const MAX_STATE_PROBLEMS = 5;
 
 /** A model's errors as one `invalid_argument`: each `file:line:column: path: message`, the first one's path as the field. */
 function invalidModel(errors: ModelError[]): DomainError {
-  const lines = errors.slice(0, MAX_LISTED).map((e) => `${e.file}:${e.line}:${e.column}: ${e.path ? `${e.path}: ` : ''}${e.message}`);
+  const lines = errors.slice(0, MAX_LISTED).map(formatModelError);
   if (errors.length > MAX_LISTED) lines.push(`… and ${errors.length - MAX_LISTED} more`);
   return new DomainError('invalid', `the model is not valid:\n${lines.join('\n')}`, errors[0]?.path || 'document');
 }
