@@ -927,7 +927,8 @@ export type LookupResourcesResponse = Message<"authz.v1.LookupResourcesResponse"
   resources: LookupResource[];
 
   /**
-   * The cursor of the next page; empty on the last page.
+   * The cursor of the next page; empty on the last page (REST: the `x-next-cursor` header,
+   * absent on the last page).
    *
    * @generated from field: string next_cursor = 2;
    */
@@ -953,7 +954,8 @@ export type LookupResourcesResponseJson = {
   resources?: LookupResourceJson[];
 
   /**
-   * The cursor of the next page; empty on the last page.
+   * The cursor of the next page; empty on the last page (REST: the `x-next-cursor` header,
+   * absent on the last page).
    *
    * @generated from field: string next_cursor = 2;
    */
