@@ -82,7 +82,7 @@ describe.each(seeds)('lookupResources equals {r : evaluate(r).allowed} (%s seed 
           const actor: EvaluateRequest['actor'] = byExternal ? { externalId: `ext-${c.request.actor.subjectId}`, subjectType: c.request.actor.subjectType } : c.request.actor;
           const q = {
             actor, scopeId: c.request.scopeId, action: c.request.action, context: c.request.context,
-            resourceType: chance(r, 0.4) ? pick(r, ['doc', 'folder', 'image', 'nope']) : undefined,
+            resourceType: chance(r, 0.4) ? pick(r, ['doc', 'folder', 'image', 'nope', 'resource_type_doc']) : undefined,
             pageSize: pick(r, [1, 2, 3, 5, 100]),
           };
           for (const gate of GATES) {
