@@ -149,6 +149,7 @@ describe.skipIf(!process.env.DATABASE_URL)('LookupResources on a control plane a
       expect(next.body.message).toContain(`moved from revision ${first[i].body.revision}`);
       expect(next.body.message).toContain(`to revision ${moved}`);
       expect(next.body.message).toContain('start the listing again');
+      expect(next.body.details?.[0]).toMatchObject({ type: 'authz.v1.ErrorInfo', reason: 'ERROR_REASON_CONSTRAINT', field: 'cursor' });
       // gRPC says the same.
       const grpc = await createClient(DecisionService, createGrpcTransport({ baseUrl: base }))
         .lookupResources({ actor: { subjectId: w.alice }, scopeId: w.scopeId, action: 'read', pageSize: 5, cursor: nextCursorOf(first[i]) }, { headers: { 'x-api-key': key } })
