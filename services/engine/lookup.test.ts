@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { AmbiguousSubjectError, ScopeNotFoundError } from './errors.js';
 import { evaluate, type EvaluateRequest, type GateMode } from './evaluate.js';
 import { lookupResources, type LookupResourcesQuery } from './lookup.js';
-import type { Resource, TenantSnapshot } from './model.js';
+import type { Change, Resource, TenantSnapshot } from './model.js';
 import { TenantIndex } from './tenant-index/mod.js';
 import { genRequest, genTenant, int, chance, pick, type Rng } from './testdata/generate.js';
 import { RefScopeNotFound, referenceEvaluate } from './testdata/reference.js';
@@ -181,5 +181,62 @@ describe('lookupResources', () => {
     expect(() => lookupResources(index, { ...q, scopeId: 'scope_zz' }, options)).toThrow(ScopeNotFoundError);
     expect(() => lookupResources(index, { ...q, actor: { externalId: 'a' } }, options)).toThrow(AmbiguousSubjectError);
     expect(() => lookupResources(index, { ...q, pageSize: 0 }, options)).toThrow(RangeError);
+  });
+});
+
+describe.each(seeds)('the id order follows applied revisions (%s seed %i)', (_label, seed) => {
+  it('equals a sort of the rows after random creates, deletes, retypes and type changes', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), (tenantSeed) => {
+        const r = mulberry32(tenantSeed);
+        const t = withCopies(r, genTenant(r));
+        const index = TenantIndex.fromSnapshot(t);
+        const rows = new Map((t.rows.resource ?? []).map((x) => [x.id, x]));
+        const types = new Map((t.rows.resource_type ?? []).map((x) => [x.id, x]));
+        const keys = ['doc', 'folder', 'image', 'nope'];
+        const typeIds = ['resource_type_doc', 'resource_type_folder', 'resource_type_doc2'];
+        const check = (where: string) => {
+          for (const key of [undefined, ...keys]) {
+            const want = [...rows.values()]
+              .filter((x) => key === undefined || types.get(x.resourceTypeId)?.key === key)
+              .map((x) => x.id)
+              .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+            expect(index.resourcesInIdOrder(key).map((n) => n.id), `${where}, key ${key}`).toEqual(want);
+          }
+        };
+        // Only some keys asked before the changes: the others are first built after them.
+        if (chance(r, 0.7)) index.resourcesInIdOrder();
+        if (chance(r, 0.5)) index.resourcesInIdOrder('doc');
+        for (let revision = t.revision + 1; revision < t.revision + 6; revision++) {
+          const changes: Change[] = [];
+          const n = chance(r, 0.1) ? 300 : int(r, 1, 4);
+          for (let i = 0; i < n; i++) {
+            const k = int(r, 0, 9);
+            if (k <= 2 && rows.size > 0) {
+              const id = pick(r, [...rows.keys()]);
+              rows.delete(id);
+              changes.push({ op: 'delete', kind: 'resource', id });
+            } else if (k <= 7) {
+              const id = chance(r, 0.5) && rows.size > 0 ? pick(r, [...rows.keys()]) : `resource_n${int(r, 0, 400)}`;
+              const row = { id, tenantId: 'tenant_1', resourceTypeId: pick(r, typeIds), ownerScopeId: 'scope_0', externalResourceId: 'e1', createdAt: '2025-01-01T00:00:00.000Z', createdBy: 'subject_a' } as Resource;
+              rows.set(id, row);
+              changes.push({ op: 'upsert', kind: 'resource', id, row });
+            } else if (k === 8) {
+              const id = pick(r, typeIds);
+              const row = { id, key: pick(r, keys), scopeId: 'scope_0', name: id };
+              types.set(id, row);
+              changes.push({ op: 'upsert', kind: 'resource_type', id, row });
+            } else {
+              const id = pick(r, typeIds);
+              types.delete(id);
+              changes.push({ op: 'delete', kind: 'resource_type', id });
+            }
+          }
+          index.apply(revision, changes);
+          check(`tenant seed ${tenantSeed}, revision ${revision}`);
+        }
+      }),
+      { seed, numRuns: 200 },
+    );
   });
 });

@@ -12,8 +12,8 @@
  * Cost: a page costs one decision per resource visited, returned or skipped: a subject allowed
  * on few of many resources pays for the ones it is not allowed on, up to the whole tenant (of
  * that type) on a page that ends the listing. Other entities of the tenant (subjects, grants,
- * policies) cost nothing beyond what each decision reads. The first page at a revision also
- * sorts the tenant's resources (see tenant-index/resource-order.ts).
+ * policies) cost nothing beyond what each decision reads. The index's first listing sorts the
+ * tenant's resources once; writes then keep that order (see tenant-index/resource-order.ts).
  */
 import { evaluate, type EvaluateOptions, type EvaluateRequest } from './evaluate.js';
 import { ScopeNotFoundError } from './errors.js';

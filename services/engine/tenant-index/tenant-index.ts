@@ -222,11 +222,15 @@ export class TenantIndex {
         throw new InvalidChangeError(`unknown change op ${String((c as { op: unknown }).op)}`);
       }
     }
-    this.resourceOrder.invalidate();
+    const resourceIds: string[] = [];
+    let typesChanged = false;
     for (const c of changes) {
       if (c.op === 'upsert') storeOf(this.kinds, c.kind).upsert(c.row as RowsByKind[EntityKind]);
       else storeOf(this.kinds, c.kind).remove(c.id);
+      if (c.kind === 'resource') resourceIds.push(c.id);
+      else if (c.kind === 'resource_type') typesChanged = true;
     }
+    this.resourceOrder.applied(resourceIds, typesChanged);
     this._revision = revision;
     return true;
   }
@@ -328,7 +332,7 @@ export class TenantIndex {
 
   /**
    * The existing resources in id order (of the types with key `typeKey` when given), valid
-   * until the next {@link apply}. The first call at a revision sorts them: see resource-order.ts.
+   * until the next {@link apply}. The first call sorts them, and `apply` keeps the order: see resource-order.ts.
    */
   resourcesInIdOrder(typeKey?: string): readonly ResourceNode[] {
     return this.resourceOrder.inIdOrder(typeKey);
