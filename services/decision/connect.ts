@@ -5,13 +5,14 @@
 import { create, fromJson } from '@bufbuild/protobuf';
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from '@connectrpc/connect';
 import {
-  DecisionService, EffectivePermissionSchema, EvaluateResponseSchema, type EvaluateResponse,
+  DecisionService, EffectivePermissionSchema, EvaluateResponseSchema, LookupResourceSchema, type EvaluateResponse,
 } from '../../gen/authz/v1/decision_service_pb.js';
 import { ResourcePolicySchema } from '../../gen/authz/v1/policy_pb.js';
 import type { Decision } from '../engine/mod.js';
 import { DomainError } from '../common/errors.js';
 import { setRevision } from '../transport/revision.js';
 import { decideAll, effectiveFor, parseEvaluate, type DecisionSource } from './decide.js';
+import { lookupResourcesFor, parseLookupResources } from './lookup.js';
 import { traceIdOf, type DecisionCall } from './log.js';
 import { spanKey, TENANT_ATTRIBUTE } from '../transport/tracing.js';
 import { plain } from './response-codec.js';
@@ -89,6 +90,13 @@ export function decisionService<C>(source: DecisionSource<C>, callerOf: (ctx: Ha
       const { permissions, revision } = await orServerReason(ctx, () => effectiveFor(source, callerOf(ctx), req, deadlineOf(ctx), ctx.signal, onTenant));
       setRevision(ctx, revision);
       return { permissions: permissions.map((x) => create(EffectivePermissionSchema, x)), revision: BigInt(revision) };
+    },
+    async lookupResources(req, ctx) {
+      const onTenant = callOf(source, ctx, 'LookupResources')?.onTenant;
+      const input = parseLookupResources(req);
+      const page = await orServerReason(ctx, () => lookupResourcesFor(source, callerOf(ctx), input, deadlineOf(ctx), ctx.signal, onTenant));
+      setRevision(ctx, page.revision);
+      return { resources: page.resources.map((x) => create(LookupResourceSchema, x)), nextCursor: page.nextCursor, revision: BigInt(page.revision) };
     },
   };
 }

@@ -117,7 +117,7 @@ export function freshnessOf(c: ConsistencyLike | null | undefined, field: string
 }
 
 /** A subject named by exactly one of its id and its external id (each field named as given). */
-function subjectRef(
+export function subjectRef(
   id: string | null | undefined, externalId: string | null | undefined, idField: string, externalField: string,
 ): { subjectId?: string; externalId?: string } {
   const byId = optionalString(id, idField);
@@ -128,7 +128,7 @@ function subjectRef(
 }
 
 /** The request error of an external id several subjects share: the type field when a type would pick one. */
-function ambiguous(e: AmbiguousSubjectError, typeField: string, externalField: string): DomainError {
+export function ambiguous(e: AmbiguousSubjectError, typeField: string, externalField: string): DomainError {
   return invalid(e.typeWouldPick ? typeField : externalField, e.message);
 }
 

@@ -27,6 +27,7 @@ export {
   BATCH_MAX_OPERATIONS,
   BUDGET_EXHAUSTED,
 } from './budget.js';
+export { lookupResources, type LookupResourcesQuery, type LookupResourcesPage } from './lookup.js';
 export { effectivePermissions, type EffectivePermission, type EffectivePermissionsQuery } from './effective.js';
 export {
   validateJsonLogic,

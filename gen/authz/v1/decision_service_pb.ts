@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file authz/v1/decision_service.proto.
  */
 export const file_authz_v1_decision_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch9hdXRoei92MS9kZWNpc2lvbl9zZXJ2aWNlLnByb3RvEghhdXRoei52MSJxCgVBY3RvchISCgpzdWJqZWN0X2lkGAEgASgJEhkKDHN1YmplY3RfdHlwZRgCIAEoCUgAiAEBEhgKC2V4dGVybmFsX2lkGAMgASgJSAGIAQFCDwoNX3N1YmplY3RfdHlwZUIOCgxfZXh0ZXJuYWxfaWQioQEKC1Jlc291cmNlUmVmEhgKC3Jlc291cmNlX2lkGAEgASgJSACIAQESIQoUZXh0ZXJuYWxfcmVzb3VyY2VfaWQYAiABKAlIAYgBARIaCg1yZXNvdXJjZV90eXBlGAMgASgJSAKIAQFCDgoMX3Jlc291cmNlX2lkQhcKFV9leHRlcm5hbF9yZXNvdXJjZV9pZEIQCg5fcmVzb3VyY2VfdHlwZSI9CgtDb25zaXN0ZW5jeRIUCgxtaW5fcmV2aXNpb24YASABKAMSGAoQZnVsbHlfY29uc2lzdGVudBgCIAEoCCLjAQoPRXZhbHVhdGVSZXF1ZXN0Eh4KBWFjdG9yGAEgASgLMg8uYXV0aHoudjEuQWN0b3ISEAoIc2NvcGVfaWQYAiABKAkSDgoGYWN0aW9uGAMgASgJEicKCHJlc291cmNlGAQgASgLMhUuYXV0aHoudjEuUmVzb3VyY2VSZWYSKAoHY29udGV4dBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHZXhwbGFpbhgGIAEoCBIqCgtjb25zaXN0ZW5jeRgHIAEoCzIVLmF1dGh6LnYxLkNvbnNpc3RlbmN5ImQKCVRyYWNlU3RlcBIMCgRzdGVwGAEgASgJEg4KBnJlc3VsdBgCIAEoCRIPCgdtZXNzYWdlGAMgASgJEigKB2RldGFpbHMYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IrgBChBFdmFsdWF0ZVJlc3BvbnNlEg8KB2FsbG93ZWQYASABKAgSGQoRZGVjaWRlZF9ieV9wb2xpY3kYAiABKAgSMgoQZXZhbHVhdGVkX3BvbGljeRgDIAEoCzIYLmF1dGh6LnYxLlJlc291cmNlUG9saWN5Eg4KBnJlYXNvbhgEIAEoCRIQCghyZXZpc2lvbhgFIAEoAxIiCgV0cmFjZRgGIAMoCzITLmF1dGh6LnYxLlRyYWNlU3RlcCJDChRFdmFsdWF0ZUJhdGNoUmVxdWVzdBIrCghyZXF1ZXN0cxgBIAMoCzIZLmF1dGh6LnYxLkV2YWx1YXRlUmVxdWVzdCJEChVFdmFsdWF0ZUJhdGNoUmVzcG9uc2USKwoHcmVzdWx0cxgBIAMoCzIaLmF1dGh6LnYxLkV2YWx1YXRlUmVzcG9uc2UiggIKHkdldEVmZmVjdGl2ZVBlcm1pc3Npb25zUmVxdWVzdBISCgpzdWJqZWN0X2lkGAEgASgJEhAKCHNjb3BlX2lkGAIgASgJEhgKC3Jlc291cmNlX2lkGAMgASgJSACIAQESKgoLY29uc2lzdGVuY3kYBCABKAsyFS5hdXRoei52MS5Db25zaXN0ZW5jeRIgChNzdWJqZWN0X2V4dGVybmFsX2lkGAUgASgJSAGIAQESGQoMc3ViamVjdF90eXBlGAYgASgJSAKIAQFCDgoMX3Jlc291cmNlX2lkQhYKFF9zdWJqZWN0X2V4dGVybmFsX2lkQg8KDV9zdWJqZWN0X3R5cGUihAEKE0VmZmVjdGl2ZVBlcm1pc3Npb24SCwoDa2V5GAEgASgJEhUKDXJlc291cmNlX3R5cGUYAiABKAkSDgoGYWN0aW9uGAMgASgJEhgKEHJlc291cmNlX3BhdHRlcm4YBCABKAkSDgoGc291cmNlGAUgASgJEg8KB3JvbGVfaWQYBiABKAkiZwofR2V0RWZmZWN0aXZlUGVybWlzc2lvbnNSZXNwb25zZRIyCgtwZXJtaXNzaW9ucxgBIAMoCzIdLmF1dGh6LnYxLkVmZmVjdGl2ZVBlcm1pc3Npb24SEAoIcmV2aXNpb24YAiABKAMyiwMKD0RlY2lzaW9uU2VydmljZRJeCghFdmFsdWF0ZRIZLmF1dGh6LnYxLkV2YWx1YXRlUmVxdWVzdBoaLmF1dGh6LnYxLkV2YWx1YXRlUmVzcG9uc2UiG5ACAejgGAKC0+STAg46ASoiCS9ldmFsdWF0ZRJzCg1FdmFsdWF0ZUJhdGNoEh4uYXV0aHoudjEuRXZhbHVhdGVCYXRjaFJlcXVlc3QaHy5hdXRoei52MS5FdmFsdWF0ZUJhdGNoUmVzcG9uc2UiIZACAejgGAKC0+STAhQ6ASoiDy9ldmFsdWF0ZS9iYXRjaBKiAQoXR2V0RWZmZWN0aXZlUGVybWlzc2lvbnMSKC5hdXRoei52MS5HZXRFZmZlY3RpdmVQZXJtaXNzaW9uc1JlcXVlc3QaKS5hdXRoei52MS5HZXRFZmZlY3RpdmVQZXJtaXNzaW9uc1Jlc3BvbnNlIjKQAgHo4BgCgtPkkwIlYgtwZXJtaXNzaW9ucxIWL2VmZmVjdGl2ZS1wZXJtaXNzaW9uc0JZChRjb20uZXhhbXBsZS5hdXRoei52MUIURGVjaXNpb25TZXJ2aWNlUHJvdG9QAVopZXhhbXBsZS5jb20vYXV0aHovZ2VuL2dvL2F1dGh6L3YxO2F1dGh6djFiBnByb3RvMw", [file_authz_v1_options, file_authz_v1_policy, file_google_api_annotations, file_google_protobuf_struct]);
+  fileDesc("Ch9hdXRoei92MS9kZWNpc2lvbl9zZXJ2aWNlLnByb3RvEghhdXRoei52MSJxCgVBY3RvchISCgpzdWJqZWN0X2lkGAEgASgJEhkKDHN1YmplY3RfdHlwZRgCIAEoCUgAiAEBEhgKC2V4dGVybmFsX2lkGAMgASgJSAGIAQFCDwoNX3N1YmplY3RfdHlwZUIOCgxfZXh0ZXJuYWxfaWQioQEKC1Jlc291cmNlUmVmEhgKC3Jlc291cmNlX2lkGAEgASgJSACIAQESIQoUZXh0ZXJuYWxfcmVzb3VyY2VfaWQYAiABKAlIAYgBARIaCg1yZXNvdXJjZV90eXBlGAMgASgJSAKIAQFCDgoMX3Jlc291cmNlX2lkQhcKFV9leHRlcm5hbF9yZXNvdXJjZV9pZEIQCg5fcmVzb3VyY2VfdHlwZSI9CgtDb25zaXN0ZW5jeRIUCgxtaW5fcmV2aXNpb24YASABKAMSGAoQZnVsbHlfY29uc2lzdGVudBgCIAEoCCLjAQoPRXZhbHVhdGVSZXF1ZXN0Eh4KBWFjdG9yGAEgASgLMg8uYXV0aHoudjEuQWN0b3ISEAoIc2NvcGVfaWQYAiABKAkSDgoGYWN0aW9uGAMgASgJEicKCHJlc291cmNlGAQgASgLMhUuYXV0aHoudjEuUmVzb3VyY2VSZWYSKAoHY29udGV4dBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHZXhwbGFpbhgGIAEoCBIqCgtjb25zaXN0ZW5jeRgHIAEoCzIVLmF1dGh6LnYxLkNvbnNpc3RlbmN5ImQKCVRyYWNlU3RlcBIMCgRzdGVwGAEgASgJEg4KBnJlc3VsdBgCIAEoCRIPCgdtZXNzYWdlGAMgASgJEigKB2RldGFpbHMYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IrgBChBFdmFsdWF0ZVJlc3BvbnNlEg8KB2FsbG93ZWQYASABKAgSGQoRZGVjaWRlZF9ieV9wb2xpY3kYAiABKAgSMgoQZXZhbHVhdGVkX3BvbGljeRgDIAEoCzIYLmF1dGh6LnYxLlJlc291cmNlUG9saWN5Eg4KBnJlYXNvbhgEIAEoCRIQCghyZXZpc2lvbhgFIAEoAxIiCgV0cmFjZRgGIAMoCzITLmF1dGh6LnYxLlRyYWNlU3RlcCJDChRFdmFsdWF0ZUJhdGNoUmVxdWVzdBIrCghyZXF1ZXN0cxgBIAMoCzIZLmF1dGh6LnYxLkV2YWx1YXRlUmVxdWVzdCJEChVFdmFsdWF0ZUJhdGNoUmVzcG9uc2USKwoHcmVzdWx0cxgBIAMoCzIaLmF1dGh6LnYxLkV2YWx1YXRlUmVzcG9uc2UiggIKHkdldEVmZmVjdGl2ZVBlcm1pc3Npb25zUmVxdWVzdBISCgpzdWJqZWN0X2lkGAEgASgJEhAKCHNjb3BlX2lkGAIgASgJEhgKC3Jlc291cmNlX2lkGAMgASgJSACIAQESKgoLY29uc2lzdGVuY3kYBCABKAsyFS5hdXRoei52MS5Db25zaXN0ZW5jeRIgChNzdWJqZWN0X2V4dGVybmFsX2lkGAUgASgJSAGIAQESGQoMc3ViamVjdF90eXBlGAYgASgJSAKIAQFCDgoMX3Jlc291cmNlX2lkQhYKFF9zdWJqZWN0X2V4dGVybmFsX2lkQg8KDV9zdWJqZWN0X3R5cGUihAEKE0VmZmVjdGl2ZVBlcm1pc3Npb24SCwoDa2V5GAEgASgJEhUKDXJlc291cmNlX3R5cGUYAiABKAkSDgoGYWN0aW9uGAMgASgJEhgKEHJlc291cmNlX3BhdHRlcm4YBCABKAkSDgoGc291cmNlGAUgASgJEg8KB3JvbGVfaWQYBiABKAkiZwofR2V0RWZmZWN0aXZlUGVybWlzc2lvbnNSZXNwb25zZRIyCgtwZXJtaXNzaW9ucxgBIAMoCzIdLmF1dGh6LnYxLkVmZmVjdGl2ZVBlcm1pc3Npb24SEAoIcmV2aXNpb24YAiABKAMigQIKFkxvb2t1cFJlc291cmNlc1JlcXVlc3QSHgoFYWN0b3IYASABKAsyDy5hdXRoei52MS5BY3RvchIQCghzY29wZV9pZBgCIAEoCRIOCgZhY3Rpb24YAyABKAkSGgoNcmVzb3VyY2VfdHlwZRgEIAEoCUgAiAEBEigKB2NvbnRleHQYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhEKCXBhZ2Vfc2l6ZRgGIAEoBRIOCgZjdXJzb3IYByABKAkSKgoLY29uc2lzdGVuY3kYCCABKAsyFS5hdXRoei52MS5Db25zaXN0ZW5jeUIQCg5fcmVzb3VyY2VfdHlwZSJpCg5Mb29rdXBSZXNvdXJjZRIKCgJpZBgBIAEoCRIcChRleHRlcm5hbF9yZXNvdXJjZV9pZBgCIAEoCRIVCg1yZXNvdXJjZV90eXBlGAMgASgJEhYKDm93bmVyX3Njb3BlX2lkGAQgASgJIm0KF0xvb2t1cFJlc291cmNlc1Jlc3BvbnNlEisKCXJlc291cmNlcxgBIAMoCzIYLmF1dGh6LnYxLkxvb2t1cFJlc291cmNlEhMKC25leHRfY3Vyc29yGAIgASgJEhAKCHJldmlzaW9uGAMgASgDMogECg9EZWNpc2lvblNlcnZpY2USXgoIRXZhbHVhdGUSGS5hdXRoei52MS5FdmFsdWF0ZVJlcXVlc3QaGi5hdXRoei52MS5FdmFsdWF0ZVJlc3BvbnNlIhuQAgHo4BgCgtPkkwIOOgEqIgkvZXZhbHVhdGUScwoNRXZhbHVhdGVCYXRjaBIeLmF1dGh6LnYxLkV2YWx1YXRlQmF0Y2hSZXF1ZXN0Gh8uYXV0aHoudjEuRXZhbHVhdGVCYXRjaFJlc3BvbnNlIiGQAgHo4BgCgtPkkwIUOgEqIg8vZXZhbHVhdGUvYmF0Y2gSogEKF0dldEVmZmVjdGl2ZVBlcm1pc3Npb25zEiguYXV0aHoudjEuR2V0RWZmZWN0aXZlUGVybWlzc2lvbnNSZXF1ZXN0GikuYXV0aHoudjEuR2V0RWZmZWN0aXZlUGVybWlzc2lvbnNSZXNwb25zZSIykAIB6OAYAoLT5JMCJWILcGVybWlzc2lvbnMSFi9lZmZlY3RpdmUtcGVybWlzc2lvbnMSewoPTG9va3VwUmVzb3VyY2VzEiAuYXV0aHoudjEuTG9va3VwUmVzb3VyY2VzUmVxdWVzdBohLmF1dGh6LnYxLkxvb2t1cFJlc291cmNlc1Jlc3BvbnNlIiOQAgHo4BgCgtPkkwIWOgEqIhEvbG9va3VwL3Jlc291cmNlc0JZChRjb20uZXhhbXBsZS5hdXRoei52MUIURGVjaXNpb25TZXJ2aWNlUHJvdG9QAVopZXhhbXBsZS5jb20vYXV0aHovZ2VuL2dvL2F1dGh6L3YxO2F1dGh6djFiBnByb3RvMw", [file_authz_v1_options, file_authz_v1_policy, file_google_api_annotations, file_google_protobuf_struct]);
 
 /**
  * Who is asking: the subject by its id, or by the caller's own id for it (`external_id`);
@@ -734,6 +734,249 @@ export const GetEffectivePermissionsResponseSchema: GenMessage<GetEffectivePermi
   messageDesc(file_authz_v1_decision_service, 10);
 
 /**
+ * @generated from message authz.v1.LookupResourcesRequest
+ */
+export type LookupResourcesRequest = Message<"authz.v1.LookupResourcesRequest"> & {
+  /**
+   * @generated from field: authz.v1.Actor actor = 1;
+   */
+  actor?: Actor;
+
+  /**
+   * @generated from field: string scope_id = 2;
+   */
+  scopeId: string;
+
+  /**
+   * @generated from field: string action = 3;
+   */
+  action: string;
+
+  /**
+   * Only resources of the resource types with this key.
+   *
+   * @generated from field: optional string resource_type = 4;
+   */
+  resourceType?: string;
+
+  /**
+   * As Evaluate's: read by policies' `contextCondition`.
+   *
+   * @generated from field: google.protobuf.Struct context = 5;
+   */
+  context?: JsonObject;
+
+  /**
+   * At most this many resources in the page: 1 to 1,000; 0 (absent) means 100.
+   *
+   * @generated from field: int32 page_size = 6;
+   */
+  pageSize: number;
+
+  /**
+   * The `next_cursor` of the previous page; empty for the first page.
+   *
+   * @generated from field: string cursor = 7;
+   */
+  cursor: string;
+
+  /**
+   * Applies to the first page; later pages answer at the revision their cursor carries.
+   *
+   * @generated from field: authz.v1.Consistency consistency = 8;
+   */
+  consistency?: Consistency;
+};
+
+/**
+ * @generated from message authz.v1.LookupResourcesRequest
+ */
+export type LookupResourcesRequestJson = {
+  /**
+   * @generated from field: authz.v1.Actor actor = 1;
+   */
+  actor?: ActorJson;
+
+  /**
+   * @generated from field: string scope_id = 2;
+   */
+  scopeId?: string;
+
+  /**
+   * @generated from field: string action = 3;
+   */
+  action?: string;
+
+  /**
+   * Only resources of the resource types with this key.
+   *
+   * @generated from field: optional string resource_type = 4;
+   */
+  resourceType?: string;
+
+  /**
+   * As Evaluate's: read by policies' `contextCondition`.
+   *
+   * @generated from field: google.protobuf.Struct context = 5;
+   */
+  context?: StructJson;
+
+  /**
+   * At most this many resources in the page: 1 to 1,000; 0 (absent) means 100.
+   *
+   * @generated from field: int32 page_size = 6;
+   */
+  pageSize?: number;
+
+  /**
+   * The `next_cursor` of the previous page; empty for the first page.
+   *
+   * @generated from field: string cursor = 7;
+   */
+  cursor?: string;
+
+  /**
+   * Applies to the first page; later pages answer at the revision their cursor carries.
+   *
+   * @generated from field: authz.v1.Consistency consistency = 8;
+   */
+  consistency?: ConsistencyJson;
+};
+
+/**
+ * Describes the message authz.v1.LookupResourcesRequest.
+ * Use `create(LookupResourcesRequestSchema)` to create a new message.
+ */
+export const LookupResourcesRequestSchema: GenMessage<LookupResourcesRequest, {jsonType: LookupResourcesRequestJson}> = /*@__PURE__*/
+  messageDesc(file_authz_v1_decision_service, 11);
+
+/**
+ * A resource of a LookupResources page.
+ *
+ * @generated from message authz.v1.LookupResource
+ */
+export type LookupResource = Message<"authz.v1.LookupResource"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string external_resource_id = 2;
+   */
+  externalResourceId: string;
+
+  /**
+   * The resource type's key.
+   *
+   * @generated from field: string resource_type = 3;
+   */
+  resourceType: string;
+
+  /**
+   * @generated from field: string owner_scope_id = 4;
+   */
+  ownerScopeId: string;
+};
+
+/**
+ * A resource of a LookupResources page.
+ *
+ * @generated from message authz.v1.LookupResource
+ */
+export type LookupResourceJson = {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id?: string;
+
+  /**
+   * @generated from field: string external_resource_id = 2;
+   */
+  externalResourceId?: string;
+
+  /**
+   * The resource type's key.
+   *
+   * @generated from field: string resource_type = 3;
+   */
+  resourceType?: string;
+
+  /**
+   * @generated from field: string owner_scope_id = 4;
+   */
+  ownerScopeId?: string;
+};
+
+/**
+ * Describes the message authz.v1.LookupResource.
+ * Use `create(LookupResourceSchema)` to create a new message.
+ */
+export const LookupResourceSchema: GenMessage<LookupResource, {jsonType: LookupResourceJson}> = /*@__PURE__*/
+  messageDesc(file_authz_v1_decision_service, 12);
+
+/**
+ * @generated from message authz.v1.LookupResourcesResponse
+ */
+export type LookupResourcesResponse = Message<"authz.v1.LookupResourcesResponse"> & {
+  /**
+   * Allowed resources by id; fewer than `page_size` only on the last page.
+   *
+   * @generated from field: repeated authz.v1.LookupResource resources = 1;
+   */
+  resources: LookupResource[];
+
+  /**
+   * The cursor of the next page; empty on the last page (REST: the `x-next-cursor` header,
+   * absent on the last page).
+   *
+   * @generated from field: string next_cursor = 2;
+   */
+  nextCursor: string;
+
+  /**
+   * The tenant revision every page of the listing is computed at.
+   *
+   * @generated from field: int64 revision = 3;
+   */
+  revision: bigint;
+};
+
+/**
+ * @generated from message authz.v1.LookupResourcesResponse
+ */
+export type LookupResourcesResponseJson = {
+  /**
+   * Allowed resources by id; fewer than `page_size` only on the last page.
+   *
+   * @generated from field: repeated authz.v1.LookupResource resources = 1;
+   */
+  resources?: LookupResourceJson[];
+
+  /**
+   * The cursor of the next page; empty on the last page (REST: the `x-next-cursor` header,
+   * absent on the last page).
+   *
+   * @generated from field: string next_cursor = 2;
+   */
+  nextCursor?: string;
+
+  /**
+   * The tenant revision every page of the listing is computed at.
+   *
+   * @generated from field: int64 revision = 3;
+   */
+  revision?: string;
+};
+
+/**
+ * Describes the message authz.v1.LookupResourcesResponse.
+ * Use `create(LookupResourcesResponseSchema)` to create a new message.
+ */
+export const LookupResourcesResponseSchema: GenMessage<LookupResourcesResponse, {jsonType: LookupResourcesResponseJson}> = /*@__PURE__*/
+  messageDesc(file_authz_v1_decision_service, 13);
+
+/**
  * The decision path: answers authorization questions. Served by the control plane and by
  * the sidecar, with the same engine.
  *
@@ -771,6 +1014,20 @@ export const DecisionService: GenService<{
     methodKind: "unary";
     input: typeof GetEffectivePermissionsRequestSchema;
     output: typeof GetEffectivePermissionsResponseSchema;
+  },
+  /**
+   * Lists, a page at a time and by id, every resource (optionally of one type) on which an actor
+   * may perform an action in a scope: exactly those an Evaluate of each would allow. Every page
+   * of a listing answers at the revision of its first page; once the answering process has
+   * moved past it, the next page is `failed_precondition` (field `cursor`) and the listing must
+   * start again.
+   *
+   * @generated from rpc authz.v1.DecisionService.LookupResources
+   */
+  lookupResources: {
+    methodKind: "unary";
+    input: typeof LookupResourcesRequestSchema;
+    output: typeof LookupResourcesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_authz_v1_decision_service, 0);

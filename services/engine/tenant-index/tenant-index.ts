@@ -79,6 +79,7 @@ import { BUILD_ORDER, isKind, kindTable, rowError, storeOf, type Families, type 
 import { PolicyFamily } from './policies.js';
 import { ResourceNodes, type MutableResourceNode, type MutableTypeSlot } from './resource-nodes.js';
 import { ResourceFamily } from './resources.js';
+import { ResourceOrder } from './resource-order.js';
 import { RoleFamily, type MutableRoleInfo } from './roles.js';
 import { ScopeFamily } from './scopes.js';
 import { SubjectFamily, type MutableSubjectNode } from './subjects.js';
@@ -126,6 +127,7 @@ export class TenantIndex {
   private readonly roleInfos: ReadonlyMap<string, MutableRoleInfo>;
   private readonly overridesByScopeRole: ReadonlyMap<string, ReadonlyMap<string, RowBag<ScopeOverride>>>;
   private readonly resourceTable: IdTable<MutableResourceNode>;
+  private readonly resourceOrder: ResourceOrder;
 
   /** `resources`: expected number of resource nodes (sizes the table once instead of growing it). */
   private constructor(revision: number, resources = 0) {
@@ -147,6 +149,7 @@ export class TenantIndex {
     this.roleInfos = this.roles.infos;
     this.overridesByScopeRole = this.roles.overridesByScopeRole;
     this.resourceTable = this.nodes.table;
+    this.resourceOrder = new ResourceOrder(this.nodes);
   }
 
   /** Builds an index from every row of a tenant at `snapshot.revision`. Throws InvalidChangeError on a malformed row. */
@@ -219,10 +222,15 @@ export class TenantIndex {
         throw new InvalidChangeError(`unknown change op ${String((c as { op: unknown }).op)}`);
       }
     }
+    const resourceIds: string[] = [];
+    let typesChanged = false;
     for (const c of changes) {
       if (c.op === 'upsert') storeOf(this.kinds, c.kind).upsert(c.row as RowsByKind[EntityKind]);
       else storeOf(this.kinds, c.kind).remove(c.id);
+      if (c.kind === 'resource') resourceIds.push(c.id);
+      else if (c.kind === 'resource_type') typesChanged = true;
     }
+    this.resourceOrder.applied(resourceIds, typesChanged);
     this._revision = revision;
     return true;
   }
@@ -320,6 +328,14 @@ export class TenantIndex {
       nodes: nodes.table.size, numbers: nodes.nextNum, freeNumbers: nodes.freeNums.length, rawCreatedAt: nodes.createdAtRaw.size, slots: nodes.table.capacity,
       grantSetNumbers: this.subjects.grantSets.length,
     };
+  }
+
+  /**
+   * The existing resources in id order (of the types with key `typeKey` when given), valid
+   * until the next {@link apply}. The first call sorts them, and `apply` keeps the order: see resource-order.ts.
+   */
+  resourcesInIdOrder(typeKey?: string): readonly ResourceNode[] {
+    return this.resourceOrder.inIdOrder(typeKey);
   }
 
   /** Number of rows of a kind (for metrics and tests). */

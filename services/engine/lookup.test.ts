@@ -1,0 +1,242 @@
+/**
+ * LookupResources against its definition, on the differential generator's tenants: the pages
+ * of a listing, concatenated, are exactly the tenant's resources (of the type asked) that
+ * evaluate allows, by id, each once, under every gate mode; and the reference evaluator agrees.
+ * Seeded like differential.test.ts (rerun with ENGINE_PROP_SEED=<seed>).
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { AmbiguousSubjectError, ScopeNotFoundError } from './errors.js';
+import { evaluate, type EvaluateRequest, type GateMode } from './evaluate.js';
+import { lookupResources, type LookupResourcesQuery } from './lookup.js';
+import type { Change, Resource, TenantSnapshot } from './model.js';
+import { TenantIndex } from './tenant-index/mod.js';
+import { genRequest, genTenant, int, chance, pick, type Rng } from './testdata/generate.js';
+import { RefScopeNotFound, referenceEvaluate } from './testdata/reference.js';
+import { mulberry32 } from '../../test/seeded-random.js';
+
+const FIXED_SEED = 20250101;
+const envSeed = process.env.ENGINE_PROP_SEED ? Number(process.env.ENGINE_PROP_SEED) : undefined;
+const seeds: [string, number][] = envSeed !== undefined ? [['env', envSeed]] : [['fixed', FIXED_SEED], ['random', (Math.random() * 2 ** 31) | 0]];
+
+const TENANTS = 600;
+const QUERIES = 6;
+const GATES: readonly GateMode[] = ['off', 'links-fallback', 'strict'];
+
+/** More resources than the generator makes (it makes up to 7): copies under new ids, so listings take several pages. */
+function withCopies(r: Rng, t: TenantSnapshot): TenantSnapshot {
+  const resources = t.rows.resource ?? [];
+  if (resources.length === 0 || !chance(r, 0.5)) return t;
+  const copies: Resource[] = [];
+  const n = int(r, 1, 25);
+  for (let i = 0; i < n; i++) {
+    const base = pick(r, resources);
+    copies.push({ ...base, id: `${base.id}_${String.fromCharCode(97 + (i % 26))}${i}` });
+  }
+  return { ...t, rows: { ...t.rows, resource: [...copies, ...resources] } };
+}
+
+/** Every page of a listing, with each page's `last`. */
+function allPages(index: TenantIndex, q: Omit<LookupResourcesQuery, 'after'>, options: { now: Date; gate: GateMode }): { ids: string[]; pages: number } {
+  const ids: string[] = [];
+  let after: string | undefined;
+  let pages = 0;
+  for (;;) {
+    const page = lookupResources(index, { ...q, after }, options);
+    pages++;
+    expect(page.resources.length).toBeLessThanOrEqual(q.pageSize);
+    expect(page.revision).toBe(index.revision);
+    ids.push(...page.resources.map((x) => x.id));
+    if (page.last === undefined) return { ids, pages };
+    expect(page.resources.length, 'a page with more to follow is full').toBe(q.pageSize);
+    expect(page.last).toBe(page.resources[page.resources.length - 1].id);
+    after = page.last;
+    if (pages > 1000) throw new Error('listing does not end');
+  }
+}
+
+/** The definition: every resource of the tenant (of the type key) that evaluate allows, by id. */
+function expected(t: TenantSnapshot, index: TenantIndex, q: Omit<LookupResourcesQuery, 'after' | 'pageSize'>, options: { now: Date; gate: GateMode }): string[] {
+  const typeKey = new Map((t.rows.resource_type ?? []).map((x) => [x.id, x.key]));
+  return (t.rows.resource ?? [])
+    .filter((r) => q.resourceType === undefined || typeKey.get(r.resourceTypeId) === q.resourceType)
+    .filter((r) => evaluate(index, { actor: q.actor, scopeId: q.scopeId, action: q.action, resource: { resourceId: r.id }, context: q.context }, options).allowed)
+    .map((r) => r.id)
+    .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+let listings = 0;
+let nonEmpty = 0;
+let multiPage = 0;
+
+describe.each(seeds)('lookupResources equals {r : evaluate(r).allowed} (%s seed %i)', (_label, seed) => {
+  it('on generated tenants, subjects, scopes, actions, types and page sizes, under every gate mode', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), (tenantSeed) => {
+        const r = mulberry32(tenantSeed);
+        const t = withCopies(r, genTenant(r));
+        const index = TenantIndex.fromSnapshot(t);
+        for (let i = 0; i < QUERIES; i++) {
+          const c = genRequest(r, t);
+          const byExternal = chance(r, 0.25);
+          const actor: EvaluateRequest['actor'] = byExternal ? { externalId: `ext-${c.request.actor.subjectId}`, subjectType: c.request.actor.subjectType } : c.request.actor;
+          const q = {
+            actor, scopeId: c.request.scopeId, action: c.request.action, context: c.request.context,
+            resourceType: chance(r, 0.4) ? pick(r, ['doc', 'folder', 'image', 'nope', 'resource_type_doc']) : undefined,
+            pageSize: pick(r, [1, 2, 3, 5, 100]),
+          };
+          for (const gate of GATES) {
+            const options = { now: c.options.now, gate };
+            const where = `tenant seed ${tenantSeed}, query ${i}, gate ${gate}: ${JSON.stringify(q)}`;
+            if (index.scope(q.scopeId) === undefined || index.scopePath(q.scopeId).ids.length === 0) {
+              expect(() => lookupResources(index, q, options), where).toThrow(ScopeNotFoundError);
+              continue;
+            }
+            const want = expected(t, index, q, options);
+            const got = allPages(index, q, options);
+            expect(got.ids, where).toEqual(want);
+            // The reference evaluator, written apart from the engine, allows the same set.
+            const typeKey = new Map((t.rows.resource_type ?? []).map((x) => [x.id, x.key]));
+            const byReference = (t.rows.resource ?? [])
+              .filter((x) => q.resourceType === undefined || typeKey.get(x.resourceTypeId) === q.resourceType)
+              .filter((x) => {
+                try {
+                  return referenceEvaluate(t, { actor: q.actor, scopeId: q.scopeId, action: q.action, resource: { resourceId: x.id }, context: q.context }, options).allowed;
+                } catch (e) {
+                  if (e instanceof RefScopeNotFound) throw new Error(`${where}: the reference lacks a scope the engine has`);
+                  throw e;
+                }
+              })
+              .map((x) => x.id)
+              .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+            expect(got.ids, `${where} (reference)`).toEqual(byReference);
+            listings++;
+            if (want.length > 0) nonEmpty++;
+            if (got.pages > 1 && want.length > 1) multiPage++;
+          }
+        }
+      }),
+      { seed, numRuns: TENANTS },
+    );
+    expect(listings).toBeGreaterThan(5000);
+    expect(nonEmpty).toBeGreaterThan(500);
+    expect(multiPage).toBeGreaterThan(200);
+  });
+});
+
+describe('lookupResources', () => {
+  const t = genTenant(mulberry32(7));
+  const resources = Array.from({ length: 30 }, (_, i) => ({
+    id: `resource_${String(29 - i).padStart(2, '0')}`, tenantId: 'tenant_1', resourceTypeId: i % 3 === 0 ? 'resource_type_folder' : 'resource_type_doc',
+    ownerScopeId: 'scope_0', externalResourceId: `x${i}`, createdAt: '2025-01-01T00:00:00.000Z', createdBy: 'subject_a',
+  })) as Resource[];
+  const snapshot: TenantSnapshot = {
+    revision: 1,
+    rows: {
+      scope: [{ id: 'scope_0', tenantId: 'tenant_1', typeId: 'scope_type_x', name: 'root', parentId: null }],
+      resource_type: t.rows.resource_type,
+      subject: [{ id: 'subject_a', type: 'user', externalId: 'a', metadata: {} }, { id: 'subject_b', type: 'user', externalId: 'a', metadata: {} }],
+      role: [{ id: 'role_r', scopeId: 'scope_0', key: 'r', name: 'r' }],
+      permission: [{ id: 'permission_p', scopeId: 'scope_0', action: 'read', resourceType: 'doc', resourcePattern: '*', key: 'doc:read:*' }],
+      role_permission: [{ id: 'role_permission_1', roleId: 'role_r', permissionId: 'permission_p' }],
+      membership: [{ id: 'membership_1', subjectId: 'subject_a', scopeId: 'scope_0' }],
+      role_assignment: [{ id: 'role_assignment_1', membershipId: 'membership_1', roleId: 'role_r' }],
+      resource: resources,
+    },
+  } as TenantSnapshot;
+  const options = { now: new Date('2025-01-01T00:00:00Z'), gate: 'off' as const };
+  const docs = resources.filter((r) => r.resourceTypeId === 'resource_type_doc').map((r) => r.id).sort();
+  const q = { actor: { subjectId: 'subject_a' }, scopeId: 'scope_0', action: 'read', pageSize: 7 };
+
+  it('pages in id order and follows the index after a change (the order is rebuilt)', () => {
+    const index = TenantIndex.fromSnapshot(snapshot);
+    expect(allPages(index, q, options).ids).toEqual(docs);
+    expect(allPages(index, { ...q, resourceType: 'doc' }, options).ids).toEqual(docs);
+    expect(allPages(index, { ...q, resourceType: 'folder' }, options).ids).toEqual([]);
+    // Deleted, added, and retyped resources are seen at the next revision.
+    const added = { ...resources[1], id: 'resource_15a', externalResourceId: 'new' };
+    const retyped = { ...resources.find((r) => r.resourceTypeId === 'resource_type_folder')!, resourceTypeId: 'resource_type_doc' };
+    index.apply(2, [
+      { op: 'delete', kind: 'resource', id: docs[0] },
+      { op: 'upsert', kind: 'resource', id: added.id, row: added },
+      { op: 'upsert', kind: 'resource', id: retyped.id, row: retyped },
+    ]);
+    const now = [...docs.slice(1), added.id, retyped.id].sort();
+    expect(allPages(index, q, options).ids).toEqual(now);
+    expect(allPages(index, { ...q, resourceType: 'doc' }, options).ids).toEqual(now);
+  });
+
+  it('starts after the cursor id, whether or not that id still exists', () => {
+    const index = TenantIndex.fromSnapshot(snapshot);
+    expect(lookupResources(index, { ...q, after: docs[3] }, options).resources.map((r) => r.id)).toEqual(docs.slice(4, 11));
+    expect(lookupResources(index, { ...q, after: `${docs[3]}~` }, options).resources.map((r) => r.id)).toEqual(docs.slice(4, 11));
+    expect(lookupResources(index, { ...q, after: 'resource_99' }, options)).toEqual({ resources: [], revision: 1 });
+  });
+
+  it('lists nothing for an unknown subject or another type, throws for an unknown scope or an ambiguous external id', () => {
+    const index = TenantIndex.fromSnapshot(snapshot);
+    expect(lookupResources(index, { ...q, actor: { subjectId: 'subject_zz' } }, options).resources).toEqual([]);
+    expect(lookupResources(index, { ...q, actor: { subjectId: 'subject_a', subjectType: 'agent' } }, options).resources).toEqual([]);
+    expect(lookupResources(index, { ...q, actor: { externalId: 'a', subjectType: 'agent' } }, options).resources).toEqual([]);
+    expect(() => lookupResources(index, { ...q, scopeId: 'scope_zz' }, options)).toThrow(ScopeNotFoundError);
+    expect(() => lookupResources(index, { ...q, actor: { externalId: 'a' } }, options)).toThrow(AmbiguousSubjectError);
+    expect(() => lookupResources(index, { ...q, pageSize: 0 }, options)).toThrow(RangeError);
+  });
+});
+
+describe.each(seeds)('the id order follows applied revisions (%s seed %i)', (_label, seed) => {
+  it('equals a sort of the rows after random creates, deletes, retypes and type changes', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), (tenantSeed) => {
+        const r = mulberry32(tenantSeed);
+        const t = withCopies(r, genTenant(r));
+        const index = TenantIndex.fromSnapshot(t);
+        const rows = new Map((t.rows.resource ?? []).map((x) => [x.id, x]));
+        const types = new Map((t.rows.resource_type ?? []).map((x) => [x.id, x]));
+        const keys = ['doc', 'folder', 'image', 'nope'];
+        const typeIds = ['resource_type_doc', 'resource_type_folder', 'resource_type_doc2'];
+        const check = (where: string) => {
+          for (const key of [undefined, ...keys]) {
+            const want = [...rows.values()]
+              .filter((x) => key === undefined || types.get(x.resourceTypeId)?.key === key)
+              .map((x) => x.id)
+              .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+            expect(index.resourcesInIdOrder(key).map((n) => n.id), `${where}, key ${key}`).toEqual(want);
+          }
+        };
+        // Only some keys asked before the changes: the others are first built after them.
+        if (chance(r, 0.7)) index.resourcesInIdOrder();
+        if (chance(r, 0.5)) index.resourcesInIdOrder('doc');
+        for (let revision = t.revision + 1; revision < t.revision + 6; revision++) {
+          const changes: Change[] = [];
+          const n = chance(r, 0.1) ? 300 : int(r, 1, 4);
+          for (let i = 0; i < n; i++) {
+            const k = int(r, 0, 9);
+            if (k <= 2 && rows.size > 0) {
+              const id = pick(r, [...rows.keys()]);
+              rows.delete(id);
+              changes.push({ op: 'delete', kind: 'resource', id });
+            } else if (k <= 7) {
+              const id = chance(r, 0.5) && rows.size > 0 ? pick(r, [...rows.keys()]) : `resource_n${int(r, 0, 400)}`;
+              const row = { id, tenantId: 'tenant_1', resourceTypeId: pick(r, typeIds), ownerScopeId: 'scope_0', externalResourceId: 'e1', createdAt: '2025-01-01T00:00:00.000Z', createdBy: 'subject_a' } as Resource;
+              rows.set(id, row);
+              changes.push({ op: 'upsert', kind: 'resource', id, row });
+            } else if (k === 8) {
+              const id = pick(r, typeIds);
+              const row = { id, key: pick(r, keys), scopeId: 'scope_0', name: id };
+              types.set(id, row);
+              changes.push({ op: 'upsert', kind: 'resource_type', id, row });
+            } else {
+              const id = pick(r, typeIds);
+              types.delete(id);
+              changes.push({ op: 'delete', kind: 'resource_type', id });
+            }
+          }
+          index.apply(revision, changes);
+          check(`tenant seed ${tenantSeed}, revision ${revision}`);
+        }
+      }),
+      { seed, numRuns: 200 },
+    );
+  });
+});
