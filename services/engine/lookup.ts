@@ -9,9 +9,9 @@
  * Evaluate has), until `pageSize` are allowed or the resources run out. No second decision path
  * exists to disagree with the first.
  *
- * Cost: a page costs one decision per resource visited, returned or skipped: a subject allowed
- * on few of many resources pays for the ones it is not allowed on, up to the whole tenant (of
- * that type) on a page that ends the listing. Other entities of the tenant (subjects, grants,
+ * Cost: a page costs one decision per resource visited, returned or skipped, and visits at most
+ * LOOKUP_MAX_VISITS: a subject allowed on few of many resources gets short (even empty) pages
+ * with a cursor, never a truncated listing; the listing ends only with a page without one. Other entities of the tenant (subjects, grants,
  * policies) cost nothing beyond what each decision reads. The index's first listing sorts the
  * tenant's resources once; writes then keep that order (see tenant-index/resource-order.ts).
  */
@@ -36,10 +36,16 @@ export interface LookupResourcesQuery {
   after?: string;
 }
 
+/** Decisions one page may make: a page ends there, short, with a cursor (about 20–40 ms). */
+export const LOOKUP_MAX_VISITS = 20_000;
+
 export interface LookupResourcesPage {
   /** The allowed resources of this page, by id. */
   resources: Resource[];
-  /** Set when more may follow: the `after` of the next page. */
+  /**
+   * Set when more may follow: the `after` of the next page (the last resource visited, which a
+   * page ended by its visit budget may not list).
+   */
   last?: string;
   /** The revision of the index the page was computed from. */
   revision: number;
@@ -51,7 +57,12 @@ export interface LookupResourcesPage {
  * subjects share (as evaluate does); an unknown subject, or one of another type than asked,
  * is allowed nothing, so the page is empty.
  */
-export function lookupResources(index: TenantIndex, query: LookupResourcesQuery, options: Pick<EvaluateOptions, 'now' | 'gate' | 'onError'>): LookupResourcesPage {
+export function lookupResources(
+  index: TenantIndex,
+  query: LookupResourcesQuery,
+  options: Pick<EvaluateOptions, 'now' | 'gate' | 'onError'> & { maxVisits?: number },
+): LookupResourcesPage {
+  const maxVisits = options.maxVisits ?? LOOKUP_MAX_VISITS;
   const { pageSize } = query;
   if (!Number.isSafeInteger(pageSize) || pageSize < 1) throw new RangeError('pageSize must be a positive integer');
   const revision = index.revision;
@@ -66,11 +77,12 @@ export function lookupResources(index: TenantIndex, query: LookupResourcesQuery,
   const resourceRef = request.resource as { resourceId: string };
   const resources: Resource[] = [];
   let i = query.after === undefined ? 0 : firstAfter(nodes, query.after);
-  for (; i < nodes.length && resources.length < pageSize; i++) {
+  const end = Math.min(nodes.length, i + maxVisits);
+  for (; i < end && resources.length < pageSize; i++) {
     resourceRef.resourceId = nodes[i].id;
     if (evaluate(index, request, options).allowed) resources.push(index.resourceRow(nodes[i]));
   }
   const page: LookupResourcesPage = { resources, revision };
-  if (i < nodes.length) page.last = resources[resources.length - 1].id;
+  if (i < nodes.length) page.last = nodes[i - 1].id;
   return page;
 }

@@ -920,7 +920,8 @@ export const LookupResourceSchema: GenMessage<LookupResource, {jsonType: LookupR
  */
 export type LookupResourcesResponse = Message<"authz.v1.LookupResourcesResponse"> & {
   /**
-   * Allowed resources by id; fewer than `page_size` only on the last page.
+   * Allowed resources by id. Fewer than `page_size` (even none) when the page's visit budget
+   * (20,000 decisions) ended it: the listing ends only when `next_cursor` is empty.
    *
    * @generated from field: repeated authz.v1.LookupResource resources = 1;
    */
@@ -947,7 +948,8 @@ export type LookupResourcesResponse = Message<"authz.v1.LookupResourcesResponse"
  */
 export type LookupResourcesResponseJson = {
   /**
-   * Allowed resources by id; fewer than `page_size` only on the last page.
+   * Allowed resources by id. Fewer than `page_size` (even none) when the page's visit budget
+   * (20,000 decisions) ended it: the listing ends only when `next_cursor` is empty.
    *
    * @generated from field: repeated authz.v1.LookupResource resources = 1;
    */
