@@ -124,6 +124,11 @@ export function serverTarget(kind: 'control-plane' | 'sidecar', decisions: Authz
   const names = new Map<string, string>([...t.policyNames]);
   for (const [path, id] of t.scopeIds) names.set(id, path);
   const resourceIds = new Map<string, string>();
+  const typeKeys = new Map<string, Promise<string | undefined>>();
+  const typeKeyOf = (id: string) => {
+    if (!typeKeys.has(id)) typeKeys.set(id, controlPlane.resourceTypes.getResourceType({ id }).then((r) => r.resourceType?.key));
+    return typeKeys.get(id)!;
+  };
   const resourceId = async (ref: string): Promise<string> => {
     const known = resourceIds.get(ref);
     if (known) return known;
@@ -135,8 +140,7 @@ export function serverTarget(kind: 'control-plane' | 'sidecar', decisions: Authz
       return { items: r.resources, nextCursor: r.nextCursor };
     });
     for (const r of owned.filter((x) => x.externalResourceId === externalResourceId)) {
-      const { resourceType: type } = await controlPlane.resourceTypes.getResourceType({ id: r.resourceTypeId });
-      if (type?.key === resourceType) {
+      if ((await typeKeyOf(r.resourceTypeId)) === resourceType) {
         resourceIds.set(ref, r.id);
         names.set(r.id, ref);
         return r.id;

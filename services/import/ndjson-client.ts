@@ -13,22 +13,15 @@
 import { createReadStream, statSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
+import type { ImportCounts as ImportCountsMessage } from '../../gen/authz/v1/import_service_pb.js';
 
 /** Entities in one batch: the server's limit. */
 export const MAX_BATCH_ENTITIES = 5000;
 /** JSON bytes of one batch: under the server's 4 MiB body limit with room for the envelope. */
 export const MAX_BATCH_BYTES = 3 * 1024 * 1024;
 
-/** What one import has written, by kind (ImportCounts). */
-export interface ImportCounts {
-  resources: number;
-  subjects: number;
-  resourceEdges: number;
-  scopeLinks: number;
-  ownershipGrants: number;
-  memberships: number;
-  roleAssignments: number;
-}
+/** What an import has written, by kind: the fields of the ImportCounts message. */
+export type ImportCounts = Omit<ImportCountsMessage, '$typeName' | '$unknown'>;
 
 /** Where an import stands, as the client reports it after each committed batch. */
 export interface ImportProgress {

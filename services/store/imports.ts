@@ -7,17 +7,10 @@ import { query } from './read.js';
 import { MAX_DEPTH } from './scopes.js';
 import { entityManagerOf, type StoreSource } from './source.js';
 import type { WriteTx } from './write.js';
+import type { ImportCounts as ImportCountsMessage } from '../../gen/authz/v1/import_service_pb.js';
 
-/** What an import has written, by kind (the ImportCounts fields). */
-export interface ImportCounts {
-  resources: number;
-  subjects: number;
-  resourceEdges: number;
-  scopeLinks: number;
-  ownershipGrants: number;
-  memberships: number;
-  roleAssignments: number;
-}
+/** What an import has written, by kind: the fields of the ImportCounts message. */
+export type ImportCounts = Omit<ImportCountsMessage, '$typeName' | '$unknown'>;
 
 export const NO_COUNTS: Readonly<ImportCounts> = {
   resources: 0, subjects: 0, resourceEdges: 0, scopeLinks: 0, ownershipGrants: 0, memberships: 0, roleAssignments: 0,
