@@ -98,5 +98,11 @@ export function decisionService<C>(source: DecisionSource<C>, callerOf: (ctx: Ha
       setRevision(ctx, page.revision);
       return { resources: page.resources.map((x) => create(LookupResourceSchema, x)), nextCursor: page.nextCursor, revision: BigInt(page.revision) };
     },
+    lookupSubjects() {
+      throw new ConnectError('LookupSubjects is not served yet', Code.Unimplemented);
+    },
+    planResources() {
+      throw new ConnectError('PlanResources is not served yet', Code.Unimplemented);
+    },
   };
 }

@@ -8,15 +8,17 @@ import { file_authz_v1_options } from "./options_pb.js";
 import type { ResourcePolicy, ResourcePolicyJson } from "./policy_pb.js";
 import { file_authz_v1_policy } from "./policy_pb.js";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
-import type { StructJson } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
+import type { StructJson, Timestamp, TimestampJson, Value, ValueJson } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { PlanColumns, PlanColumnsJson, PlanCondition, PlanConditionJson, PlanKind, PlanKindJson } from "./plan_pb.js";
+import { file_authz_v1_plan } from "./plan_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file authz/v1/decision_service.proto.
  */
 export const file_authz_v1_decision_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch9hdXRoei92MS9kZWNpc2lvbl9zZXJ2aWNlLnByb3RvEghhdXRoei52MSJxCgVBY3RvchISCgpzdWJqZWN0X2lkGAEgASgJEhkKDHN1YmplY3RfdHlwZRgCIAEoCUgAiAEBEhgKC2V4dGVybmFsX2lkGAMgASgJSAGIAQFCDwoNX3N1YmplY3RfdHlwZUIOCgxfZXh0ZXJuYWxfaWQioQEKC1Jlc291cmNlUmVmEhgKC3Jlc291cmNlX2lkGAEgASgJSACIAQESIQoUZXh0ZXJuYWxfcmVzb3VyY2VfaWQYAiABKAlIAYgBARIaCg1yZXNvdXJjZV90eXBlGAMgASgJSAKIAQFCDgoMX3Jlc291cmNlX2lkQhcKFV9leHRlcm5hbF9yZXNvdXJjZV9pZEIQCg5fcmVzb3VyY2VfdHlwZSI9CgtDb25zaXN0ZW5jeRIUCgxtaW5fcmV2aXNpb24YASABKAMSGAoQZnVsbHlfY29uc2lzdGVudBgCIAEoCCLjAQoPRXZhbHVhdGVSZXF1ZXN0Eh4KBWFjdG9yGAEgASgLMg8uYXV0aHoudjEuQWN0b3ISEAoIc2NvcGVfaWQYAiABKAkSDgoGYWN0aW9uGAMgASgJEicKCHJlc291cmNlGAQgASgLMhUuYXV0aHoudjEuUmVzb3VyY2VSZWYSKAoHY29udGV4dBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHZXhwbGFpbhgGIAEoCBIqCgtjb25zaXN0ZW5jeRgHIAEoCzIVLmF1dGh6LnYxLkNvbnNpc3RlbmN5ImQKCVRyYWNlU3RlcBIMCgRzdGVwGAEgASgJEg4KBnJlc3VsdBgCIAEoCRIPCgdtZXNzYWdlGAMgASgJEigKB2RldGFpbHMYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IrgBChBFdmFsdWF0ZVJlc3BvbnNlEg8KB2FsbG93ZWQYASABKAgSGQoRZGVjaWRlZF9ieV9wb2xpY3kYAiABKAgSMgoQZXZhbHVhdGVkX3BvbGljeRgDIAEoCzIYLmF1dGh6LnYxLlJlc291cmNlUG9saWN5Eg4KBnJlYXNvbhgEIAEoCRIQCghyZXZpc2lvbhgFIAEoAxIiCgV0cmFjZRgGIAMoCzITLmF1dGh6LnYxLlRyYWNlU3RlcCJDChRFdmFsdWF0ZUJhdGNoUmVxdWVzdBIrCghyZXF1ZXN0cxgBIAMoCzIZLmF1dGh6LnYxLkV2YWx1YXRlUmVxdWVzdCJEChVFdmFsdWF0ZUJhdGNoUmVzcG9uc2USKwoHcmVzdWx0cxgBIAMoCzIaLmF1dGh6LnYxLkV2YWx1YXRlUmVzcG9uc2UiggIKHkdldEVmZmVjdGl2ZVBlcm1pc3Npb25zUmVxdWVzdBISCgpzdWJqZWN0X2lkGAEgASgJEhAKCHNjb3BlX2lkGAIgASgJEhgKC3Jlc291cmNlX2lkGAMgASgJSACIAQESKgoLY29uc2lzdGVuY3kYBCABKAsyFS5hdXRoei52MS5Db25zaXN0ZW5jeRIgChNzdWJqZWN0X2V4dGVybmFsX2lkGAUgASgJSAGIAQESGQoMc3ViamVjdF90eXBlGAYgASgJSAKIAQFCDgoMX3Jlc291cmNlX2lkQhYKFF9zdWJqZWN0X2V4dGVybmFsX2lkQg8KDV9zdWJqZWN0X3R5cGUihAEKE0VmZmVjdGl2ZVBlcm1pc3Npb24SCwoDa2V5GAEgASgJEhUKDXJlc291cmNlX3R5cGUYAiABKAkSDgoGYWN0aW9uGAMgASgJEhgKEHJlc291cmNlX3BhdHRlcm4YBCABKAkSDgoGc291cmNlGAUgASgJEg8KB3JvbGVfaWQYBiABKAkiZwofR2V0RWZmZWN0aXZlUGVybWlzc2lvbnNSZXNwb25zZRIyCgtwZXJtaXNzaW9ucxgBIAMoCzIdLmF1dGh6LnYxLkVmZmVjdGl2ZVBlcm1pc3Npb24SEAoIcmV2aXNpb24YAiABKAMigQIKFkxvb2t1cFJlc291cmNlc1JlcXVlc3QSHgoFYWN0b3IYASABKAsyDy5hdXRoei52MS5BY3RvchIQCghzY29wZV9pZBgCIAEoCRIOCgZhY3Rpb24YAyABKAkSGgoNcmVzb3VyY2VfdHlwZRgEIAEoCUgAiAEBEigKB2NvbnRleHQYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhEKCXBhZ2Vfc2l6ZRgGIAEoBRIOCgZjdXJzb3IYByABKAkSKgoLY29uc2lzdGVuY3kYCCABKAsyFS5hdXRoei52MS5Db25zaXN0ZW5jeUIQCg5fcmVzb3VyY2VfdHlwZSJpCg5Mb29rdXBSZXNvdXJjZRIKCgJpZBgBIAEoCRIcChRleHRlcm5hbF9yZXNvdXJjZV9pZBgCIAEoCRIVCg1yZXNvdXJjZV90eXBlGAMgASgJEhYKDm93bmVyX3Njb3BlX2lkGAQgASgJIm0KF0xvb2t1cFJlc291cmNlc1Jlc3BvbnNlEisKCXJlc291cmNlcxgBIAMoCzIYLmF1dGh6LnYxLkxvb2t1cFJlc291cmNlEhMKC25leHRfY3Vyc29yGAIgASgJEhAKCHJldmlzaW9uGAMgASgDMogECg9EZWNpc2lvblNlcnZpY2USXgoIRXZhbHVhdGUSGS5hdXRoei52MS5FdmFsdWF0ZVJlcXVlc3QaGi5hdXRoei52MS5FdmFsdWF0ZVJlc3BvbnNlIhuQAgHo4BgCgtPkkwIOOgEqIgkvZXZhbHVhdGUScwoNRXZhbHVhdGVCYXRjaBIeLmF1dGh6LnYxLkV2YWx1YXRlQmF0Y2hSZXF1ZXN0Gh8uYXV0aHoudjEuRXZhbHVhdGVCYXRjaFJlc3BvbnNlIiGQAgHo4BgCgtPkkwIUOgEqIg8vZXZhbHVhdGUvYmF0Y2gSogEKF0dldEVmZmVjdGl2ZVBlcm1pc3Npb25zEiguYXV0aHoudjEuR2V0RWZmZWN0aXZlUGVybWlzc2lvbnNSZXF1ZXN0GikuYXV0aHoudjEuR2V0RWZmZWN0aXZlUGVybWlzc2lvbnNSZXNwb25zZSIykAIB6OAYAoLT5JMCJWILcGVybWlzc2lvbnMSFi9lZmZlY3RpdmUtcGVybWlzc2lvbnMSewoPTG9va3VwUmVzb3VyY2VzEiAuYXV0aHoudjEuTG9va3VwUmVzb3VyY2VzUmVxdWVzdBohLmF1dGh6LnYxLkxvb2t1cFJlc291cmNlc1Jlc3BvbnNlIiOQAgHo4BgCgtPkkwIWOgEqIhEvbG9va3VwL3Jlc291cmNlc0JZChRjb20uZXhhbXBsZS5hdXRoei52MUIURGVjaXNpb25TZXJ2aWNlUHJvdG9QAVopZXhhbXBsZS5jb20vYXV0aHovZ2VuL2dvL2F1dGh6L3YxO2F1dGh6djFiBnByb3RvMw", [file_authz_v1_options, file_authz_v1_policy, file_google_api_annotations, file_google_protobuf_struct]);
+  fileDesc("Ch9hdXRoei92MS9kZWNpc2lvbl9zZXJ2aWNlLnByb3RvEghhdXRoei52MSJxCgVBY3RvchISCgpzdWJqZWN0X2lkGAEgASgJEhkKDHN1YmplY3RfdHlwZRgCIAEoCUgAiAEBEhgKC2V4dGVybmFsX2lkGAMgASgJSAGIAQFCDwoNX3N1YmplY3RfdHlwZUIOCgxfZXh0ZXJuYWxfaWQioQEKC1Jlc291cmNlUmVmEhgKC3Jlc291cmNlX2lkGAEgASgJSACIAQESIQoUZXh0ZXJuYWxfcmVzb3VyY2VfaWQYAiABKAlIAYgBARIaCg1yZXNvdXJjZV90eXBlGAMgASgJSAKIAQFCDgoMX3Jlc291cmNlX2lkQhcKFV9leHRlcm5hbF9yZXNvdXJjZV9pZEIQCg5fcmVzb3VyY2VfdHlwZSJ/CgtDb25zaXN0ZW5jeRIUCgxtaW5fcmV2aXNpb24YASABKAMSGAoQZnVsbHlfY29uc2lzdGVudBgCIAEoCBITCgthdF9yZXZpc2lvbhgDIAEoAxIrCgdhdF90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLjAQoPRXZhbHVhdGVSZXF1ZXN0Eh4KBWFjdG9yGAEgASgLMg8uYXV0aHoudjEuQWN0b3ISEAoIc2NvcGVfaWQYAiABKAkSDgoGYWN0aW9uGAMgASgJEicKCHJlc291cmNlGAQgASgLMhUuYXV0aHoudjEuUmVzb3VyY2VSZWYSKAoHY29udGV4dBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHZXhwbGFpbhgGIAEoCBIqCgtjb25zaXN0ZW5jeRgHIAEoCzIVLmF1dGh6LnYxLkNvbnNpc3RlbmN5ImQKCVRyYWNlU3RlcBIMCgRzdGVwGAEgASgJEg4KBnJlc3VsdBgCIAEoCRIPCgdtZXNzYWdlGAMgASgJEigKB2RldGFpbHMYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IrgBChBFdmFsdWF0ZVJlc3BvbnNlEg8KB2FsbG93ZWQYASABKAgSGQoRZGVjaWRlZF9ieV9wb2xpY3kYAiABKAgSMgoQZXZhbHVhdGVkX3BvbGljeRgDIAEoCzIYLmF1dGh6LnYxLlJlc291cmNlUG9saWN5Eg4KBnJlYXNvbhgEIAEoCRIQCghyZXZpc2lvbhgFIAEoAxIiCgV0cmFjZRgGIAMoCzITLmF1dGh6LnYxLlRyYWNlU3RlcCJDChRFdmFsdWF0ZUJhdGNoUmVxdWVzdBIrCghyZXF1ZXN0cxgBIAMoCzIZLmF1dGh6LnYxLkV2YWx1YXRlUmVxdWVzdCJEChVFdmFsdWF0ZUJhdGNoUmVzcG9uc2USKwoHcmVzdWx0cxgBIAMoCzIaLmF1dGh6LnYxLkV2YWx1YXRlUmVzcG9uc2UiggIKHkdldEVmZmVjdGl2ZVBlcm1pc3Npb25zUmVxdWVzdBISCgpzdWJqZWN0X2lkGAEgASgJEhAKCHNjb3BlX2lkGAIgASgJEhgKC3Jlc291cmNlX2lkGAMgASgJSACIAQESKgoLY29uc2lzdGVuY3kYBCABKAsyFS5hdXRoei52MS5Db25zaXN0ZW5jeRIgChNzdWJqZWN0X2V4dGVybmFsX2lkGAUgASgJSAGIAQESGQoMc3ViamVjdF90eXBlGAYgASgJSAKIAQFCDgoMX3Jlc291cmNlX2lkQhYKFF9zdWJqZWN0X2V4dGVybmFsX2lkQg8KDV9zdWJqZWN0X3R5cGUihAEKE0VmZmVjdGl2ZVBlcm1pc3Npb24SCwoDa2V5GAEgASgJEhUKDXJlc291cmNlX3R5cGUYAiABKAkSDgoGYWN0aW9uGAMgASgJEhgKEHJlc291cmNlX3BhdHRlcm4YBCABKAkSDgoGc291cmNlGAUgASgJEg8KB3JvbGVfaWQYBiABKAkiZwofR2V0RWZmZWN0aXZlUGVybWlzc2lvbnNSZXNwb25zZRIyCgtwZXJtaXNzaW9ucxgBIAMoCzIdLmF1dGh6LnYxLkVmZmVjdGl2ZVBlcm1pc3Npb24SEAoIcmV2aXNpb24YAiABKAMigQIKFkxvb2t1cFJlc291cmNlc1JlcXVlc3QSHgoFYWN0b3IYASABKAsyDy5hdXRoei52MS5BY3RvchIQCghzY29wZV9pZBgCIAEoCRIOCgZhY3Rpb24YAyABKAkSGgoNcmVzb3VyY2VfdHlwZRgEIAEoCUgAiAEBEigKB2NvbnRleHQYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhEKCXBhZ2Vfc2l6ZRgGIAEoBRIOCgZjdXJzb3IYByABKAkSKgoLY29uc2lzdGVuY3kYCCABKAsyFS5hdXRoei52MS5Db25zaXN0ZW5jeUIQCg5fcmVzb3VyY2VfdHlwZSJpCg5Mb29rdXBSZXNvdXJjZRIKCgJpZBgBIAEoCRIcChRleHRlcm5hbF9yZXNvdXJjZV9pZBgCIAEoCRIVCg1yZXNvdXJjZV90eXBlGAMgASgJEhYKDm93bmVyX3Njb3BlX2lkGAQgASgJIm0KF0xvb2t1cFJlc291cmNlc1Jlc3BvbnNlEisKCXJlc291cmNlcxgBIAMoCzIYLmF1dGh6LnYxLkxvb2t1cFJlc291cmNlEhMKC25leHRfY3Vyc29yGAIgASgJEhAKCHJldmlzaW9uGAMgASgDIpgCChVMb29rdXBTdWJqZWN0c1JlcXVlc3QSEAoIc2NvcGVfaWQYASABKAkSDgoGYWN0aW9uGAIgASgJEicKCHJlc291cmNlGAMgASgLMhUuYXV0aHoudjEuUmVzb3VyY2VSZWYSKAoHY29udGV4dBgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSGQoMc3ViamVjdF90eXBlGAUgASgJSACIAQESEQoJcGFnZV9zaXplGAYgASgFEg4KBmN1cnNvchgHIAEoCRIqCgtjb25zaXN0ZW5jeRgIIAEoCzIVLmF1dGh6LnYxLkNvbnNpc3RlbmN5Eg8KB2V4cGxhaW4YCSABKAhCDwoNX3N1YmplY3RfdHlwZSLhAQoFR3JhbnQSDgoGcmVhc29uGAEgASgJEg8KB3JvbGVfaWQYAiABKAkSFQoNbWVtYmVyc2hpcF9pZBgDIAEoCRIWCg50YWdfYmluZGluZ19pZBgEIAEoCRIaChJvd25lcnNoaXBfZ3JhbnRfaWQYBSABKAkSFwoPc291cmNlX3Njb3BlX2lkGAYgASgJEhwKFGFuY2VzdG9yX3Jlc291cmNlX2lkGAcgASgJEhEKCXBvbGljeV9pZBgIIAEoCRIiCgV0cmFjZRgJIAMoCzITLmF1dGh6LnYxLlRyYWNlU3RlcCJeCg1Mb29rdXBTdWJqZWN0EgoKAmlkGAEgASgJEhMKC2V4dGVybmFsX2lkGAIgASgJEgwKBHR5cGUYAyABKAkSHgoFZ3JhbnQYBCABKAsyDy5hdXRoei52MS5HcmFudCJqChZMb29rdXBTdWJqZWN0c1Jlc3BvbnNlEikKCHN1YmplY3RzGAEgAygLMhcuYXV0aHoudjEuTG9va3VwU3ViamVjdBITCgtuZXh0X2N1cnNvchgCIAEoCRIQCghyZXZpc2lvbhgDIAEoAyLtAQoUUGxhblJlc291cmNlc1JlcXVlc3QSHgoFYWN0b3IYASABKAsyDy5hdXRoei52MS5BY3RvchIQCghzY29wZV9pZBgCIAEoCRIOCgZhY3Rpb24YAyABKAkSFQoNcmVzb3VyY2VfdHlwZRgEIAEoCRIoCgdjb250ZXh0GAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIqCgtjb25zaXN0ZW5jeRgGIAEoCzIVLmF1dGh6LnYxLkNvbnNpc3RlbmN5EiYKB2NvbHVtbnMYByABKAsyFS5hdXRoei52MS5QbGFuQ29sdW1ucyLGAQoVUGxhblJlc291cmNlc1Jlc3BvbnNlEiAKBGtpbmQYASABKA4yEi5hdXRoei52MS5QbGFuS2luZBIqCgljb25kaXRpb24YAiABKAsyFy5hdXRoei52MS5QbGFuQ29uZGl0aW9uEhQKDGhhc19yZXNpZHVhbBgDIAEoCBILCgNzcWwYBCABKAkSKgoKc3FsX3BhcmFtcxgFIAMoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIQCghyZXZpc2lvbhgGIAEoAzL2BQoPRGVjaXNpb25TZXJ2aWNlEl4KCEV2YWx1YXRlEhkuYXV0aHoudjEuRXZhbHVhdGVSZXF1ZXN0GhouYXV0aHoudjEuRXZhbHVhdGVSZXNwb25zZSIbkAIB6OAYAoLT5JMCDjoBKiIJL2V2YWx1YXRlEnMKDUV2YWx1YXRlQmF0Y2gSHi5hdXRoei52MS5FdmFsdWF0ZUJhdGNoUmVxdWVzdBofLmF1dGh6LnYxLkV2YWx1YXRlQmF0Y2hSZXNwb25zZSIhkAIB6OAYAoLT5JMCFDoBKiIPL2V2YWx1YXRlL2JhdGNoEqIBChdHZXRFZmZlY3RpdmVQZXJtaXNzaW9ucxIoLmF1dGh6LnYxLkdldEVmZmVjdGl2ZVBlcm1pc3Npb25zUmVxdWVzdBopLmF1dGh6LnYxLkdldEVmZmVjdGl2ZVBlcm1pc3Npb25zUmVzcG9uc2UiMpACAejgGAKC0+STAiViC3Blcm1pc3Npb25zEhYvZWZmZWN0aXZlLXBlcm1pc3Npb25zEnsKD0xvb2t1cFJlc291cmNlcxIgLmF1dGh6LnYxLkxvb2t1cFJlc291cmNlc1JlcXVlc3QaIS5hdXRoei52MS5Mb29rdXBSZXNvdXJjZXNSZXNwb25zZSIjkAIB6OAYAoLT5JMCFjoBKiIRL2xvb2t1cC9yZXNvdXJjZXMSdwoOTG9va3VwU3ViamVjdHMSHy5hdXRoei52MS5Mb29rdXBTdWJqZWN0c1JlcXVlc3QaIC5hdXRoei52MS5Mb29rdXBTdWJqZWN0c1Jlc3BvbnNlIiKQAgHo4BgCgtPkkwIVOgEqIhAvbG9va3VwL3N1YmplY3RzEnMKDVBsYW5SZXNvdXJjZXMSHi5hdXRoei52MS5QbGFuUmVzb3VyY2VzUmVxdWVzdBofLmF1dGh6LnYxLlBsYW5SZXNvdXJjZXNSZXNwb25zZSIhkAIB6OAYAoLT5JMCFDoBKiIPL3BsYW4vcmVzb3VyY2VzQlkKFGNvbS5leGFtcGxlLmF1dGh6LnYxQhREZWNpc2lvblNlcnZpY2VQcm90b1ABWilleGFtcGxlLmNvbS9hdXRoei9nZW4vZ28vYXV0aHovdjE7YXV0aHp2MWIGcHJvdG8z", [file_authz_v1_options, file_authz_v1_policy, file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp, file_authz_v1_plan]);
 
 /**
  * Who is asking: the subject by its id, or by the caller's own id for it (`external_id`);
@@ -153,6 +155,23 @@ export type Consistency = Message<"authz.v1.Consistency"> & {
    * @generated from field: bool fully_consistent = 2;
    */
   fullyConsistent: boolean;
+
+  /**
+   * Answer as the tenant was at this past revision (control plane only; a sidecar answers
+   * `failed_precondition`). A revision the change log no longer holds is `failed_precondition`
+   * naming the oldest revision kept; one past the committed revision is `invalid_argument`.
+   *
+   * @generated from field: int64 at_revision = 3;
+   */
+  atRevision: bigint;
+
+  /**
+   * Answer as the tenant was at this time: at the newest revision committed at or before it
+   * (control plane only). Exclusive with `at_revision`, `min_revision` and `fully_consistent`.
+   *
+   * @generated from field: google.protobuf.Timestamp at_time = 4;
+   */
+  atTime?: Timestamp;
 };
 
 /**
@@ -178,6 +197,23 @@ export type ConsistencyJson = {
    * @generated from field: bool fully_consistent = 2;
    */
   fullyConsistent?: boolean;
+
+  /**
+   * Answer as the tenant was at this past revision (control plane only; a sidecar answers
+   * `failed_precondition`). A revision the change log no longer holds is `failed_precondition`
+   * naming the oldest revision kept; one past the committed revision is `invalid_argument`.
+   *
+   * @generated from field: int64 at_revision = 3;
+   */
+  atRevision?: string;
+
+  /**
+   * Answer as the tenant was at this time: at the newest revision committed at or before it
+   * (control plane only). Exclusive with `at_revision`, `min_revision` and `fully_consistent`.
+   *
+   * @generated from field: google.protobuf.Timestamp at_time = 4;
+   */
+  atTime?: TimestampJson;
 };
 
 /**
@@ -979,6 +1015,608 @@ export const LookupResourcesResponseSchema: GenMessage<LookupResourcesResponse, 
   messageDesc(file_authz_v1_decision_service, 13);
 
 /**
+ * @generated from message authz.v1.LookupSubjectsRequest
+ */
+export type LookupSubjectsRequest = Message<"authz.v1.LookupSubjectsRequest"> & {
+  /**
+   * @generated from field: string scope_id = 1;
+   */
+  scopeId: string;
+
+  /**
+   * @generated from field: string action = 2;
+   */
+  action: string;
+
+  /**
+   * The resource, as Evaluate takes it; absent: the action in the scope without a resource.
+   *
+   * @generated from field: authz.v1.ResourceRef resource = 3;
+   */
+  resource?: ResourceRef;
+
+  /**
+   * As Evaluate's: read by policies' `subjectCondition` and `contextCondition`.
+   *
+   * @generated from field: google.protobuf.Struct context = 4;
+   */
+  context?: JsonObject;
+
+  /**
+   * Only subjects of this type.
+   *
+   * @generated from field: optional string subject_type = 5;
+   */
+  subjectType?: string;
+
+  /**
+   * At most this many subjects in the page: 1 to 1,000; 0 (absent) means 100.
+   *
+   * @generated from field: int32 page_size = 6;
+   */
+  pageSize: number;
+
+  /**
+   * The `next_cursor` of the previous page; empty for the first page.
+   *
+   * @generated from field: string cursor = 7;
+   */
+  cursor: string;
+
+  /**
+   * Applies to the first page; later pages answer at the revision their cursor carries.
+   *
+   * @generated from field: authz.v1.Consistency consistency = 8;
+   */
+  consistency?: Consistency;
+
+  /**
+   * Return with each subject how it is granted (`grant`).
+   *
+   * @generated from field: bool explain = 9;
+   */
+  explain: boolean;
+};
+
+/**
+ * @generated from message authz.v1.LookupSubjectsRequest
+ */
+export type LookupSubjectsRequestJson = {
+  /**
+   * @generated from field: string scope_id = 1;
+   */
+  scopeId?: string;
+
+  /**
+   * @generated from field: string action = 2;
+   */
+  action?: string;
+
+  /**
+   * The resource, as Evaluate takes it; absent: the action in the scope without a resource.
+   *
+   * @generated from field: authz.v1.ResourceRef resource = 3;
+   */
+  resource?: ResourceRefJson;
+
+  /**
+   * As Evaluate's: read by policies' `subjectCondition` and `contextCondition`.
+   *
+   * @generated from field: google.protobuf.Struct context = 4;
+   */
+  context?: StructJson;
+
+  /**
+   * Only subjects of this type.
+   *
+   * @generated from field: optional string subject_type = 5;
+   */
+  subjectType?: string;
+
+  /**
+   * At most this many subjects in the page: 1 to 1,000; 0 (absent) means 100.
+   *
+   * @generated from field: int32 page_size = 6;
+   */
+  pageSize?: number;
+
+  /**
+   * The `next_cursor` of the previous page; empty for the first page.
+   *
+   * @generated from field: string cursor = 7;
+   */
+  cursor?: string;
+
+  /**
+   * Applies to the first page; later pages answer at the revision their cursor carries.
+   *
+   * @generated from field: authz.v1.Consistency consistency = 8;
+   */
+  consistency?: ConsistencyJson;
+
+  /**
+   * Return with each subject how it is granted (`grant`).
+   *
+   * @generated from field: bool explain = 9;
+   */
+  explain?: boolean;
+};
+
+/**
+ * Describes the message authz.v1.LookupSubjectsRequest.
+ * Use `create(LookupSubjectsRequestSchema)` to create a new message.
+ */
+export const LookupSubjectsRequestSchema: GenMessage<LookupSubjectsRequest, {jsonType: LookupSubjectsRequestJson}> = /*@__PURE__*/
+  messageDesc(file_authz_v1_decision_service, 14);
+
+/**
+ * How a listed subject is granted (LookupSubjects with `explain`): the reason of its decision and
+ * the entities behind it.
+ *
+ * @generated from message authz.v1.Grant
+ */
+export type Grant = Message<"authz.v1.Grant"> & {
+  /**
+   * `role`, `ownership`, `inherited` or `policy_allow`.
+   *
+   * @generated from field: string reason = 1;
+   */
+  reason: string;
+
+  /**
+   * The role whose permission covers the request (role, ownership, inherited).
+   *
+   * @generated from field: string role_id = 2;
+   */
+  roleId: string;
+
+  /**
+   * Where the role was found: the membership, the tag binding or the ownership grant.
+   *
+   * @generated from field: string membership_id = 3;
+   */
+  membershipId: string;
+
+  /**
+   * @generated from field: string tag_binding_id = 4;
+   */
+  tagBindingId: string;
+
+  /**
+   * @generated from field: string ownership_grant_id = 5;
+   */
+  ownershipGrantId: string;
+
+  /**
+   * The scope of the membership or tag binding that brought the role.
+   *
+   * @generated from field: string source_scope_id = 6;
+   */
+  sourceScopeId: string;
+
+  /**
+   * `inherited`: the ancestor resource whose grant covers the resource.
+   *
+   * @generated from field: string ancestor_resource_id = 7;
+   */
+  ancestorResourceId: string;
+
+  /**
+   * `policy_allow`: the deciding policy.
+   *
+   * @generated from field: string policy_id = 8;
+   */
+  policyId: string;
+
+  /**
+   * The decision's trace.
+   *
+   * @generated from field: repeated authz.v1.TraceStep trace = 9;
+   */
+  trace: TraceStep[];
+};
+
+/**
+ * How a listed subject is granted (LookupSubjects with `explain`): the reason of its decision and
+ * the entities behind it.
+ *
+ * @generated from message authz.v1.Grant
+ */
+export type GrantJson = {
+  /**
+   * `role`, `ownership`, `inherited` or `policy_allow`.
+   *
+   * @generated from field: string reason = 1;
+   */
+  reason?: string;
+
+  /**
+   * The role whose permission covers the request (role, ownership, inherited).
+   *
+   * @generated from field: string role_id = 2;
+   */
+  roleId?: string;
+
+  /**
+   * Where the role was found: the membership, the tag binding or the ownership grant.
+   *
+   * @generated from field: string membership_id = 3;
+   */
+  membershipId?: string;
+
+  /**
+   * @generated from field: string tag_binding_id = 4;
+   */
+  tagBindingId?: string;
+
+  /**
+   * @generated from field: string ownership_grant_id = 5;
+   */
+  ownershipGrantId?: string;
+
+  /**
+   * The scope of the membership or tag binding that brought the role.
+   *
+   * @generated from field: string source_scope_id = 6;
+   */
+  sourceScopeId?: string;
+
+  /**
+   * `inherited`: the ancestor resource whose grant covers the resource.
+   *
+   * @generated from field: string ancestor_resource_id = 7;
+   */
+  ancestorResourceId?: string;
+
+  /**
+   * `policy_allow`: the deciding policy.
+   *
+   * @generated from field: string policy_id = 8;
+   */
+  policyId?: string;
+
+  /**
+   * The decision's trace.
+   *
+   * @generated from field: repeated authz.v1.TraceStep trace = 9;
+   */
+  trace?: TraceStepJson[];
+};
+
+/**
+ * Describes the message authz.v1.Grant.
+ * Use `create(GrantSchema)` to create a new message.
+ */
+export const GrantSchema: GenMessage<Grant, {jsonType: GrantJson}> = /*@__PURE__*/
+  messageDesc(file_authz_v1_decision_service, 15);
+
+/**
+ * A subject of a LookupSubjects page.
+ *
+ * @generated from message authz.v1.LookupSubject
+ */
+export type LookupSubject = Message<"authz.v1.LookupSubject"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string external_id = 2;
+   */
+  externalId: string;
+
+  /**
+   * @generated from field: string type = 3;
+   */
+  type: string;
+
+  /**
+   * With `explain`.
+   *
+   * @generated from field: authz.v1.Grant grant = 4;
+   */
+  grant?: Grant;
+};
+
+/**
+ * A subject of a LookupSubjects page.
+ *
+ * @generated from message authz.v1.LookupSubject
+ */
+export type LookupSubjectJson = {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id?: string;
+
+  /**
+   * @generated from field: string external_id = 2;
+   */
+  externalId?: string;
+
+  /**
+   * @generated from field: string type = 3;
+   */
+  type?: string;
+
+  /**
+   * With `explain`.
+   *
+   * @generated from field: authz.v1.Grant grant = 4;
+   */
+  grant?: GrantJson;
+};
+
+/**
+ * Describes the message authz.v1.LookupSubject.
+ * Use `create(LookupSubjectSchema)` to create a new message.
+ */
+export const LookupSubjectSchema: GenMessage<LookupSubject, {jsonType: LookupSubjectJson}> = /*@__PURE__*/
+  messageDesc(file_authz_v1_decision_service, 16);
+
+/**
+ * @generated from message authz.v1.LookupSubjectsResponse
+ */
+export type LookupSubjectsResponse = Message<"authz.v1.LookupSubjectsResponse"> & {
+  /**
+   * Allowed subjects by id. Fewer than `page_size` (even none) when the page's visit budget
+   * ended it: the listing ends only when `next_cursor` is empty.
+   *
+   * @generated from field: repeated authz.v1.LookupSubject subjects = 1;
+   */
+  subjects: LookupSubject[];
+
+  /**
+   * The cursor of the next page; empty on the last page (REST: the `x-next-cursor` header).
+   *
+   * @generated from field: string next_cursor = 2;
+   */
+  nextCursor: string;
+
+  /**
+   * The tenant revision every page of the listing is computed at.
+   *
+   * @generated from field: int64 revision = 3;
+   */
+  revision: bigint;
+};
+
+/**
+ * @generated from message authz.v1.LookupSubjectsResponse
+ */
+export type LookupSubjectsResponseJson = {
+  /**
+   * Allowed subjects by id. Fewer than `page_size` (even none) when the page's visit budget
+   * ended it: the listing ends only when `next_cursor` is empty.
+   *
+   * @generated from field: repeated authz.v1.LookupSubject subjects = 1;
+   */
+  subjects?: LookupSubjectJson[];
+
+  /**
+   * The cursor of the next page; empty on the last page (REST: the `x-next-cursor` header).
+   *
+   * @generated from field: string next_cursor = 2;
+   */
+  nextCursor?: string;
+
+  /**
+   * The tenant revision every page of the listing is computed at.
+   *
+   * @generated from field: int64 revision = 3;
+   */
+  revision?: string;
+};
+
+/**
+ * Describes the message authz.v1.LookupSubjectsResponse.
+ * Use `create(LookupSubjectsResponseSchema)` to create a new message.
+ */
+export const LookupSubjectsResponseSchema: GenMessage<LookupSubjectsResponse, {jsonType: LookupSubjectsResponseJson}> = /*@__PURE__*/
+  messageDesc(file_authz_v1_decision_service, 17);
+
+/**
+ * @generated from message authz.v1.PlanResourcesRequest
+ */
+export type PlanResourcesRequest = Message<"authz.v1.PlanResourcesRequest"> & {
+  /**
+   * @generated from field: authz.v1.Actor actor = 1;
+   */
+  actor?: Actor;
+
+  /**
+   * @generated from field: string scope_id = 2;
+   */
+  scopeId: string;
+
+  /**
+   * @generated from field: string action = 3;
+   */
+  action: string;
+
+  /**
+   * The resource type's key (required).
+   *
+   * @generated from field: string resource_type = 4;
+   */
+  resourceType: string;
+
+  /**
+   * As Evaluate's: read by policies' `contextCondition`.
+   *
+   * @generated from field: google.protobuf.Struct context = 5;
+   */
+  context?: JsonObject;
+
+  /**
+   * @generated from field: authz.v1.Consistency consistency = 6;
+   */
+  consistency?: Consistency;
+
+  /**
+   * The columns the SQL rendering names.
+   *
+   * @generated from field: authz.v1.PlanColumns columns = 7;
+   */
+  columns?: PlanColumns;
+};
+
+/**
+ * @generated from message authz.v1.PlanResourcesRequest
+ */
+export type PlanResourcesRequestJson = {
+  /**
+   * @generated from field: authz.v1.Actor actor = 1;
+   */
+  actor?: ActorJson;
+
+  /**
+   * @generated from field: string scope_id = 2;
+   */
+  scopeId?: string;
+
+  /**
+   * @generated from field: string action = 3;
+   */
+  action?: string;
+
+  /**
+   * The resource type's key (required).
+   *
+   * @generated from field: string resource_type = 4;
+   */
+  resourceType?: string;
+
+  /**
+   * As Evaluate's: read by policies' `contextCondition`.
+   *
+   * @generated from field: google.protobuf.Struct context = 5;
+   */
+  context?: StructJson;
+
+  /**
+   * @generated from field: authz.v1.Consistency consistency = 6;
+   */
+  consistency?: ConsistencyJson;
+
+  /**
+   * The columns the SQL rendering names.
+   *
+   * @generated from field: authz.v1.PlanColumns columns = 7;
+   */
+  columns?: PlanColumnsJson;
+};
+
+/**
+ * Describes the message authz.v1.PlanResourcesRequest.
+ * Use `create(PlanResourcesRequestSchema)` to create a new message.
+ */
+export const PlanResourcesRequestSchema: GenMessage<PlanResourcesRequest, {jsonType: PlanResourcesRequestJson}> = /*@__PURE__*/
+  messageDesc(file_authz_v1_decision_service, 18);
+
+/**
+ * @generated from message authz.v1.PlanResourcesResponse
+ */
+export type PlanResourcesResponse = Message<"authz.v1.PlanResourcesResponse"> & {
+  /**
+   * @generated from field: authz.v1.PlanKind kind = 1;
+   */
+  kind: PlanKind;
+
+  /**
+   * Set for PLAN_KIND_CONDITIONAL: the resources of the type for which it holds are exactly those
+   * Evaluate allows, except where a `residual` node decides.
+   *
+   * @generated from field: authz.v1.PlanCondition condition = 2;
+   */
+  condition?: PlanCondition;
+
+  /**
+   * True when `condition` holds a residual: the rows `sql` selects may be allowed and each must
+   * be confirmed with Evaluate; without residuals `sql` selects exactly the allowed rows.
+   *
+   * @generated from field: bool has_residual = 3;
+   */
+  hasResidual: boolean;
+
+  /**
+   * The plan as a PostgreSQL boolean expression over `columns`, parameters `$1`, `$2`, …
+   *
+   * @generated from field: string sql = 4;
+   */
+  sql: string;
+
+  /**
+   * The values of `sql`'s parameters, in order.
+   *
+   * @generated from field: repeated google.protobuf.Value sql_params = 5;
+   */
+  sqlParams: Value[];
+
+  /**
+   * The tenant revision the plan is computed at.
+   *
+   * @generated from field: int64 revision = 6;
+   */
+  revision: bigint;
+};
+
+/**
+ * @generated from message authz.v1.PlanResourcesResponse
+ */
+export type PlanResourcesResponseJson = {
+  /**
+   * @generated from field: authz.v1.PlanKind kind = 1;
+   */
+  kind?: PlanKindJson;
+
+  /**
+   * Set for PLAN_KIND_CONDITIONAL: the resources of the type for which it holds are exactly those
+   * Evaluate allows, except where a `residual` node decides.
+   *
+   * @generated from field: authz.v1.PlanCondition condition = 2;
+   */
+  condition?: PlanConditionJson;
+
+  /**
+   * True when `condition` holds a residual: the rows `sql` selects may be allowed and each must
+   * be confirmed with Evaluate; without residuals `sql` selects exactly the allowed rows.
+   *
+   * @generated from field: bool has_residual = 3;
+   */
+  hasResidual?: boolean;
+
+  /**
+   * The plan as a PostgreSQL boolean expression over `columns`, parameters `$1`, `$2`, …
+   *
+   * @generated from field: string sql = 4;
+   */
+  sql?: string;
+
+  /**
+   * The values of `sql`'s parameters, in order.
+   *
+   * @generated from field: repeated google.protobuf.Value sql_params = 5;
+   */
+  sqlParams?: ValueJson[];
+
+  /**
+   * The tenant revision the plan is computed at.
+   *
+   * @generated from field: int64 revision = 6;
+   */
+  revision?: string;
+};
+
+/**
+ * Describes the message authz.v1.PlanResourcesResponse.
+ * Use `create(PlanResourcesResponseSchema)` to create a new message.
+ */
+export const PlanResourcesResponseSchema: GenMessage<PlanResourcesResponse, {jsonType: PlanResourcesResponseJson}> = /*@__PURE__*/
+  messageDesc(file_authz_v1_decision_service, 19);
+
+/**
  * The decision path: answers authorization questions. Served by the control plane and by
  * the sidecar, with the same engine.
  *
@@ -1030,6 +1668,30 @@ export const DecisionService: GenService<{
     methodKind: "unary";
     input: typeof LookupResourcesRequestSchema;
     output: typeof LookupResourcesResponseSchema;
+  },
+  /**
+   * Lists, a page at a time and by id, every subject (optionally of one type) who may perform an
+   * action on a resource in a scope: exactly those an Evaluate of each would allow; with
+   * `explain`, how each is granted. Pages answer at one revision as LookupResources' do.
+   *
+   * @generated from rpc authz.v1.DecisionService.LookupSubjects
+   */
+  lookupSubjects: {
+    methodKind: "unary";
+    input: typeof LookupSubjectsRequestSchema;
+    output: typeof LookupSubjectsResponseSchema;
+  },
+  /**
+   * A query plan for the application's own database: for an actor, an action and a resource
+   * type in a scope, the condition on resource fields under which Evaluate allows, as a tree
+   * and as a parameterized PostgreSQL WHERE clause.
+   *
+   * @generated from rpc authz.v1.DecisionService.PlanResources
+   */
+  planResources: {
+    methodKind: "unary";
+    input: typeof PlanResourcesRequestSchema;
+    output: typeof PlanResourcesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_authz_v1_decision_service, 0);
