@@ -234,7 +234,7 @@ describe('lookupSubjects', () => {
       membership: subjects.filter((s) => s.type === 'user').map((s) => ({ id: `membership_${s.id}`, subjectId: s.id, scopeId: 'scope_0' })),
       role_assignment: subjects.filter((s) => s.type === 'user').map((s) => ({ id: `role_assignment_${s.id}`, membershipId: `membership_${s.id}`, roleId: 'role_r' })),
     },
-  } as TenantSnapshot;
+  } as unknown as TenantSnapshot;
   const options = { now: new Date('2025-01-01T00:00:00Z'), gate: 'strict' as const };
   const q: Query = { scopeId: 'scope_0', action: 'read', resource: { resourceId: 'resource_1' }, pageSize: 7 };
 
