@@ -29,14 +29,14 @@ interface CheckOptions {
 }
 
 /** `--resource TYPE/EXTERNAL_ID`: split at the first `/` (external ids may hold more). */
-function resourceOption(raw: string): { resourceType: string; externalResourceId: string } {
+export function resourceOption(raw: string): { resourceType: string; externalResourceId: string } {
   const slash = raw.indexOf('/');
   if (slash <= 0 || slash === raw.length - 1) throw new InvalidArgumentError('expected TYPE/EXTERNAL_ID, e.g. doc/readme (the resource type key, then the external id)');
   return { resourceType: raw.slice(0, slash), externalResourceId: raw.slice(slash + 1) };
 }
 
 /** `--context JSON`: an object. */
-function contextOption(raw: string): JsonObject {
+export function contextOption(raw: string): JsonObject {
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);
@@ -48,7 +48,7 @@ function contextOption(raw: string): JsonObject {
 }
 
 /** Runs a name lookup; its failure names the option it came from, and says what a key without platform reach can do instead. */
-async function resolved<T>(option: string, value: string, idOption: string, lookup: () => Promise<T>): Promise<T> {
+export async function resolved<T>(option: string, value: string, idOption: string, lookup: () => Promise<T>): Promise<T> {
   try {
     return await lookup();
   } catch (raw) {
