@@ -7,10 +7,11 @@
  * context) so a cursor cannot page another listing. It is not signed: a forged one can only
  * start a listing of the caller's own query after an id of its choice, which any caller may ask.
  *
- * Pinned revision: every page answers at `r`. Processes keep one index, current, and do not yet
- * read past revisions, so a page asked once the process has moved past `r` is
- * `failed_precondition` on `cursor` (the listing must start again) rather than a mix of states.
- * A process still behind `r` waits for it as for `consistency.minRevision`.
+ * Pinned revision: every page answers at `r`. The control plane reads the tenant at `r` from its
+ * history once it has moved past it (`failed_precondition` on `cursor` when the history no longer
+ * holds `r`); a sidecar holds only its current state, so a page asked once it has moved past `r`
+ * is `failed_precondition` on `cursor` (the listing must start again) rather than a mix of
+ * states. A process still behind `r` waits for it as for `consistency.minRevision`.
  */
 import { createHash } from 'node:crypto';
 import type { JsonObject } from '@bufbuild/protobuf';
@@ -131,8 +132,9 @@ export async function lookupResourcesFor<C>(
   source: DecisionSource<C>, caller: C, input: LookupInput, deadline: number, signal?: CallSignal, onTenant?: (tenantId: string) => void,
 ): Promise<LookupResourcesOut> {
   const { query, cursor } = input;
-  // A later page needs the index at its listing's revision: a process behind it waits for it.
-  const freshness = cursor === undefined ? input.freshness : { minRevision: Math.max(input.freshness.minRevision, cursor.r), fullyConsistent: input.freshness.fullyConsistent };
+  // A later page needs the index at its listing's revision: a process behind it waits for it,
+  // the control plane reads it from the history once it has moved past it.
+  const freshness = cursor === undefined ? input.freshness : { minRevision: cursor.r, fullyConsistent: false, pinned: cursor.r };
   const index = await source.indexFor(caller, query.scopeId, '', freshness, deadline, signal);
   // From here on nothing awaits: the index cannot move under the page.
   if (cursor !== undefined && index.revision !== cursor.r) {
