@@ -221,12 +221,24 @@ describeEachBackend('point-in-time decisions on %s (seed ' + SEED + ')', (backen
     expect((await fail({ atRevision: 2n, minRevision: 1n }))?.rawMessage).toContain('consistency.atRevision: a past state cannot be combined with consistency.minRevision');
     expect((await fail({ atRevision: 2n, atTime: { seconds: 1n, nanos: 0 } }))?.rawMessage).toContain('not both');
     expect((await fail({ atTime: { seconds: BigInt(Math.floor(Date.now() / 1000) + 3600), nanos: 0 } }))?.rawMessage).toContain('in the future');
+    // A listing whose revision the compaction below takes away.
+    const listing = { actor: { subjectId: 'subject_carol' }, scopeId: ROOT, action: 'read', pageSize: 1 };
+    let first = await c.lookupResources(listing);
+    const rand = mulberry32(SEED + 2);
+    for (let i = 0; !first.nextCursor && i < 20; i++) {
+      await randomWrite(app, rand);
+      first = await c.lookupResources(listing);
+    }
+    expect(first.nextCursor).not.toBe('');
+    for (let i = 0; i < 6; i++) await randomWrite(app, rand);
     // Compacted: everything but the newest 5 revisions is gone, and so is what came before it.
     await compactChangeLog(app.db, { keepRevisions: 5, keepMs: 0 });
+    const lost = await c.lookupResources({ ...listing, cursor: first.nextCursor }).then(() => undefined, (e: unknown) => ConnectError.from(e));
+    expect([lost?.code, lost?.rawMessage]).toEqual([9, expect.stringMatching(/^cursor: revision \d+ is before the oldest state kept: the oldest revision that can be read is \d+/)]);
     const committed = Number((await c.evaluate({ ...q, consistency: { fullyConsistent: true } })).revision);
     const gone = await fail({ atRevision: BigInt(revisions[0]) });
     expect(gone?.code).toBe(9); // failed_precondition
-    expect(gone?.rawMessage).toMatch(/consistency\.atRevision: revision \d+ is before the oldest state kept: the oldest revision that can be read is \d+/);
+    expect(gone?.rawMessage).toMatch(/^consistency\.atRevision: revision \d+ is before the oldest state kept: the oldest revision that can be read is \d+/);
     const oldest = Number(/can be read is (\d+)/.exec(gone!.rawMessage)![1]);
     // The state after the newest compacted revision is rebuilt from the changes after it.
     expect(oldest).toBe(committed - 5);

@@ -93,7 +93,7 @@ export class PastIndexes {
 
   private gone(what: string, bounds: HistoryBounds, field: string) {
     return constraint(
-      `${field}: ${what}: the oldest revision that can be read is ${bounds.oldest} ` +
+      `${what}: the oldest revision that can be read is ${bounds.oldest} ` +
         '(history is kept for SERVICE_CHANGE_LOG_RETENTION_HOURS, and from the version that records it)',
       field,
     );
