@@ -13,7 +13,7 @@ import { evaluate, type GateMode } from '../evaluate.js';
 import type { Resource, TenantSnapshot } from '../model.js';
 import { TenantIndex } from '../tenant-index/mod.js';
 import { genTenant } from '../testdata/generate.js';
-import { genPlanCase, withCopies } from '../testdata/plan-cases.js';
+import { genPlanCase, withCopies, withOddAttributes } from '../testdata/plan-cases.js';
 import { planResources } from './compile.js';
 import { evaluateTree, widen } from './tree.js';
 
@@ -32,7 +32,7 @@ describe.each(seeds)('the plan equals {r : evaluate(r).allowed} (%s seed %i)', (
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), (tenantSeed) => {
         const r = mulberry32(tenantSeed);
-        const t = withCopies(r, genTenant(r));
+        const t = withOddAttributes(r, withCopies(r, genTenant(r)));
         const index = TenantIndex.fromSnapshot(t);
         for (let i = 0; i < QUERIES; i++) {
           const { query, now } = genPlanCase(r, t);

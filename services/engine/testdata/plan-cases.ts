@@ -36,3 +36,21 @@ export function genPlanCase(r: Rng, t: TenantSnapshot): PlanCase {
     now: c.options.now,
   };
 }
+
+/** Values of every JSON type (and lookalikes) for attributes, so comparisons meet other types than their operand's. */
+const ODD_VALUES: unknown[] = [
+  '3', 2.5, 3, 3.0, -0, 1e21, true, false, null, [1], [3], { a: 1 }, '', 'gold', 'Gold', 'go', 'golden', 'gold\u00e9', '\u00e9', 'x', 'xy', 'yx', ['x', 'y'], [['x']], ['X'], ['x', null], { 0: 'x' }, 'e1', '\u{1F600}', '\uFFFD',
+];
+
+/** Some resources' attributes (and display names) replaced by values of other JSON types. */
+export function withOddAttributes(r: Rng, t: TenantSnapshot): TenantSnapshot {
+  if (!chance(r, 0.5)) return t;
+  const resource = (t.rows.resource ?? []).map((x) => {
+    if (!chance(r, 0.5)) return x;
+    const attributes: Record<string, unknown> = { ...((x.attributes as Record<string, unknown> | null) ?? {}) };
+    for (const k of ['size', 'tier', 'labels', 'nested']) if (chance(r, 0.4)) attributes[k] = k === 'nested' ? pick(r, [{ deep: pick(r, ODD_VALUES) }, pick(r, ODD_VALUES)]) : pick(r, ODD_VALUES);
+    const displayName = chance(r, 0.3) ? pick(r, ['name1', 'e1', '', '1', 'x1', '\u{1F600}1']) : x.displayName;
+    return { ...x, attributes, ...(displayName === undefined ? {} : { displayName }) } as Resource;
+  });
+  return { ...t, rows: { ...t.rows, resource } };
+}
