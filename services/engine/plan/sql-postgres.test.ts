@@ -1,6 +1,7 @@
 /**
  * The SQL rendering of plans run on a real PostgreSQL table (the default column mapping,
- * attributes jsonb), in a database made for this suite; skipped without DATABASE_URL.
+ * attributes jsonb), in a database made for this suite with an ICU English default collation;
+ * skipped without DATABASE_URL.
  * - Every comparison operator against values of every JSON type, on a jsonb attribute and a
  *   text column: the rows PostgreSQL selects are those the tree's comparison holds for.
  * - On the differential generator's tenants, every gate mode: `select id … where <sql>` holds
@@ -36,7 +37,9 @@ describe.skipIf(!process.env.DATABASE_URL)('plans as SQL on postgres', () => {
   let db: { url: string; drop: () => Promise<void> };
   let client: pg.Client;
   beforeAll(async () => {
-    db = await createScratchDatabase(process.env.DATABASE_URL as string, 'authz_plan');
+    // A linguistic default collation (ICU English), as many applications' databases have: string
+    // order must still be the engine's, so the SQL must not depend on the database's collation.
+    db = await createScratchDatabase(process.env.DATABASE_URL as string, 'authz_plan', "template template0 encoding 'UTF8' locale_provider icu icu_locale 'en'");
     client = new pg.Client({ connectionString: db.url });
     await client.connect();
     await client.query(TABLE);
