@@ -3,9 +3,9 @@
  * compiled from the index a DecisionSource hands out (the same index and clock evaluate uses),
  * and rendered as proto JSON and as SQL over the request's column mapping.
  *
- * `resourceType` is required; a key no resource type has gives `always_denied` (no resource
- * is of it), as LookupResources lists nothing for it. An unknown subject, or one not of
- * `actor.subjectType`, is `always_denied` too; an unknown scope is `not_found`.
+ * `resourceType` is required; a key no resource has is planned like any other (the role legs'
+ * patterns still apply to rows the application may add later; id sets are empty). An unknown
+ * subject, or one not of `actor.subjectType`, is `always_denied`; an unknown scope `not_found`.
  */
 import type { JsonObject, JsonValue } from '@bufbuild/protobuf';
 import { AmbiguousSubjectError, ScopeNotFoundError } from '../engine/mod.js';

@@ -125,7 +125,6 @@ class Compiler {
   }
 
   compile(): PlanNode {
-    if (this.nodes.length === 0) return FALSE;
     this.collectRolePermissions();
     const byType = new Map<string, string[]>();
     const linked: string[] = [];
