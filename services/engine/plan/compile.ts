@@ -133,11 +133,24 @@ class Compiler {
     const owned: string[] = [];
     const inherited: string[] = [];
     const walk = this.patterns.size > 0 || this.grants !== undefined;
+    // Resources by type id, kept only once a second type shows (most keys have one type).
+    const firstType = this.nodes[0]?.type;
+    let typesDiffer = false;
     for (const node of this.nodes) {
-      const typeId = node.type?.id as string;
-      let ids = byType.get(typeId);
-      if (ids === undefined) byType.set(typeId, (ids = []));
-      ids.push(node.id);
+      if (!typesDiffer && node.type !== firstType) {
+        typesDiffer = true;
+        byType.set(firstType?.id as string, []);
+        for (const earlier of this.nodes) {
+          if (earlier === node) break;
+          byType.get(firstType?.id as string)!.push(earlier.id);
+        }
+      }
+      if (typesDiffer) {
+        const typeId = node.type?.id as string;
+        let ids = byType.get(typeId);
+        if (ids === undefined) byType.set(typeId, (ids = []));
+        ids.push(node.id);
+      }
       if (node.links !== undefined) {
         linked.push(node.id);
         for (const l of bagRows(node.links)) {
@@ -152,8 +165,16 @@ class Compiler {
         if (d === undefined) direct.set(p.id, (d = { policy: p, ids: [] }));
         d.ids.push(node.id);
       }
-      if (this.grants !== undefined && this.grantCovers(node)) owned.push(node.id);
-      if (walk && this.inherits(node)) inherited.push(node.id);
+      if (walk && node.up !== undefined && this.inherits(node)) inherited.push(node.id);
+    }
+    // One type: `typeIs` needs no ids.
+    if (!typesDiffer && firstType !== undefined) byType.set(firstType.id, []);
+    // Ownership: the subject's granted resources of the type, not a scan of the type's.
+    if (this.grants !== undefined) {
+      for (const id of this.grants.resourceIds()) {
+        const node = this.index.resourceNode(id);
+        if (node !== undefined && node.exists && node.type?.key === this.query.resourceType && this.grantCovers(node)) owned.push(id);
+      }
     }
 
     const gateNode = this.gateCondition(linked, linkedReach);
