@@ -46,7 +46,7 @@ function resourceOption(raw: string): { resourceType: string; externalResourceId
 }
 
 /** `--context JSON`: an object. */
-function contextOption(raw: string): JsonObject {
+export function contextOption(raw: string): JsonObject {
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);
@@ -58,7 +58,7 @@ function contextOption(raw: string): JsonObject {
 }
 
 /** Runs a name lookup; its failure names the option it came from, and says what a key without platform reach can do instead. */
-async function resolved<T>(option: string, value: string, idOption: string, lookup: () => Promise<T>): Promise<T> {
+export async function resolved<T>(option: string, value: string, idOption: string, lookup: () => Promise<T>): Promise<T> {
   try {
     return await lookup();
   } catch (raw) {

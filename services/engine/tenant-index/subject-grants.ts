@@ -133,6 +133,14 @@ export class SubjectGrants implements GrantSet {
     }
   }
 
+  /** The ids of the resources the grants are on, each once, in no particular order. */
+  resourceIds(): string[] {
+    if (this.list === undefined) return [...(this.byResource as Map<string, string[]>).keys()];
+    const out = new Set<string>();
+    for (let i = 1; i < this.list.length; i += 3) out.add(this.list[i]);
+    return [...out];
+  }
+
   /** Every grant, in no particular order. */
   rows(): OwnershipGrant[] {
     const out: OwnershipGrant[] = [];

@@ -97,6 +97,8 @@ export interface GrantSet {
   get(resourceId: string): RowBag<OwnershipGrant> | undefined;
   /** Number of grants. */
   readonly size: number;
+  /** The ids of the resources the grants are on, each once. */
+  resourceIds(): string[];
 }
 
 /** Up to this many grants a subject keeps them in a flat array, scanned; more go in a map. */
