@@ -1,15 +1,19 @@
 /**
  * LookupResources against its definition, on the differential generator's tenants: the pages
  * of a listing, concatenated, are exactly the tenant's resources (of the type asked) that
- * evaluate allows, by id, each once, under every gate mode; and the reference evaluator agrees.
+ * evaluate allows, by id, each once, under every gate mode, whether the listing visits the
+ * query's candidates or walks every resource; the candidates hold every resource allowed; and
+ * the reference evaluator agrees. Half the tenants are made boundable (no pattern `*`, no allow
+ * policy on a collection, deeper hierarchies) so both paths run often.
  * Seeded like differential.test.ts (rerun with ENGINE_PROP_SEED=<seed>).
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { AmbiguousSubjectError, ScopeNotFoundError } from './errors.js';
 import { evaluate, type EvaluateRequest, type GateMode } from './evaluate.js';
-import { lookupResources, type LookupResourcesQuery } from './lookup.js';
-import type { Change, Resource, TenantSnapshot } from './model.js';
+import { lookupCandidates } from './lookup-candidates.js';
+import { lookupResources, type LookupOptions, type LookupResourcesQuery } from './lookup.js';
+import type { Change, Resource, ResourceEdge, TenantSnapshot } from './model.js';
 import { TenantIndex } from './tenant-index/mod.js';
 import { genRequest, genTenant, int, chance, pick, type Rng } from './testdata/generate.js';
 import { RefScopeNotFound, referenceEvaluate } from './testdata/reference.js';
@@ -36,18 +40,41 @@ function withCopies(r: Rng, t: TenantSnapshot): TenantSnapshot {
   return { ...t, rows: { ...t.rows, resource: [...copies, ...resources] } };
 }
 
+/**
+ * A tenant whose listings can be bounded (sometimes): permissions with pattern `*` renamed to a
+ * resource's id or external id, allow policies on collections dropped, and the copies hung under
+ * other resources, so hierarchies run deeper than the generator's.
+ */
+function boundable(r: Rng, t: TenantSnapshot): TenantSnapshot {
+  if (!chance(r, 0.5)) return t;
+  const resources = t.rows.resource ?? [];
+  const names = [...resources.map((x) => x.id), ...resources.map((x) => x.externalResourceId), 'zzz'];
+  const permission = (t.rows.permission ?? []).map((p) => (p.resourcePattern === '*' && !chance(r, 0.05) ? { ...p, resourcePattern: pick(r, names) } : p));
+  const policy = (t.rows.policy ?? []).filter((p) => p.target.kind !== 'collection' || p.effect === 'deny' || chance(r, 0.05));
+  const edges: ResourceEdge[] = [...(t.rows.resource_edge ?? [])];
+  resources.forEach((child, i) => {
+    if (i === 0 || !child.id.includes('_', 'resource_'.length) || !chance(r, 0.7)) return;
+    edges.push({ id: `resource_edge_copy_${i}`, parentResourceId: resources[int(r, 0, i - 1)].id, childResourceId: child.id, cascade: chance(r, 0.85) ? 'inherit' : 'none' });
+  });
+  return { ...t, rows: { ...t.rows, permission, policy, resource_edge: edges } };
+}
+
 /** Every page of a listing, with each page's `last`. */
-function allPages(index: TenantIndex, q: Omit<LookupResourcesQuery, 'after'>, options: { now: Date; gate: GateMode; maxVisits?: number }): { ids: string[]; pages: number } {
+function allPages(index: TenantIndex, q: Omit<LookupResourcesQuery, 'after'>, options: LookupOptions): { ids: string[]; pages: number; via: string } {
   const ids: string[] = [];
   let after: string | undefined;
   let pages = 0;
+  let via = '';
   for (;;) {
     const page = lookupResources(index, { ...q, after }, options);
     pages++;
+    if (via === '') via = page.via;
+    expect(page.via, 'every page of a listing visits the same way').toBe(via);
+    expect(page.visited).toBeLessThanOrEqual(options.maxVisits ?? Infinity);
     expect(page.resources.length).toBeLessThanOrEqual(q.pageSize);
     expect(page.revision).toBe(index.revision);
     ids.push(...page.resources.map((x) => x.id));
-    if (page.last === undefined) return { ids, pages };
+    if (page.last === undefined) return { ids, pages, via };
     // A page with more to follow is full, unless its visit budget ended it.
     if (options.maxVisits === undefined) expect(page.resources.length, 'a page with more to follow is full').toBe(q.pageSize);
     if (page.resources.length === q.pageSize) expect(page.last).toBe(page.resources[page.resources.length - 1].id);
@@ -70,13 +97,16 @@ function expected(t: TenantSnapshot, index: TenantIndex, q: Omit<LookupResources
 let listings = 0;
 let nonEmpty = 0;
 let multiPage = 0;
+let byCandidates = 0;
+let byCandidatesNonEmpty = 0;
+let walked = 0;
 
 describe.each(seeds)('lookupResources equals {r : evaluate(r).allowed} (%s seed %i)', (_label, seed) => {
   it('on generated tenants, subjects, scopes, actions, types and page sizes, under every gate mode', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), (tenantSeed) => {
         const r = mulberry32(tenantSeed);
-        const t = withCopies(r, genTenant(r));
+        const t = boundable(r, withCopies(r, genTenant(r)));
         const index = TenantIndex.fromSnapshot(t);
         for (let i = 0; i < QUERIES; i++) {
           const c = genRequest(r, t);
@@ -97,13 +127,25 @@ describe.each(seeds)('lookupResources equals {r : evaluate(r).allowed} (%s seed 
             const want = expected(t, index, q, options);
             const got = allPages(index, q, options);
             expect(got.ids, where).toEqual(want);
+            // The walk over every resource of the type lists the same.
+            expect(allPages(index, q, { ...options, walk: true }).ids, `${where}, walked`).toEqual(want);
+            // The candidates, when bounded, hold every resource allowed (each once, in id order).
+            const subject = index.subjectNode(c.request.actor.subjectId as string);
+            const candidates = subject?.row === undefined ? undefined : lookupCandidates(index, subject, index.scopePath(q.scopeId), q.action, q.resourceType);
+            const typed = (t.rows.resource ?? []).filter((x) => q.resourceType === undefined || (t.rows.resource_type ?? []).some((y) => y.id === x.resourceTypeId && y.key === q.resourceType)).length;
+            if (candidates !== undefined) {
+              const ids = candidates.map((n) => n.id);
+              expect(ids, `${where}, candidates in id order`).toEqual([...new Set(ids)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+              expect(want.filter((id) => !ids.includes(id)), `${where}, allowed but not a candidate`).toEqual([]);
+            }
+            if (want.length > 0) expect(got.via, where).toBe(candidates === undefined ? 'walk' : 'candidates');
             // With a visit budget of one decision, every page visits one resource (so there is a
-            // page per resource of the type), ends short, and the listing is the same.
-            const candidates = (t.rows.resource ?? []).filter((x) => q.resourceType === undefined || (t.rows.resource_type ?? []).some((y) => y.id === x.resourceTypeId && y.key === q.resourceType)).length;
+            // page per resource visited: per candidate, or per resource of the type), ends short,
+            // and the listing is the same.
             const oneByOne = allPages(index, q, { ...options, maxVisits: 1 });
             expect(oneByOne.ids, `${where}, one visit a page`).toEqual(want);
             // A subject allowed anything is walked (an unknown one is not): one page per resource visited.
-            if (want.length > 0) expect(oneByOne.pages, `${where}, pages of one visit`).toBe(candidates);
+            if (want.length > 0) expect(oneByOne.pages, `${where}, pages of one visit`).toBe(candidates === undefined ? typed : candidates.length);
             // The reference evaluator, written apart from the engine, allows the same set.
             const typeKey = new Map((t.rows.resource_type ?? []).map((x) => [x.id, x.key]));
             const byReference = (t.rows.resource ?? [])
@@ -121,6 +163,9 @@ describe.each(seeds)('lookupResources equals {r : evaluate(r).allowed} (%s seed 
             expect(got.ids, `${where} (reference)`).toEqual(byReference);
             listings++;
             if (want.length > 0) nonEmpty++;
+            if (got.via === 'walk') walked++;
+            else if (want.length > 0) byCandidatesNonEmpty++;
+            if (candidates !== undefined) byCandidates++;
             if (got.pages > 1 && want.length > 1) multiPage++;
           }
         }
@@ -130,6 +175,10 @@ describe.each(seeds)('lookupResources equals {r : evaluate(r).allowed} (%s seed 
     expect(listings).toBeGreaterThan(5000);
     expect(nonEmpty).toBeGreaterThan(500);
     expect(multiPage).toBeGreaterThan(200);
+    // Both ways of visiting run often (one seed: about 8,000 bounded, 1,500 of them non-empty, and 900 walked).
+    expect(byCandidates).toBeGreaterThan(3000);
+    expect(byCandidatesNonEmpty).toBeGreaterThan(600);
+    expect(walked).toBeGreaterThan(400);
   });
 });
 
@@ -179,7 +228,7 @@ describe('lookupResources', () => {
     const index = TenantIndex.fromSnapshot(snapshot);
     expect(lookupResources(index, { ...q, after: docs[3] }, options).resources.map((r) => r.id)).toEqual(docs.slice(4, 11));
     expect(lookupResources(index, { ...q, after: `${docs[3]}~` }, options).resources.map((r) => r.id)).toEqual(docs.slice(4, 11));
-    expect(lookupResources(index, { ...q, after: 'resource_99' }, options)).toEqual({ resources: [], revision: 1 });
+    expect(lookupResources(index, { ...q, after: 'resource_99' }, options)).toMatchObject({ resources: [], revision: 1 });
   });
 
   it('lists nothing for an unknown subject or another type, throws for an unknown scope or an ambiguous external id', () => {

@@ -1,0 +1,139 @@
+/**
+ * The candidates of a LookupResources listing: a set of resources that contains every resource
+ * `evaluate` could allow for one (subject, action, scope, type key, any context), built from the
+ * index without visiting the others; or `undefined` when no such bound exists (the listing then
+ * walks every resource of the type). The listing still decides each candidate with `evaluate`,
+ * so a candidate too many only costs a decision; a candidate missing would be a resource missing
+ * from the listing. Each way the decision path can allow a resource (docs/decision-path.md) is
+ * therefore a source here, and any source that cannot be bounded makes the whole set unbounded:
+ *
+ * - a policy allow: an allow policy targeting the resource directly whose actions name the
+ *   action or `*` (its window and conditions are left to evaluate); an allow policy of the
+ *   action on a collection defined at the scope or an ancestor, for a type of the key asked
+ *   (any type without one): unbounded, its match definition can match any resource of the type;
+ * - a role permission (roles held at the scope from memberships and tag bindings, as evaluate
+ *   collects them; the role's permissions plus every `add` override for it along the path,
+ *   `remove` overrides ignored) whose action is the action or `*` and whose type is `*` or the
+ *   key asked: pattern `*` is unbounded; another pattern names the resource with that id, the
+ *   resources with that external id, and the descendants of the resource with that id;
+ * - an ownership grant of the subject (any role): its resource and that resource's descendants.
+ *
+ * Descendants follow `inherit` edges only (a `none` edge stops evaluate's walk up) down to
+ * MAX_HIERARCHY_DEPTH levels (evaluate walks up at most that many), over every parent link of
+ * a child, not only the one evaluate picks, which is one of them.
+ *
+ * Cost: O(roles held × their permissions + the subject's grants + allow policies of the action
+ * on resources + collections along the path + the descendants reached) to collect, then a sort
+ * of the candidates by id. Nothing here grows with the tenant's other resources.
+ */
+import { bagRows, MAX_HIERARCHY_DEPTH, type ResourceNode, type ScopePath, type SubjectNode, type TenantIndex } from './tenant-index/mod.js';
+import type { Permission } from './model.js';
+import { collectRoles, type RoleList } from './roles.js';
+
+/**
+ * Every existing resource (of type key `typeKey` when given) that evaluate could allow to
+ * `subject` for `action` at the scope of `path`, in id order, each once; undefined when that set
+ * cannot be bounded from the index.
+ */
+export function lookupCandidates(
+  index: TenantIndex, subject: SubjectNode, path: ScopePath, action: string, typeKey: string | undefined,
+): ResourceNode[] | undefined {
+  if (collectionMayAllow(index, path, action, typeKey)) return undefined;
+  const found = new Set<ResourceNode>();
+  /** Resources whose descendants are candidates too. */
+  const roots: ResourceNode[] = [];
+
+  for (const a of action === '*' ? ['*'] : [action, '*']) {
+    for (const p of bagRows(index.directAllowPolicies(a))) {
+      if (p.target.kind !== 'resource') continue;
+      const n = index.resourceNode(p.target.resourceId);
+      if (n !== undefined) found.add(n);
+    }
+  }
+
+  const roles: RoleList = { items: [], n: 0 };
+  collectRoles(index, subject, path, roles);
+  for (let k = 0; k < roles.n; k++) {
+    for (const p of permissionsAlong(index, roles.items[k].id, path)) {
+      if (p.action !== action && p.action !== '*') continue;
+      if (typeKey !== undefined && p.resourceType !== '*' && p.resourceType !== typeKey) continue;
+      const pattern = p.resourcePattern;
+      if (pattern === '*') return undefined;
+      const byId = index.resourceNode(pattern);
+      if (byId !== undefined) {
+        found.add(byId);
+        roots.push(byId);
+      }
+      for (const n of index.resourceNodesByExternalId(pattern)) found.add(n);
+    }
+  }
+
+  subject.grantsByResource?.forEachResource((resourceId) => {
+    const n = index.resourceNode(resourceId);
+    if (n !== undefined) {
+      found.add(n);
+      roots.push(n);
+    }
+  });
+
+  addDescendants(index, roots, found);
+  const out: ResourceNode[] = [];
+  for (const n of found) if (n.exists && (typeKey === undefined || n.type?.key === typeKey)) out.push(n);
+  out.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return out;
+}
+
+/** Whether an allow policy of the action targets a collection at the path for a type of the key. */
+function collectionMayAllow(index: TenantIndex, path: ScopePath, action: string, typeKey: string | undefined): boolean {
+  for (const typeId of index.collectionTypeIds()) {
+    // A resource of this type is listed only when the type's key is the key asked.
+    if (typeKey !== undefined && index.resourceType(typeId)?.key !== typeKey) continue;
+    for (const s of path.ids) {
+      for (const c of bagRows(index.collectionsAt(typeId, s))) {
+        for (const p of bagRows(index.collectionPolicies(c.id))) {
+          if (p.effect === 'allow' && (p.actions.includes(action) || p.actions.includes('*'))) return true;
+        }
+      }
+    }
+  }
+  return false;
+}
+
+/** A role's permissions and every permission an `add` override gives it along the path (removes ignored). */
+function permissionsAlong(index: TenantIndex, roleId: string, path: ScopePath): Permission[] {
+  const out: Permission[] = [];
+  for (const id of index.rolePermissionIds(roleId)) {
+    const p = index.permission(id);
+    if (p !== undefined) out.push(p);
+  }
+  if (index.pathHasOverrides(path)) {
+    for (const s of path.ids) {
+      for (const o of bagRows(index.overridesAt(s)?.get(roleId))) {
+        if (o.mode !== 'add') continue;
+        for (const id of o.permissionIds) {
+          const p = index.permission(id);
+          if (p !== undefined) out.push(p);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+/** Adds the descendants of `roots` through `inherit` edges, MAX_HIERARCHY_DEPTH levels deep, breadth first. */
+function addDescendants(index: TenantIndex, roots: readonly ResourceNode[], found: Set<ResourceNode>): void {
+  const seen = new Set<ResourceNode>(roots);
+  let level: ResourceNode[] = [...seen];
+  for (let depth = 0; depth < MAX_HIERARCHY_DEPTH && level.length > 0; depth++) {
+    const next: ResourceNode[] = [];
+    for (const parent of level) {
+      for (const link of bagRows(index.childLinks(parent.id))) {
+        if (!link.inherit || seen.has(link.child)) continue;
+        seen.add(link.child);
+        found.add(link.child);
+        next.push(link.child);
+      }
+    }
+    level = next;
+  }
+}
