@@ -298,3 +298,163 @@ describe.each(seeds)('the id order follows applied revisions (%s seed %i)', (_la
     );
   });
 });
+
+describe('lookupResources visits only the candidates, one source of an allow at a time', () => {
+  const options = { now: new Date('2025-06-01T00:00:00Z'), gate: 'off' as const };
+  const res = (id: string, ext = `x-${id}`, type = 'resource_type_doc'): Resource =>
+    ({ id, resourceTypeId: type, ownerScopeId: 'scope_0', externalResourceId: ext, createdAt: '2025-01-01T00:00:00.000Z', createdBy: 'subject_s' }) as Resource;
+  const edge = (parent: string, child: string, cascade: 'inherit' | 'none' = 'inherit'): ResourceEdge => ({ id: `edge_${parent}_${child}`, parentResourceId: parent, childResourceId: child, cascade });
+  const perm = (id: string, pattern: string, action = 'read', type = 'doc') => ({ id, scopeId: 'scope_0', action, resourceType: type, resourcePattern: pattern, key: `${type}:${action}:${pattern}` });
+  const FILLER = 1000;
+  // Each resource the subject may read is allowed by exactly one source, so dropping a source loses it.
+  const allowed = [
+    'resource_named', // a role permission naming its id
+    'resource_ext_1', 'resource_ext_2', // a role permission naming their external id
+    'resource_child', 'resource_grandchild', // below resource_folder, which a role permission names
+    'resource_owned', // an ownership grant
+    'resource_gchild', // below a granted resource (the grant's role covers folders only)
+    'resource_policy', // a direct allow policy
+    'resource_added', // a permission an `add` override gives at scope_1
+    'resource_tagged', // a role bound to a tag the subject carries
+  ].sort();
+  const snapshot = (): TenantSnapshot => ({
+    revision: 1,
+    rows: {
+      scope: [{ id: 'scope_0', tenantId: 't', typeId: 'st', name: 'root', parentId: null }, { id: 'scope_1', tenantId: 't', typeId: 'st', name: 'one', parentId: 'scope_0' }],
+      resource_type: [{ id: 'resource_type_doc', key: 'doc', scopeId: 'scope_0', name: 'Doc' }, { id: 'resource_type_folder', key: 'folder', scopeId: 'scope_0', name: 'Folder' }],
+      subject: [{ id: 'subject_s', type: 'user', externalId: 's', metadata: {} }],
+      role: [
+        { id: 'role_named', scopeId: 'scope_0', key: 'named', name: 'named' },
+        { id: 'role_owner', scopeId: 'scope_0', key: 'owner', name: 'owner' },
+        { id: 'role_folder_owner', scopeId: 'scope_0', key: 'fo', name: 'fo' },
+        { id: 'role_tag', scopeId: 'scope_0', key: 'tag', name: 'tag' },
+      ],
+      permission: [
+        perm('permission_named', 'resource_named'), perm('permission_ext', 'x-shared'), perm('permission_folder', 'resource_folder'),
+        perm('permission_any', '*', 'read', 'doc'), perm('permission_added', 'resource_added'),
+        perm('permission_tagged', 'resource_tagged'), perm('permission_write', 'resource_write_only', 'write'),
+      ],
+      role_permission: [
+        { id: 'rp_1', roleId: 'role_named', permissionId: 'permission_named' }, { id: 'rp_2', roleId: 'role_named', permissionId: 'permission_ext' },
+        { id: 'rp_3', roleId: 'role_named', permissionId: 'permission_folder' }, { id: 'rp_4', roleId: 'role_named', permissionId: 'permission_write' },
+        { id: 'rp_5', roleId: 'role_owner', permissionId: 'permission_any' }, { id: 'rp_6', roleId: 'role_tag', permissionId: 'permission_tagged' },
+        // Docs only: granted on a folder it covers not the folder, but the folder's doc children inherit it.
+        { id: 'rp_7', roleId: 'role_folder_owner', permissionId: 'permission_any' },
+      ],
+      membership: [{ id: 'membership_1', subjectId: 'subject_s', scopeId: 'scope_0' }],
+      role_assignment: [{ id: 'ra_1', membershipId: 'membership_1', roleId: 'role_named' }],
+      scope_override: [{ id: 'override_1', scopeId: 'scope_1', roleId: 'role_named', mode: 'add', permissionIds: ['permission_added'] }],
+      ownership_grant: [
+        { id: 'grant_1', subjectId: 'subject_s', resourceId: 'resource_owned', roleId: 'role_owner' },
+        { id: 'grant_2', subjectId: 'subject_s', resourceId: 'resource_gparent', roleId: 'role_folder_owner' },
+      ],
+      tag_group: [{ id: 'tag_group_team', key: 'team', scopeId: 'scope_0' }],
+      tag: [{ id: 'tag_t', tagGroupId: 'tag_group_team', identifier: 'red' }],
+      tag_assignment: [{ id: 'ta_1', tagId: 'tag_t', targetType: 'subject', targetId: 'subject_s' }],
+      tag_binding: [{ id: 'tb_1', tagId: 'tag_t', roleId: 'role_tag', scopeId: 'scope_0' }],
+      resource: [
+        ...Array.from({ length: FILLER }, (_, i) => res(`resource_f${String(i).padStart(4, '0')}`)),
+        res('resource_named'), res('resource_ext_1', 'x-shared'), res('resource_ext_2', 'x-shared'), res('resource_folder', 'x-folder', 'resource_type_folder'),
+        res('resource_child'), res('resource_grandchild'), res('resource_cut'), res('resource_owned'), res('resource_gparent', 'x-gp', 'resource_type_folder'),
+        res('resource_gchild'), res('resource_policy'), res('resource_added'), res('resource_tagged'), res('resource_write_only'),
+      ],
+      resource_edge: [
+        edge('resource_folder', 'resource_child'), edge('resource_child', 'resource_grandchild'), edge('resource_folder', 'resource_cut', 'none'),
+        edge('resource_gparent', 'resource_gchild'),
+      ],
+      policy: [{ id: 'policy_1', scopeId: 'scope_0', target: { kind: 'resource', resourceId: 'resource_policy' }, actions: ['read'], effect: 'allow', priority: 0 }],
+    },
+  }) as TenantSnapshot;
+  const q = { actor: { subjectId: 'subject_s' }, scopeId: 'scope_1', action: 'read', resourceType: 'doc', pageSize: 100 };
+  const byEvaluate = (index: TenantIndex, query: Omit<LookupResourcesQuery, 'after' | 'pageSize'>) =>
+    index.resourcesInIdOrder(query.resourceType).filter((n) => evaluate(index, { ...query, resource: { resourceId: n.id } }, options).allowed).map((n) => n.id);
+
+  it('lists every source of an allow, visiting the candidates and not the tenant', () => {
+    const index = TenantIndex.fromSnapshot(snapshot());
+    expect(byEvaluate(index, q)).toEqual(allowed);
+    const page = lookupResources(index, q, options);
+    expect(page.resources.map((r) => r.id)).toEqual(allowed);
+    expect(page.via).toBe('candidates');
+    // The allowed, the other named resources (resource_cut is below a `none` edge, the folders are
+    // not docs) and nothing of the filler.
+    expect(page.visited).toBe(allowed.length);
+    expect(page.last).toBeUndefined();
+    // Without a type: the folders named by a permission or granted are candidates too.
+    const untyped = lookupResources(index, { ...q, resourceType: undefined }, options);
+    expect(untyped.resources.map((r) => r.id)).toEqual(byEvaluate(index, { ...q, resourceType: undefined }));
+    expect(untyped.visited).toBeLessThan(20);
+    // Pages of 3 (and of one visit) list the same, and the walk too.
+    expect(allPages(index, { ...q, pageSize: 3 }, options).ids).toEqual(allowed);
+    expect(allPages(index, q, { ...options, maxVisits: 1 }).pages).toBe(allowed.length);
+    const walked = lookupResources(index, q, { ...options, walk: true });
+    expect(walked.resources.map((r) => r.id)).toEqual(allowed);
+    expect(walked.via).toBe('walk');
+    expect(walked.visited).toBe(FILLER + 12);
+    // At scope_0 the `add` override does not apply.
+    expect(lookupResources(index, { ...q, scopeId: 'scope_0' }, options).resources.map((r) => r.id)).toEqual(allowed.filter((id) => id !== 'resource_added'));
+    // Another action: only the one permission of that action, naming its resource.
+    expect(lookupResources(index, { ...q, action: 'write' }, options).resources.map((r) => r.id)).toEqual(['resource_write_only']);
+  });
+
+  it('follows writes: a new child, a deleted grant, a retyped policy', () => {
+    const index = TenantIndex.fromSnapshot(snapshot());
+    index.apply(2, [
+      { op: 'upsert', kind: 'resource', id: 'resource_new', row: res('resource_new') },
+      { op: 'upsert', kind: 'resource_edge', id: 'edge_resource_grandchild_resource_new', row: edge('resource_grandchild', 'resource_new') },
+      { op: 'delete', kind: 'ownership_grant', id: 'grant_1' },
+      { op: 'upsert', kind: 'policy', id: 'policy_1', row: { id: 'policy_1', scopeId: 'scope_0', target: { kind: 'resource', resourceId: 'resource_policy' }, actions: ['write'], effect: 'allow', priority: 0 } },
+      // The edge to resource_child no longer cascades: it and its subtree go.
+      { op: 'upsert', kind: 'resource_edge', id: 'edge_resource_folder_resource_child', row: edge('resource_folder', 'resource_child', 'none') },
+    ]);
+    const want = allowed.filter((id) => !['resource_owned', 'resource_policy', 'resource_child', 'resource_grandchild'].includes(id));
+    expect(byEvaluate(index, q)).toEqual(want);
+    const page = lookupResources(index, q, options);
+    expect(page.resources.map((r) => r.id)).toEqual(want);
+    expect(page.via).toBe('candidates');
+    index.apply(3, [{ op: 'upsert', kind: 'resource_edge', id: 'edge_resource_folder_resource_child', row: edge('resource_folder', 'resource_child') }]);
+    expect(lookupResources(index, q, options).resources.map((r) => r.id)).toEqual([...want, 'resource_child', 'resource_grandchild', 'resource_new'].sort());
+  });
+
+  it('reaches descendants as deep as evaluate walks up, and no deeper', () => {
+    const t = snapshot();
+    const chain = Array.from({ length: 70 }, (_, i) => `resource_z${String(i).padStart(2, '0')}`);
+    t.rows.resource = [...(t.rows.resource ?? []), ...chain.map((id) => res(id))];
+    t.rows.resource_edge = [...(t.rows.resource_edge ?? []), edge('resource_owned', chain[0]), ...chain.slice(1).map((id, i) => edge(chain[i], id))];
+    const index = TenantIndex.fromSnapshot(t);
+    const want = byEvaluate(index, q);
+    // resource_owned's grant reaches 64 levels below it.
+    expect(want.filter((id) => id.startsWith('resource_z'))).toEqual(chain.slice(0, 64));
+    const page = lookupResources(index, q, options);
+    expect(page.resources.map((r) => r.id)).toEqual(want);
+    expect(page.visited).toBe(want.length);
+  });
+
+  it('walks when a held permission has pattern * or an allow policy targets a collection at the scope', () => {
+    const star = snapshot();
+    star.rows.role_permission = [...(star.rows.role_permission ?? []), { id: 'rp_star', roleId: 'role_named', permissionId: 'permission_any' }];
+    const starIndex = TenantIndex.fromSnapshot(star);
+    const page = lookupResources(starIndex, q, options);
+    expect(page.via).toBe('walk');
+    expect(page.resources.length).toBe(100);
+    // A pattern * of another type or action still bounds.
+    expect(lookupResources(starIndex, { ...q, resourceType: 'folder' }, options).via).toBe('candidates');
+    expect(lookupResources(starIndex, { ...q, action: 'write' }, options).via).toBe('candidates');
+
+    const collection = (scopeId: string, typeId: string, effect: 'allow' | 'deny', actions: string[]) => {
+      const t = snapshot();
+      t.rows.collection = [{ id: 'collection_1', scopeId, resourceTypeId: typeId, name: 'c', matchDefinition: { fields: { externalResourceId: 'x-resource_f0007' } } }];
+      t.rows.policy = [...(t.rows.policy ?? []), { id: 'policy_c', scopeId, target: { kind: 'collection', collectionId: 'collection_1' }, actions, effect, priority: 0 }];
+      return TenantIndex.fromSnapshot(t);
+    };
+    const viaCollection = collection('scope_0', 'resource_type_doc', 'allow', ['read']);
+    const listed = lookupResources(viaCollection, q, options);
+    expect(listed.via).toBe('walk');
+    expect(listed.resources.map((r) => r.id)).toEqual([...allowed, 'resource_f0007'].sort());
+    expect(lookupResources(collection('scope_0', 'resource_type_doc', 'allow', ['*']), q, options).via).toBe('walk');
+    // A deny, another action, another type, or a scope below the evaluation scope: still bounded.
+    expect(lookupResources(collection('scope_0', 'resource_type_doc', 'deny', ['read']), q, options).via).toBe('candidates');
+    expect(lookupResources(collection('scope_0', 'resource_type_doc', 'allow', ['write']), q, options).via).toBe('candidates');
+    expect(lookupResources(collection('scope_0', 'resource_type_folder', 'allow', ['read']), q, options).via).toBe('candidates');
+    expect(lookupResources(collection('scope_1', 'resource_type_doc', 'allow', ['read']), { ...q, scopeId: 'scope_0' }, options).via).toBe('candidates');
+  });
+});
