@@ -429,6 +429,18 @@ describe('lookupResources visits only the candidates, one source of an allow at 
     expect(page.visited).toBe(want.length);
   });
 
+  it('lists every grant of a subject holding more than a flat list keeps (its grants in maps)', () => {
+    const t = snapshot();
+    const granted = Array.from({ length: 40 }, (_, i) => `resource_f${String(i * 7).padStart(4, '0')}`);
+    t.rows.ownership_grant = [...(t.rows.ownership_grant ?? []), ...granted.map((resourceId, i) => ({ id: `grant_many_${i}`, subjectId: 'subject_s', resourceId, roleId: 'role_owner' }))];
+    const index = TenantIndex.fromSnapshot(t);
+    const want = [...allowed, ...granted].sort();
+    expect(byEvaluate(index, q)).toEqual(want);
+    const page = lookupResources(index, q, options);
+    expect(page.resources.map((r) => r.id)).toEqual(want);
+    expect(page.visited).toBe(want.length);
+  });
+
   it('walks when a held permission has pattern * or an allow policy targets a collection at the scope', () => {
     const star = snapshot();
     star.rows.role_permission = [...(star.rows.role_permission ?? []), { id: 'rp_star', roleId: 'role_named', permissionId: 'permission_any' }];
