@@ -24,7 +24,9 @@
  *
  * Cost: O(roles held × their permissions + the subject's grants + allow policies of the action
  * on resources + collections along the path + the descendants reached) to collect, then a sort
- * of the candidates by id. Nothing here grows with the tenant's other resources.
+ * of the candidates by id. Nothing here grows with the tenant's other resources. The sorted
+ * candidates are kept in a small cache per index (see {@link candidatesFor}), so the later pages
+ * of a listing, at the same revision, do not build them again.
  */
 import { bagRows, MAX_HIERARCHY_DEPTH, type ResourceNode, type ScopePath, type SubjectNode, type TenantIndex } from './tenant-index/mod.js';
 import type { Permission } from './model.js';
@@ -81,6 +83,60 @@ export function lookupCandidates(
   for (const n of found) if (n.exists && (typeKey === undefined || n.type?.key === typeKey)) out.push(n);
   out.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   return out;
+}
+
+/** Listings whose candidates one index keeps (least recently used dropped first). */
+const CACHED_LISTINGS = 32;
+/** Candidates one index keeps in all (8 bytes each: 8 MB), so a cache cannot hold many big sets. */
+const CACHED_CANDIDATES = 1_000_000;
+
+interface CandidateCache {
+  revision: number;
+  /** Query key → candidates (undefined: unbounded), in use order. */
+  entries: Map<string, ResourceNode[] | undefined>;
+  size: number;
+}
+
+const caches = new WeakMap<TenantIndex, CandidateCache>();
+
+/**
+ * {@link lookupCandidates}, kept per index and revision for the later pages of a listing: the
+ * index is mutated in place by `apply`, which always moves its revision, so a cache of another
+ * revision is dropped whole. `subjectId` is the subject's resolved id (the key must not depend on
+ * how the actor named it).
+ */
+export function candidatesFor(
+  index: TenantIndex, subject: SubjectNode, subjectId: string, path: ScopePath, action: string, typeKey: string | undefined,
+): ResourceNode[] | undefined {
+  let cache = caches.get(index);
+  if (cache === undefined || cache.revision !== index.revision) {
+    cache = { revision: index.revision, entries: new Map(), size: 0 };
+    caches.set(index, cache);
+  }
+  const key = JSON.stringify([subjectId, path.ids[0], action, typeKey ?? null]);
+  if (cache.entries.has(key)) {
+    const hit = cache.entries.get(key);
+    cache.entries.delete(key);
+    cache.entries.set(key, hit);
+    return hit;
+  }
+  const built = lookupCandidates(index, subject, path, action, typeKey);
+  const size = built?.length ?? 0;
+  if (size <= CACHED_CANDIDATES) {
+    cache.entries.set(key, built);
+    cache.size += size;
+    for (const [k, v] of cache.entries) {
+      if (cache.entries.size <= CACHED_LISTINGS && cache.size <= CACHED_CANDIDATES) break;
+      cache.entries.delete(k);
+      cache.size -= v?.length ?? 0;
+    }
+  }
+  return built;
+}
+
+/** Drops the candidates an index keeps (benchmarks measure a listing's first page with it). */
+export function forgetCandidates(index: TenantIndex): void {
+  caches.delete(index);
 }
 
 /** Whether an allow policy of the action targets a collection at the path for a type of the key. */

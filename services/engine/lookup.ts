@@ -17,13 +17,13 @@
  * LOOKUP_MAX_VISITS: a subject allowed on few of many resources gets short (even empty) pages
  * with a cursor, never a truncated listing; the listing ends only with a page without one. With
  * candidates, a page also builds them: O(the subject's roles, grants and their descendants, and
- * the action's allow policies) plus a sort, independent of the tenant's other resources. The
- * walk instead sorts the tenant's resources once per index; writes then keep that order (see
+ * the action's allow policies) plus a sort, independent of the tenant's other resources, made
+ * by the listing's first page and kept for its later ones (a small cache per index). The walk instead sorts the tenant's resources once per index; writes then keep that order (see
  * tenant-index/resource-order.ts).
  */
 import { evaluate, type EvaluateOptions, type EvaluateRequest } from './evaluate.js';
 import { ScopeNotFoundError } from './errors.js';
-import { lookupCandidates } from './lookup-candidates.js';
+import { candidatesFor } from './lookup-candidates.js';
 import type { Resource } from './model.js';
 import { subjectByExternalId } from './subject-ref.js';
 import type { TenantIndex } from './tenant-index/mod.js';
@@ -91,7 +91,7 @@ export function lookupResources(
   const subject = actor.subjectId ? index.subjectNode(actor.subjectId) : subjectByExternalId(index, actor.externalId ?? '', actor.subjectType);
   if (subject === undefined || subject.row === undefined || (actor.subjectType && actor.subjectType !== subject.type)) return { resources: [], revision, via: 'candidates', visited: 0 };
 
-  const candidates = options.walk === true ? undefined : lookupCandidates(index, subject, path, query.action, query.resourceType);
+  const candidates = options.walk === true ? undefined : candidatesFor(index, subject, subject.row.id, path, query.action, query.resourceType);
   const nodes = candidates ?? index.resourcesInIdOrder(query.resourceType);
   const request: EvaluateRequest = { actor, scopeId: query.scopeId, action: query.action, resource: { resourceId: '' }, context: query.context };
   const resourceRef = request.resource as { resourceId: string };
