@@ -86,7 +86,7 @@ export function lookupCandidates(
 }
 
 /** Listings whose candidates one index keeps (least recently used dropped first). */
-const CACHED_LISTINGS = 32;
+export const CACHED_LISTINGS = 32;
 /** Candidates one index keeps in all (8 bytes each: 8 MB), so a cache cannot hold many big sets. */
 const CACHED_CANDIDATES = 1_000_000;
 
@@ -132,6 +132,12 @@ export function candidatesFor(
     }
   }
   return built;
+}
+
+/** What an index's cache holds: listings and candidates (for tests). */
+export function cachedCandidates(index: TenantIndex): { listings: number; candidates: number } {
+  const cache = caches.get(index);
+  return cache === undefined || cache.revision !== index.revision ? { listings: 0, candidates: 0 } : { listings: cache.entries.size, candidates: cache.size };
 }
 
 /** Drops the candidates an index keeps (benchmarks measure a listing's first page with it). */

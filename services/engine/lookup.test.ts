@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { AmbiguousSubjectError, ScopeNotFoundError } from './errors.js';
 import { evaluate, type EvaluateRequest, type GateMode } from './evaluate.js';
-import { lookupCandidates } from './lookup-candidates.js';
+import { CACHED_LISTINGS, cachedCandidates, lookupCandidates } from './lookup-candidates.js';
 import { lookupResources, type LookupOptions, type LookupResourcesQuery } from './lookup.js';
 import type { Change, Resource, ResourceEdge, TenantSnapshot } from './model.js';
 import { TenantIndex } from './tenant-index/mod.js';
@@ -439,6 +439,20 @@ describe('lookupResources visits only the candidates, one source of an allow at 
     const page = lookupResources(index, q, options);
     expect(page.resources.map((r) => r.id)).toEqual(want);
     expect(page.visited).toBe(want.length);
+  });
+
+  it('keeps the candidates of its last listings, at most CACHED_LISTINGS, dropped at the next revision', () => {
+    const index = TenantIndex.fromSnapshot(snapshot());
+    lookupResources(index, q, options);
+    expect(cachedCandidates(index)).toEqual({ listings: 1, candidates: allowed.length });
+    // Another page of the same listing, or the same query by external id, builds nothing new.
+    lookupResources(index, { ...q, after: allowed[3] }, options);
+    lookupResources(index, { ...q, actor: { externalId: 's' } }, options);
+    expect(cachedCandidates(index).listings).toBe(1);
+    for (let k = 0; k < CACHED_LISTINGS + 8; k++) lookupResources(index, { ...q, action: `act${k}` }, options);
+    expect(cachedCandidates(index).listings).toBe(CACHED_LISTINGS);
+    index.apply(2, []);
+    expect(cachedCandidates(index)).toEqual({ listings: 0, candidates: 0 });
   });
 
   it('walks when a held permission has pattern * or an allow policy targets a collection at the scope', () => {
