@@ -12,8 +12,8 @@
  *   action on a collection defined at the scope or an ancestor, for a type of the key asked
  *   (any type without one): unbounded, its match definition can match any resource of the type;
  * - a role permission (roles held at the scope from memberships and tag bindings, as evaluate
- *   collects them; the role's permissions plus every `add` override for it along the path,
- *   `remove` overrides ignored) whose action is the action or `*` and whose type is `*` or the
+ *   collects them; the role's permissions from its cover index, as evaluate reads them, plus
+ *   every `add` override for it along the path, `remove` overrides ignored) whose action is the action or `*` and whose type is `*` or the
  *   key asked: pattern `*` is unbounded; another pattern names the resource with that id, the
  *   resources with that external id, and the descendants of the resource with that id;
  * - an ownership grant of the subject (any role): its resource and that resource's descendants.
@@ -28,7 +28,7 @@
  * candidates are kept in a small cache per index (see {@link candidatesFor}), so the later pages
  * of a listing, at the same revision, do not build them again.
  */
-import { bagRows, MAX_HIERARCHY_DEPTH, type ResourceNode, type ScopePath, type SubjectNode, type TenantIndex } from './tenant-index/mod.js';
+import { bagRows, MAX_HIERARCHY_DEPTH, type CoverEntry, type ResourceNode, type RowBag, type ScopePath, type SubjectNode, type TenantIndex } from './tenant-index/mod.js';
 import type { Permission } from './model.js';
 import { collectRoles, type RoleList } from './roles.js';
 
@@ -41,7 +41,9 @@ export function lookupCandidates(
   index: TenantIndex, subject: SubjectNode, path: ScopePath, action: string, typeKey: string | undefined,
 ): ResourceNode[] | undefined {
   if (collectionMayAllow(index, path, action, typeKey)) return undefined;
-  const found = new Set<ResourceNode>();
+  // Nodes as found, repeats and all: one sort by id below orders them and drops the repeats
+  // (cheaper than a set of the nodes).
+  const found: ResourceNode[] = [];
   /** Resources whose descendants are candidates too. */
   const roots: ResourceNode[] = [];
 
@@ -49,31 +51,36 @@ export function lookupCandidates(
     for (const p of bagRows(index.directAllowPolicies(a))) {
       if (p.target.kind !== 'resource') continue;
       const n = index.resourceNode(p.target.resourceId);
-      if (n !== undefined) found.add(n);
+      if (n !== undefined) found.push(n);
     }
   }
 
   const roles: RoleList = { items: [], n: 0 };
   collectRoles(index, subject, path, roles);
+  const overrides = index.pathHasOverrides(path);
   for (let k = 0; k < roles.n; k++) {
-    for (const p of permissionsAlong(index, roles.items[k].id, path)) {
+    const info = roles.items[k];
+    // The role's permissions as evaluate reads them: its cover index, pattern → action → entries.
+    if (info.cover !== undefined) {
+      for (const [pattern, byAction] of info.cover) {
+        if (!anyCovers(byAction.get(action), typeKey) && (action === '*' || !anyCovers(byAction.get('*'), typeKey))) continue;
+        if (pattern === '*') return undefined;
+        addPattern(index, pattern, found, roots);
+      }
+    }
+    if (!overrides) continue;
+    for (const p of addedAlong(index, info.id, path)) {
       if (p.action !== action && p.action !== '*') continue;
       if (typeKey !== undefined && p.resourceType !== '*' && p.resourceType !== typeKey) continue;
-      const pattern = p.resourcePattern;
-      if (pattern === '*') return undefined;
-      const byId = index.resourceNode(pattern);
-      if (byId !== undefined) {
-        found.add(byId);
-        roots.push(byId);
-      }
-      for (const n of index.resourceNodesByExternalId(pattern)) found.add(n);
+      if (p.resourcePattern === '*') return undefined;
+      addPattern(index, p.resourcePattern, found, roots);
     }
   }
 
   subject.grantsByResource?.forEachResource((resourceId) => {
     const n = index.resourceNode(resourceId);
     if (n !== undefined) {
-      found.add(n);
+      found.push(n);
       roots.push(n);
     }
   });
@@ -82,6 +89,10 @@ export function lookupCandidates(
   const out: ResourceNode[] = [];
   for (const n of found) if (n.exists && (typeKey === undefined || n.type?.key === typeKey)) out.push(n);
   out.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  // One node per id: a repeat sits next to its first.
+  let kept = 0;
+  for (let i = 0; i < out.length; i++) if (kept === 0 || out[i] !== out[kept - 1]) out[kept++] = out[i];
+  out.length = kept;
   return out;
 }
 
@@ -161,38 +172,59 @@ function collectionMayAllow(index: TenantIndex, path: ScopePath, action: string,
   return false;
 }
 
-/** A role's permissions and every permission an `add` override gives it along the path (removes ignored). */
-function permissionsAlong(index: TenantIndex, roleId: string, path: ScopePath): Permission[] {
-  const out: Permission[] = [];
-  for (const id of index.rolePermissionIds(roleId)) {
-    const p = index.permission(id);
-    if (p !== undefined) out.push(p);
+/** Whether a permission of the entries (filed under one pattern and action) has type `*` or the key asked. */
+function anyCovers(bag: RowBag<CoverEntry> | undefined, typeKey: string | undefined): boolean {
+  for (const e of bagRows(bag)) {
+    const type = e.permission.resourceType;
+    if (typeKey === undefined || type === '*' || type === typeKey) return true;
   }
-  if (index.pathHasOverrides(path)) {
-    for (const s of path.ids) {
-      for (const o of bagRows(index.overridesAt(s)?.get(roleId))) {
-        if (o.mode !== 'add') continue;
-        for (const id of o.permissionIds) {
-          const p = index.permission(id);
-          if (p !== undefined) out.push(p);
-        }
+  return false;
+}
+
+/** A permission pattern other than `*`: the resource with that id (and below it), those with that external id. */
+function addPattern(index: TenantIndex, pattern: string, found: ResourceNode[], roots: ResourceNode[]): void {
+  const byId = index.resourceNode(pattern);
+  if (byId !== undefined) {
+    found.push(byId);
+    roots.push(byId);
+  }
+  for (const n of index.resourceNodesByExternalId(pattern)) found.push(n);
+}
+
+/** Every permission an `add` override gives the role along the path (removes ignored: they only narrow). */
+function addedAlong(index: TenantIndex, roleId: string, path: ScopePath): Permission[] {
+  const out: Permission[] = [];
+  for (const s of path.ids) {
+    for (const o of bagRows(index.overridesAt(s)?.get(roleId))) {
+      if (o.mode !== 'add') continue;
+      for (const id of o.permissionIds) {
+        const p = index.permission(id);
+        if (p !== undefined) out.push(p);
       }
     }
   }
   return out;
 }
 
-/** Adds the descendants of `roots` through `inherit` edges, MAX_HIERARCHY_DEPTH levels deep, breadth first. */
-function addDescendants(index: TenantIndex, roots: readonly ResourceNode[], found: Set<ResourceNode>): void {
-  const seen = new Set<ResourceNode>(roots);
-  let level: ResourceNode[] = [...seen];
+/**
+ * Adds the descendants of `roots` through `inherit` edges, MAX_HIERARCHY_DEPTH levels deep,
+ * breadth first (so each is reached at its shortest distance). Roots without children, most of
+ * them, cost one map lookup; only the descendants reached are kept in a set.
+ */
+function addDescendants(index: TenantIndex, roots: readonly ResourceNode[], found: ResourceNode[]): void {
+  let seen: Set<ResourceNode> | undefined;
+  let level: readonly ResourceNode[] = roots;
   for (let depth = 0; depth < MAX_HIERARCHY_DEPTH && level.length > 0; depth++) {
     const next: ResourceNode[] = [];
     for (const parent of level) {
-      for (const link of bagRows(index.childLinks(parent.id))) {
-        if (!link.inherit || seen.has(link.child)) continue;
+      const links = index.childLinks(parent.id);
+      if (links === undefined) continue;
+      for (const link of bagRows(links)) {
+        if (!link.inherit) continue;
+        seen ??= new Set(roots);
+        if (seen.has(link.child)) continue;
         seen.add(link.child);
-        found.add(link.child);
+        found.push(link.child);
         next.push(link.child);
       }
     }
