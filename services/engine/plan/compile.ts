@@ -171,7 +171,9 @@ class Compiler {
     if (!typesDiffer && firstType !== undefined) byType.set(firstType.id, []);
     // Ownership: the subject's granted resources of the type, not a scan of the type's.
     if (this.grants !== undefined) {
-      for (const id of this.grants.resourceIds()) {
+      const granted = new Set<string>();
+      this.grants.forEachResource((id) => granted.add(id));
+      for (const id of granted) {
         const node = this.index.resourceNode(id);
         if (node !== undefined && node.exists && node.type?.key === this.query.resourceType && this.grantCovers(node)) owned.push(id);
       }

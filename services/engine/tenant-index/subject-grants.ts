@@ -133,12 +133,13 @@ export class SubjectGrants implements GrantSet {
     }
   }
 
-  /** The ids of the resources the grants are on, each once, in no particular order. */
-  resourceIds(): string[] {
-    if (this.list === undefined) return [...(this.byResource as Map<string, string[]>).keys()];
-    const out = new Set<string>();
-    for (let i = 1; i < this.list.length; i += 3) out.add(this.list[i]);
-    return [...out];
+  forEachResource(visit: (resourceId: string) => void): void {
+    const list = this.list;
+    if (list !== undefined) {
+      for (let i = 1; i < list.length; i += 3) visit(list[i]);
+      return;
+    }
+    for (const [r, ps] of this.byResource as Map<string, string[]>) for (let k = 0; k < ps.length; k += 2) visit(r);
   }
 
   /** Every grant, in no particular order. */
