@@ -29,6 +29,10 @@ export class SidecarSource implements DecisionSource<void> {
       const at = `${prefix}consistency.fullyConsistent`;
       throw new DomainError('constraint', `${at}: a sidecar cannot read the database; send consistency.minRevision (a write's x-revision) or ask the control plane`, at);
     }
+    if (freshness.at !== undefined) {
+      const at = freshness.at.field;
+      throw new DomainError('constraint', `${at}: a sidecar holds only its tenant's current state; ask the control plane for a past one`, at);
+    }
     if (freshness.minRevision > this.follower.revision) return this.afterWait(scopeId, field, freshness.minRevision, deadline, signal);
     return this.current(scopeId, field);
   }

@@ -50,6 +50,8 @@ describe('the sidecar\'s surfaces', () => {
     ['a scope of another tenant', read({ scopeId: 'scope_elsewhere' }), (o) => expect(o).toMatchObject({ error: { code: 'PermissionDenied', field: 'scopeId' } })],
     ['a revision not reached', read({ consistency: { minRevision: '99' } }), (o) => expect(o).toMatchObject({ error: { code: 'Unavailable', reason: 'STALE' } })],
     ['full consistency', read({ consistency: { fullyConsistent: true } }), (o) => expect(o).toMatchObject({ error: { code: 'FailedPrecondition', field: 'consistency.fullyConsistent' } })],
+    ['a past revision', read({ consistency: { atRevision: '1' } }), (o) => expect(o).toMatchObject({ error: { code: 'FailedPrecondition', field: 'consistency.atRevision' } })],
+    ['a past time', read({ consistency: { atTime: { seconds: 1577836800n, nanos: 0 } } }), (o) => expect(o).toMatchObject({ error: { code: 'FailedPrecondition', field: 'consistency.atTime' } })],
   ];
   for (const [name, request, check] of cases) {
     it(name, async () => check(await everywhere((s) => evaluateOn(s, sidecar.server.url, request as never))));

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 
-/** A new, empty PostgreSQL database next to `admin`'s, and how to drop it. */
-export async function createScratchDatabase(admin: string, prefix = 'authz_test'): Promise<{ url: string; drop: () => Promise<void> }> {
+/** A new, empty PostgreSQL database next to `admin`'s (`options`: what follows `create database <name>`), and how to drop it. */
+export async function createScratchDatabase(admin: string, prefix = 'authz_test', options = ''): Promise<{ url: string; drop: () => Promise<void> }> {
   const name = `${prefix}_${randomBytes(6).toString('hex')}`;
   const run = async (sql: string) => {
     const c = new pg.Client({ connectionString: admin });
@@ -13,7 +13,7 @@ export async function createScratchDatabase(admin: string, prefix = 'authz_test'
       await c.end();
     }
   };
-  await run(`create database ${name}`);
+  await run(`create database ${name} ${options}`.trimEnd());
   const url = new URL(admin);
   url.pathname = `/${name}`;
   return { url: url.toString(), drop: () => run(`drop database if exists ${name} with (force)`) };

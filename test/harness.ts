@@ -13,6 +13,7 @@ import type { Deps } from '../services/control-plane/handlers/deps.js';
 import { runWrite } from '../services/store/write.js';
 import type { KindName, Row } from '../services/store/kinds.js';
 import { TenantIndexes } from '../services/control-plane/decision/indexes.js';
+import { PastIndexes } from '../services/control-plane/decision/past-indexes.js';
 import { ControlPlaneSource } from '../services/control-plane/decision/source.js';
 import type { GateMode } from '../services/engine/mod.js';
 import { registerServices } from '../services/control-plane/services.js';
@@ -71,7 +72,7 @@ export async function createTestApp(backend: Backend, options: { gate?: GateMode
   const db = await openTestDatabase(backend);
   const deps: Deps = {
     db,
-    decision: new ControlPlaneSource(new TenantIndexes(db, { minRevisionWaitMs: 200, maxRows: options.indexMaxRows ?? 5_000_000 }), options.gate ?? 'off'),
+    decision: new ControlPlaneSource(new TenantIndexes(db, { minRevisionWaitMs: 200, maxRows: options.indexMaxRows ?? 5_000_000 }), new PastIndexes(db, { maxIndexes: 2 }), options.gate ?? 'off'),
   };
   return {
     db,

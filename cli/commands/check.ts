@@ -4,6 +4,7 @@
  * or the scope's id is given. Exits 0 when allowed and 1 when denied, so scripts can branch on it.
  */
 import type { JsonObject, MessageInitShape } from '@bufbuild/protobuf';
+import { timestampFromMs } from '@bufbuild/protobuf/wkt';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { AuthzError } from '../../client/errors.js';
 import { toRestJson } from '../../client/rest-json.js';
@@ -26,6 +27,15 @@ interface CheckOptions {
   explain?: boolean;
   minRevision?: number;
   fullyConsistent?: boolean;
+  atRevision?: number;
+  at?: Date;
+}
+
+/** `--at TIME`: an RFC 3339 time with its offset. */
+function timeOption(raw: string): Date {
+  const ms = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(raw) ? Date.parse(raw) : Number.NaN;
+  if (!Number.isFinite(ms)) throw new InvalidArgumentError('expected an RFC 3339 time with its offset, e.g. 2025-03-04T10:00:00Z');
+  return new Date(ms);
 }
 
 /** `--resource TYPE/EXTERNAL_ID`: split at the first `/` (external ids may hold more). */
@@ -77,6 +87,8 @@ async function check(ctx: CliContext, o: CheckOptions): Promise<number> {
     ...(o.context !== undefined ? { context: o.context } : {}),
     ...(o.minRevision !== undefined ? { consistency: { minRevision: BigInt(o.minRevision) } } : {}),
     ...(o.fullyConsistent ? { consistency: { fullyConsistent: true } } : {}),
+    ...(o.atRevision !== undefined ? { consistency: { atRevision: BigInt(o.atRevision) } } : {}),
+    ...(o.at !== undefined ? { consistency: { atTime: timestampFromMs(o.at.getTime()) } } : {}),
   };
   const response = await client.decisions.evaluate(request);
   const json = toRestJson(EvaluateResponseSchema, response);
@@ -105,6 +117,8 @@ export const checkCommand: CliCommand = {
       .option('--explain', 'print the steps that led to the decision, as a tree')
       .addOption(new Option('--min-revision <n>', 'answer only from state at this tenant revision or later (a write\'s x-revision)').argParser(positiveInteger('--min-revision')))
       .addOption(new Option('--fully-consistent', 'answer from the latest committed revision (control plane only)').conflicts('minRevision'))
+      .addOption(new Option('--at-revision <n>', 'answer as the tenant was at this past revision (control plane only)').argParser(positiveInteger('--at-revision')).conflicts(['minRevision', 'fullyConsistent']))
+      .addOption(new Option('--at <time>', 'answer as the tenant was at this time, RFC 3339 (control plane only)').argParser(timeOption).conflicts(['minRevision', 'fullyConsistent', 'atRevision']))
       .action(cli.action<CheckOptions>(check));
   },
 };

@@ -12,11 +12,12 @@ import { importCommand } from './import.js';
 import { loginCommand } from './login.js';
 import { lookupCommand } from './lookup.js';
 import { planCommands } from './plan.js';
+import { planResourcesCommand } from './plan-resources.js';
 import { statusCommands } from './status.js';
 import { testCommand } from './test.js';
 import { validateCommands } from './validate.js';
 import { versionCommand } from './version.js';
 
 export const COMMANDS: readonly CliCommand[] = [
-  checkCommand, lookupCommand, testCommand, validateCommands, planCommands, exportCommand, importCommand, historyCommand, loginCommand, statusCommands, versionCommand,
+  checkCommand, lookupCommand, planResourcesCommand, testCommand, validateCommands, planCommands, exportCommand, importCommand, historyCommand, loginCommand, statusCommands, versionCommand,
 ];

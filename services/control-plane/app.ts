@@ -5,6 +5,7 @@ import { CachedKeyVerifier } from './auth/key-cache.js';
 import { KeyGuard } from './watch/key-guard.js';
 import { controlPlaneLeanPath } from './decision/lean-path.js';
 import { ConfigError, flagFor, tlsFilesOf, type Config } from './config.js';
+import { PAST_INDEXES_KEPT, PastIndexes } from './decision/past-indexes.js';
 import { TenantIndexes } from './decision/indexes.js';
 import { ControlPlaneSource } from './decision/source.js';
 import type { Deps } from './handlers/deps.js';
@@ -113,7 +114,7 @@ export async function startControlPlane(
     const watchKeys = new KeyGuard(verifier, db.notifications, internal.watchKeyCheckMs ?? 1_000, (err) => logger.debug({ err }, 'a Watch stream\'s key could not be checked; checked again later'));
     const deps: Deps = {
       db,
-      decision: new ControlPlaneSource(indexes, config.resourceScopeGate, (err) => logger.error({ err }, 'evaluation failed; denied'), decisionCounter(registry), decisionLog),
+      decision: new ControlPlaneSource(indexes, new PastIndexes(db, { maxIndexes: PAST_INDEXES_KEPT }), config.resourceScopeGate, (err) => logger.error({ err }, 'evaluation failed; denied'), decisionCounter(registry), decisionLog),
       watch: watch.hub,
       watchKeys,
     };

@@ -14,7 +14,7 @@ describe('loadConfig', () => {
       watchMaxBufferedBytes: 16 * 1024 * 1024,
       watchSnapshotCacheBytes: 128 * 1024 * 1024,
       changeLogRetentionRevisions: 10_000,
-      changeLogRetentionHours: 24,
+      changeLogRetentionHours: 2160,
       changeLogCompactIntervalMs: 300_000,
       minRevisionWaitMs: 1000,
       indexMaxRows: 5_000_000,

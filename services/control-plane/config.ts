@@ -83,7 +83,7 @@ const SETTINGS = [
   { key: 'watchMaxBufferedBytes', variable: 'SERVICE_WATCH_MAX_BUFFERED_BYTES', parse: integer(65_536, 1_073_741_824), default: 16 * 1024 * 1024 },
   { key: 'watchSnapshotCacheBytes', variable: 'SERVICE_WATCH_SNAPSHOT_CACHE_BYTES', parse: integer(0, 68_719_476_736), default: 128 * 1024 * 1024 },
   { key: 'changeLogRetentionRevisions', variable: 'SERVICE_CHANGE_LOG_RETENTION_REVISIONS', parse: integer(1, 1_000_000_000), default: 10_000 },
-  { key: 'changeLogRetentionHours', variable: 'SERVICE_CHANGE_LOG_RETENTION_HOURS', parse: integer(0, 100_000), default: 24 },
+  { key: 'changeLogRetentionHours', variable: 'SERVICE_CHANGE_LOG_RETENTION_HOURS', parse: integer(0, 1_000_000), default: 90 * 24 },
   { key: 'changeLogCompactIntervalMs', variable: 'SERVICE_CHANGE_LOG_COMPACT_INTERVAL_MS', parse: integer(0, 86_400_000), default: 300_000 },
   { key: 'minRevisionWaitMs', variable: 'SERVICE_MIN_REVISION_WAIT_MS', parse: integer(0, 3_600_000), default: 1000 },
   { key: 'indexMaxRows', variable: 'SERVICE_INDEX_MAX_ROWS', parse: integer(0, 1_000_000_000), default: 5_000_000 },

@@ -5,7 +5,7 @@
 import { create, fromJson } from '@bufbuild/protobuf';
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from '@connectrpc/connect';
 import {
-  DecisionService, EffectivePermissionSchema, EvaluateResponseSchema, LookupResourceSchema, LookupSubjectSchema, type EvaluateResponse,
+  DecisionService, EffectivePermissionSchema, EvaluateResponseSchema, LookupResourceSchema, LookupSubjectSchema, PlanResourcesResponseSchema, type EvaluateResponse,
 } from '../../gen/authz/v1/decision_service_pb.js';
 import { ResourcePolicySchema } from '../../gen/authz/v1/policy_pb.js';
 import type { Decision } from '../engine/mod.js';
@@ -14,6 +14,7 @@ import { setRevision } from '../transport/revision.js';
 import { decideAll, effectiveFor, parseEvaluate, type DecisionSource } from './decide.js';
 import { lookupResourcesFor, parseLookupResources } from './lookup.js';
 import { lookupSubjectsFor, parseLookupSubjects } from './lookup-subjects.js';
+import { parsePlanResources, planResourcesFor } from './plan.js';
 import { traceIdOf, type DecisionCall } from './log.js';
 import { spanKey, TENANT_ATTRIBUTE } from '../transport/tracing.js';
 import { plain } from './response-codec.js';
@@ -106,8 +107,12 @@ export function decisionService<C>(source: DecisionSource<C>, callerOf: (ctx: Ha
       setRevision(ctx, page.revision);
       return { subjects: page.subjects.map((x) => create(LookupSubjectSchema, x)), nextCursor: page.nextCursor, revision: BigInt(page.revision) };
     },
-    planResources() {
-      throw new ConnectError('PlanResources is not served yet', Code.Unimplemented);
+    async planResources(req, ctx) {
+      const onTenant = callOf(source, ctx, 'PlanResources')?.onTenant;
+      const input = parsePlanResources(req);
+      const plan = await orServerReason(ctx, () => planResourcesFor(source, callerOf(ctx), input, deadlineOf(ctx), ctx.signal, onTenant));
+      setRevision(ctx, plan.revision);
+      return fromJson(PlanResourcesResponseSchema, { ...plan });
     },
   };
 }

@@ -5,10 +5,11 @@
  * the other kind. It is not signed: a forged one can only start a listing of the caller's own
  * query after an id of its choice, which any caller may ask.
  *
- * Pinned revision: every page answers at `r`. Processes keep one index, current, and do not yet
- * read past revisions, so a page asked once the process has moved past `r` is
- * `failed_precondition` on `cursor` (the listing must start again) rather than a mix of states.
- * A process still behind `r` waits for it as for `consistency.minRevision`.
+ * Pinned revision: every page answers at `r`. The control plane reads the tenant at `r` from its
+ * history once it has moved past it (`failed_precondition` on `cursor` when the history no longer
+ * holds `r`); a sidecar holds only its current state, so a page asked once it has moved past `r`
+ * is `failed_precondition` on `cursor` (the listing must start again) rather than a mix of
+ * states. A process still behind `r` waits for it as for `consistency.minRevision`.
  */
 import { createHash } from 'node:crypto';
 import type { TenantIndex } from '../engine/mod.js';
@@ -66,13 +67,14 @@ export function decodeCursor(text: string, kind: ListingKind, q: string, fields:
 
 /**
  * The index a page of a listing answers from: for a first page, as fresh as asked; for a later
- * one, at its cursor's revision (a process behind it waits for it; one past it refuses).
- * Nothing awaits after it returns, so the index cannot move under the page.
+ * one, at its cursor's revision (a process behind it waits for it, the control plane reads it
+ * from the history once it has moved past it, a sidecar past it refuses). Nothing awaits after
+ * it returns, so the index cannot move under the page.
  */
 export async function listingIndex<C>(
   source: DecisionSource<C>, caller: C, scopeId: string, freshness: Freshness, cursor: Cursor | undefined, deadline: number, signal?: CallSignal,
 ): Promise<TenantIndex> {
-  const wanted = cursor === undefined ? freshness : { minRevision: Math.max(freshness.minRevision, cursor.r), fullyConsistent: freshness.fullyConsistent };
+  const wanted: Freshness = cursor === undefined ? freshness : { minRevision: cursor.r, fullyConsistent: false, pinned: cursor.r };
   const index = await source.indexFor(caller, scopeId, '', wanted, deadline, signal);
   if (cursor !== undefined && index.revision !== cursor.r) {
     throw constraint(

@@ -19,6 +19,21 @@ export interface Freshness {
   minRevision: number;
   /** Answer from the latest committed revision (the control plane asks its database). */
   fullyConsistent: boolean;
+  /** Answer as the tenant was at a past revision or time (`consistency.atRevision`/`atTime`). */
+  at?: PastState;
+  /**
+   * Answer at exactly this revision (a listing's later page, at its cursor's revision): the
+   * control plane reads the past when it has moved on; a sidecar only has its current state.
+   */
+  pinned?: number;
+}
+
+/** A past state asked by a request: exactly one of `revision` and `time`. */
+export interface PastState {
+  revision?: number;
+  time?: Date;
+  /** The request field that asked (`consistency.atRevision`, `requests[2].consistency.atTime`). */
+  field: string;
 }
 
 /**
@@ -97,6 +112,9 @@ export interface EvaluateLike {
 export interface ConsistencyLike {
   minRevision?: bigint | string | number;
   fullyConsistent?: boolean;
+  atRevision?: bigint | string | number;
+  /** A Timestamp message, or its JSON (an RFC 3339 string). */
+  atTime?: { seconds: bigint; nanos: number } | string;
 }
 
 /** One validated request: the engine's input, the freshness asked, its field prefix. */
@@ -109,11 +127,41 @@ export interface EvaluateInput {
 
 /** Reads `consistency`; a min revision that is not a non-negative integer is invalid_argument. */
 export function freshnessOf(c: ConsistencyLike | null | undefined, field: string): Freshness {
-  const raw = c?.minRevision ?? 0;
-  const minRevision = Number(raw);
-  if (!Number.isInteger(minRevision) || minRevision < 0) throw invalid(`${field}.minRevision`, 'must be a non-negative integer');
-  if (!Number.isSafeInteger(minRevision)) throw invalid(`${field}.minRevision`, `must be at most ${Number.MAX_SAFE_INTEGER} (no tenant reaches a revision past 2^53 - 1)`);
-  return { minRevision, fullyConsistent: c?.fullyConsistent === true };
+  const minRevision = revisionOf(c?.minRevision, `${field}.minRevision`);
+  const fullyConsistent = c?.fullyConsistent === true;
+  if (c?.atRevision === undefined && c?.atTime === undefined) return { minRevision, fullyConsistent };
+  const atRevision = revisionOf(c.atRevision, `${field}.atRevision`);
+  const atTime = timeOf(c.atTime, `${field}.atTime`);
+  if (atRevision === 0 && atTime === undefined) return { minRevision, fullyConsistent };
+  const at: PastState = atTime !== undefined ? { time: atTime, field: `${field}.atTime` } : { revision: atRevision, field: `${field}.atRevision` };
+  if (atRevision !== 0 && atTime !== undefined) throw invalid(at.field, `give either ${field}.atRevision or ${field}.atTime, not both`);
+  if (minRevision !== 0 || fullyConsistent) {
+    throw invalid(at.field, `a past state cannot be combined with ${minRevision !== 0 ? `${field}.minRevision` : `${field}.fullyConsistent`}`);
+  }
+  return { minRevision, fullyConsistent, at };
+}
+
+/** A revision field (0 when absent). */
+function revisionOf(raw: bigint | string | number | undefined, field: string): number {
+  const n = Number(raw ?? 0);
+  if (!Number.isInteger(n) || n < 0) throw invalid(field, 'must be a non-negative integer');
+  if (!Number.isSafeInteger(n)) throw invalid(field, `must be at most ${Number.MAX_SAFE_INTEGER} (no tenant reaches a revision past 2^53 - 1)`);
+  return n;
+}
+
+/** `consistency.atTime`, not after the clock; undefined when absent. */
+function timeOf(raw: ConsistencyLike['atTime'], field: string): Date | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  let ms: number;
+  if (typeof raw === 'string') {
+    // RFC 3339 with an offset, as protobuf's JSON form of a Timestamp.
+    ms = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/.test(raw) ? Date.parse(raw) : Number.NaN;
+  } else {
+    ms = Number(raw.seconds) * 1000 + Math.floor(raw.nanos / 1e6);
+  }
+  if (!Number.isFinite(ms)) throw invalid(field, 'must be an RFC 3339 time such as 2025-03-04T10:11:12Z');
+  if (ms > Date.now()) throw invalid(field, 'is in the future: only past states can be read');
+  return new Date(ms);
 }
 
 /** A subject named by exactly one of its id and its external id (each field named as given). */

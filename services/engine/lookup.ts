@@ -4,19 +4,26 @@
  *
  * Definition: the set is exactly `{ r of the tenant (of type key T when asked) :
  * evaluate(index, { actor, scopeId, action, resource: { resourceId: r.id }, context }).allowed }`.
- * It is computed that way: the tenant's resources are walked in id order from the one after
- * `after`, and `evaluate` itself decides each (with its own decision budget, as a single
- * Evaluate has), until `pageSize` are allowed or the resources run out. No second decision path
- * exists to disagree with the first.
+ * It is computed that way: `evaluate` itself decides each resource (with its own decision
+ * budget, as a single Evaluate has), until `pageSize` are allowed or the resources run out. No
+ * second decision path exists to disagree with the first.
+ *
+ * Which resources are visited: the query's candidates (lookup-candidates.ts), a set built from
+ * the index that holds every resource evaluate could allow, when one can be bounded; else every
+ * resource of the type (a role permission with pattern `*`, an allow policy on a collection).
+ * Either way in id order from the one after `after`.
  *
  * Cost: a page costs one decision per resource visited, returned or skipped, and visits at most
  * LOOKUP_MAX_VISITS: a subject allowed on few of many resources gets short (even empty) pages
- * with a cursor, never a truncated listing; the listing ends only with a page without one. Other entities of the tenant (subjects, grants,
- * policies) cost nothing beyond what each decision reads. The index's first listing sorts the
- * tenant's resources once; writes then keep that order (see tenant-index/resource-order.ts).
+ * with a cursor, never a truncated listing; the listing ends only with a page without one. With
+ * candidates, a page also builds them: O(the subject's roles, grants and their descendants, and
+ * the action's allow policies) plus a sort, independent of the tenant's other resources, made
+ * by the listing's first page and kept for its later ones (a small cache per index). The walk instead sorts the tenant's resources once per index; writes then keep that order (see
+ * tenant-index/resource-order.ts).
  */
 import { evaluate, type EvaluateOptions, type EvaluateRequest } from './evaluate.js';
 import { ScopeNotFoundError } from './errors.js';
+import { candidatesFor } from './lookup-candidates.js';
 import type { Resource } from './model.js';
 import { subjectByExternalId } from './subject-ref.js';
 import type { TenantIndex } from './tenant-index/mod.js';
@@ -49,6 +56,17 @@ export interface LookupResourcesPage {
   last?: string;
   /** The revision of the index the page was computed from. */
   revision: number;
+  /** Which resources the page visited: the query's candidates, or every resource of the type. */
+  via: 'candidates' | 'walk';
+  /** Decisions the page made. */
+  visited: number;
+}
+
+export interface LookupOptions extends Pick<EvaluateOptions, 'now' | 'gate' | 'onError'> {
+  /** Decisions a page may make (default LOOKUP_MAX_VISITS). */
+  maxVisits?: number;
+  /** Visit every resource of the type even when candidates can be bounded (tests, benchmarks). */
+  walk?: boolean;
 }
 
 /**
@@ -60,29 +78,32 @@ export interface LookupResourcesPage {
 export function lookupResources(
   index: TenantIndex,
   query: LookupResourcesQuery,
-  options: Pick<EvaluateOptions, 'now' | 'gate' | 'onError'> & { maxVisits?: number },
+  options: LookupOptions,
 ): LookupResourcesPage {
   const maxVisits = options.maxVisits ?? LOOKUP_MAX_VISITS;
   const { pageSize } = query;
   if (!Number.isSafeInteger(pageSize) || pageSize < 1) throw new RangeError('pageSize must be a positive integer');
   const revision = index.revision;
-  if (index.scopePath(query.scopeId).ids.length === 0) throw new ScopeNotFoundError(query.scopeId);
+  const path = index.scopePath(query.scopeId);
+  if (path.ids.length === 0) throw new ScopeNotFoundError(query.scopeId);
   const actor = query.actor;
   // Every decision of a subject not in the tenant (or not of the type asked) is a deny: no walk.
   const subject = actor.subjectId ? index.subjectNode(actor.subjectId) : subjectByExternalId(index, actor.externalId ?? '', actor.subjectType);
-  if (subject === undefined || subject.row === undefined || (actor.subjectType && actor.subjectType !== subject.type)) return { resources: [], revision };
+  if (subject === undefined || subject.row === undefined || (actor.subjectType && actor.subjectType !== subject.type)) return { resources: [], revision, via: 'candidates', visited: 0 };
 
-  const nodes = index.resourcesInIdOrder(query.resourceType);
+  const candidates = options.walk === true ? undefined : candidatesFor(index, subject, subject.row.id, path, query.action, query.resourceType);
+  const nodes = candidates ?? index.resourcesInIdOrder(query.resourceType);
   const request: EvaluateRequest = { actor, scopeId: query.scopeId, action: query.action, resource: { resourceId: '' }, context: query.context };
   const resourceRef = request.resource as { resourceId: string };
   const resources: Resource[] = [];
-  let i = query.after === undefined ? 0 : firstAfter(nodes, query.after);
+  const start = query.after === undefined ? 0 : firstAfter(nodes, query.after);
+  let i = start;
   const end = Math.min(nodes.length, i + maxVisits);
   for (; i < end && resources.length < pageSize; i++) {
     resourceRef.resourceId = nodes[i].id;
     if (evaluate(index, request, options).allowed) resources.push(index.resourceRow(nodes[i]));
   }
-  const page: LookupResourcesPage = { resources, revision };
+  const page: LookupResourcesPage = { resources, revision, via: candidates === undefined ? 'walk' : 'candidates', visited: i - start };
   if (i < nodes.length) page.last = nodes[i - 1].id;
   return page;
 }

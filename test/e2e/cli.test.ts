@@ -85,7 +85,7 @@ describe(`the authz command line (${BACKEND})`, () => {
   describe('usage', () => {
     it('has --help on the program and on every command, exit 0', async () => {
       const names = subcommands();
-      expect(names).toEqual(['check', 'lookup', 'test', 'validate', 'schema', 'plan', 'apply', 'export', 'import', 'history', 'login', 'logout', 'status', 'whoami', 'version']);
+      expect(names).toEqual(['check', 'lookup', 'plan-resources', 'test', 'validate', 'schema', 'plan', 'apply', 'export', 'import', 'history', 'login', 'logout', 'status', 'whoami', 'version']);
       const root = await authz(['--help']);
       expect([root.code, root.stdout]).toEqual([0, expect.stringContaining('Usage: authz [options] [command]')]);
       for (const name of [...names, 'help']) expect(root.stdout).toContain(`  ${name}`);
@@ -229,6 +229,33 @@ describe(`the authz command line (${BACKEND})`, () => {
       ]);
       expect([byPath.code, byPath.stderr]).toEqual([1, expect.stringContaining('resolving names needs a platform key: with this key, pass --scope-id (permission_denied')]);
       expect([byId.code, byId.stdout]).toEqual([0, expect.stringContaining('✓ allowed')]);
+    }, 60_000);
+
+    it('answers as the tenant was at a past revision (--at-revision) or time (--at)', async () => {
+      const ask = ['check', '--scope', '/eng', '--subject', 'carol', '--action', 'edit', '--resource', 'doc/readme', '-o', 'json'];
+      const before = await authz(ask, as);
+      const past = JSON.parse(before.stdout) as { allowed: boolean; revision: string };
+      expect([before.code, past.allowed]).toEqual([1, false]);
+      await new Promise((r) => setTimeout(r, 20));
+      const between = new Date().toISOString();
+      await new Promise((r) => setTimeout(r, 20));
+      // carol becomes an editor of the scope.
+      const c = createAuthzClient({ baseUrl: cp.url, apiKey: TEST_BOOTSTRAP_KEY });
+      const { roles } = await c.roles.listRoles({ scopeId: t.scopeId });
+      const membershipId = (await c.memberships.createMembership({ subjectId: t.carol, scopeId: t.scopeId })).membership!.id;
+      await c.memberships.createRoleAssignment({ membershipId, roleId: roles.find((r) => r.key === 'editor')!.id });
+      const [now, atRevision, atTime, future, both] = await Promise.all([
+        authz(ask, as),
+        authz([...ask, '--at-revision', past.revision], as),
+        authz([...ask, '--at', between], as),
+        authz([...ask, '--at-revision', '999999'], as),
+        authz([...ask, '--at-revision', '1', '--at', between], as),
+      ]);
+      expect([now.code, JSON.parse(now.stdout).allowed]).toEqual([0, true]);
+      expect([atRevision.code, JSON.parse(atRevision.stdout)]).toEqual([1, expect.objectContaining({ allowed: false, revision: past.revision })]);
+      expect([atTime.code, JSON.parse(atTime.stdout)]).toEqual([1, expect.objectContaining({ allowed: false, revision: past.revision })]);
+      expect([future.code, future.stderr]).toEqual([1, expect.stringContaining('consistency.atRevision: revision 999999 is past the tenant\'s committed revision')]);
+      expect([both.code, both.stderr]).toEqual([2, expect.stringContaining("'--at <time>' cannot be used with option '--at-revision <n>'")]);
     }, 60_000);
   });
 

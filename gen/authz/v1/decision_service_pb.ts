@@ -1664,9 +1664,9 @@ export const DecisionService: GenService<{
   /**
    * Lists, a page at a time and by id, every resource (optionally of one type) on which an actor
    * may perform an action in a scope: exactly those an Evaluate of each would allow. Every page
-   * of a listing answers at the revision of its first page; once the answering process has
-   * moved past it, the next page is `failed_precondition` (field `cursor`) and the listing must
-   * start again.
+   * of a listing answers at the revision of its first page: the control plane reads it from its
+   * history once the tenant has moved on; a sidecar, which holds only its current state, answers
+   * `failed_precondition` (field `cursor`) and the listing must start again.
    *
    * @generated from rpc authz.v1.DecisionService.LookupResources
    */

@@ -3,6 +3,7 @@ import { notFound } from '../../common/errors.js';
 import type { CallSignal, DecisionSource, Freshness } from '../../decision/decide.js';
 import { assertScopeReach, assertTenantReach, type Principal } from '../auth/principal.js';
 import type { TenantIndexes } from './indexes.js';
+import type { PastIndexes } from './past-indexes.js';
 import type { DecisionLog } from '../../decision/log.js';
 
 /**
@@ -14,6 +15,7 @@ import type { DecisionLog } from '../../decision/log.js';
 export class ControlPlaneSource implements DecisionSource<Principal> {
   constructor(
     readonly indexes: TenantIndexes,
+    private readonly past: PastIndexes,
     private readonly gateMode: GateMode,
     readonly onEngineError?: (err: unknown) => void,
     readonly onDecision?: (d: Decision) => void,
@@ -26,6 +28,7 @@ export class ControlPlaneSource implements DecisionSource<Principal> {
 
   indexFor(principal: Principal, scopeId: string, prefix: string, freshness: Freshness, deadline: number, signal?: CallSignal): TenantIndex | Promise<TenantIndex> {
     const field = `${prefix}scopeId`;
+    if (freshness.at !== undefined || freshness.pinned !== undefined) return this.pastIndex(principal, scopeId, field, freshness, deadline, signal);
     const ready = freshness.fullyConsistent ? undefined : this.indexes.readyFor(scopeId, freshness.minRevision);
     if (ready === undefined) return this.indexAfterWait(principal, scopeId, field, freshness, deadline, signal);
     return this.checked(principal, ready.tenantId, ready.index, scopeId, field);
@@ -36,6 +39,19 @@ export class ControlPlaneSource implements DecisionSource<Principal> {
     const tenantId = await this.indexes.tenantOfScope(scopeId, field);
     assertTenantReach(principal, tenantId, field);
     const index = await this.indexes.get(tenantId, freshness.minRevision, deadline, freshness.fullyConsistent, signal);
+    return this.checked(principal, tenantId, index, scopeId, field);
+  }
+
+  /**
+   * indexFor a past state (`consistency.atRevision`/`atTime`) or a pinned revision (a listing's
+   * later page): the current index when it is at that revision, else one built from the history.
+   */
+  private async pastIndex(principal: Principal, scopeId: string, field: string, freshness: Freshness, deadline: number, signal?: CallSignal): Promise<TenantIndex> {
+    const tenantId = await this.indexes.tenantOfScope(scopeId, field);
+    assertTenantReach(principal, tenantId, field);
+    const revision = freshness.at !== undefined ? await this.past.revisionOf(tenantId, freshness.at) : freshness.pinned!;
+    const current = await this.indexes.get(tenantId, revision, deadline, false, signal);
+    const index = current.revision === revision ? current : await this.past.at(tenantId, revision, freshness.at?.field ?? 'cursor');
     return this.checked(principal, tenantId, index, scopeId, field);
   }
 

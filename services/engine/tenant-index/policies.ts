@@ -10,6 +10,8 @@ import { RowTable } from './row-table.js';
 export class PolicyFamily {
   readonly collectionsByTypeScope = new Map<string, Map<string, MutableRowBag<Collection>>>();
   readonly policiesByCollection = new Map<string, MutableRowBag<Policy>>();
+  /** Action (as a policy names it, `*` included) → the allow policies targeting a resource directly. */
+  readonly directAllowsByAction = new Map<string, MutableRowBag<Policy>>();
 
   constructor(private readonly resources: ResourceNodes) {}
 
@@ -43,10 +45,12 @@ export class PolicyFamily {
         const n = this.resources.nodeFor(p.target.resourceId);
         n.policies = rbWith(n.policies, p);
         this.resources.refreshCopies(n);
+        if (p.effect === 'allow') for (const a of new Set(p.actions)) rbAdd(this.directAllowsByAction, a, p);
       } else rbAdd(this.policiesByCollection, p.target.collectionId, p);
     },
     unindex: (p) => {
       if (p.target.kind === 'resource') {
+        if (p.effect === 'allow') for (const a of new Set(p.actions)) rbDelete(this.directAllowsByAction, a, p.id);
         const n = this.resources.table.get(p.target.resourceId);
         if (n) {
           n.policies = rbWithout(n.policies, p.id);
@@ -65,6 +69,16 @@ export class PolicyFamily {
   /** True when some collection exists for this resource type (lets a check skip the scope walk). */
   hasCollectionsOfType(resourceTypeId: string): boolean {
     return this.collectionsByTypeScope.has(resourceTypeId);
+  }
+
+  /** Allow policies targeting a resource directly that name this action (`*`: those naming `*`). */
+  directAllows(action: string): RowBag<Policy> | undefined {
+    return this.directAllowsByAction.get(action);
+  }
+
+  /** Ids of the resource types some collection is defined for. */
+  collectionTypeIds(): Iterable<string> {
+    return this.collectionsByTypeScope.keys();
   }
 
   /** Policies targeting a collection. */

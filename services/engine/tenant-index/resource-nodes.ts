@@ -32,6 +32,7 @@ export interface MutableTypeSlot {
 
 export interface MutableParentLink extends ParentLink {
   readonly parent: MutableResourceNode;
+  readonly child: MutableResourceNode;
 }
 
 export interface MutableResourceNode {

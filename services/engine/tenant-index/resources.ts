@@ -3,7 +3,7 @@
  * fields live in its node (see resource-nodes.ts) and its row is rebuilt when asked for.
  */
 import type { Resource, ResourceEdge, ResourceScopeLink } from '../model.js';
-import { bagRows, rbWith, rbWithout } from './bags.js';
+import { bagRows, rbAdd, rbDelete, rbWith, rbWithout, type MutableRowBag } from './bags.js';
 import { EMPTY_ATTRIBUTES, isEmptyObject, type MutableParentLink, type ResourceNodes } from './resource-nodes.js';
 import { RowTable, copyField } from './row-table.js';
 import type { ScopeFamily } from './scopes.js';
@@ -13,6 +13,12 @@ import type { KindStore } from './types.js';
 export class ResourceFamily {
   /** Creator id → the subject's own id string (see `creatorStr`). */
   private readonly creators = new Map<string, string>();
+  /**
+   * Parent resource id → the links of its children (the child's own link objects, by edge id):
+   * a listing finds the descendants of a resource without a scan. One map entry per resource
+   * that has children, one more map per parent with several.
+   */
+  readonly childrenByParent = new Map<string, MutableRowBag<MutableParentLink>>();
 
   constructor(
     private readonly nodes: ResourceNodes,
@@ -53,10 +59,13 @@ export class ResourceFamily {
       const n = this.nodes.nodeFor(e.childResourceId);
       const parent = this.nodes.nodeFor(e.parentResourceId);
       parent.refs++;
-      n.parents = rbWith(n.parents, { id: e.id, edge: e, inherit: e.cascade === 'inherit', parent });
+      const link: MutableParentLink = { id: e.id, edge: e, inherit: e.cascade === 'inherit', parent, child: n };
+      n.parents = rbWith(n.parents, link);
+      rbAdd(this.childrenByParent, parent.id, link);
       this.nodes.refreshUp(n);
     },
     unindex: (e) => {
+      rbDelete(this.childrenByParent, e.parentResourceId, e.id);
       const n = this.nodes.table.get(e.childResourceId);
       if (!n) return;
       let link: MutableParentLink | undefined;

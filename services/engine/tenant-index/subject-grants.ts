@@ -133,6 +133,15 @@ export class SubjectGrants implements GrantSet {
     }
   }
 
+  forEachResource(visit: (resourceId: string) => void): void {
+    const list = this.list;
+    if (list !== undefined) {
+      for (let i = 1; i < list.length; i += 3) visit(list[i]);
+      return;
+    }
+    for (const [r, ps] of this.byResource as Map<string, string[]>) for (let k = 0; k < ps.length; k += 2) visit(r);
+  }
+
   /** Every grant, in no particular order. */
   rows(): OwnershipGrant[] {
     const out: OwnershipGrant[] = [];

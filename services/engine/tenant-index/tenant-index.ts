@@ -507,6 +507,26 @@ export class TenantIndex {
     return this.policies.hasCollectionsOfType(resourceTypeId);
   }
 
+  /** Ids of the resource types some collection is defined for (any scope). */
+  collectionTypeIds(): Iterable<string> {
+    return this.policies.collectionTypeIds();
+  }
+
+  /** Allow policies targeting a resource directly whose actions name `action` (`*`: those naming `*`). */
+  directAllowPolicies(action: string): RowBag<Policy> | undefined {
+    return this.policies.directAllows(action);
+  }
+
+  /** The links from a resource to its children (each link's `child`), by edge id; undefined when none. */
+  childLinks(parentId: string): RowBag<ParentLink> | undefined {
+    return this.resourceFamily.childrenByParent.get(parentId);
+  }
+
+  /** The nodes of the existing resources (any type) whose external id is `externalResourceId`. */
+  resourceNodesByExternalId(externalResourceId: string): readonly ResourceNode[] {
+    return this.nodes.nodesByExternal(externalResourceId);
+  }
+
   /** Policies targeting a collection. */
   collectionPolicies(collectionId: string): RowBag<Policy> | undefined {
     return this.policies.collectionPolicies(collectionId);

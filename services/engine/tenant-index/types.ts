@@ -97,6 +97,8 @@ export interface GrantSet {
   get(resourceId: string): RowBag<OwnershipGrant> | undefined;
   /** Number of grants. */
   readonly size: number;
+  /** Calls `visit` with the resource id of every grant (once per grant, in no particular order). */
+  forEachResource(visit: (resourceId: string) => void): void;
 }
 
 /** Up to this many grants a subject keeps them in a flat array, scanned; more go in a map. */
@@ -160,6 +162,8 @@ export interface ParentLink {
   /** `edge.cascade === 'inherit'`, copied so a walk need not read the edge. */
   readonly inherit: boolean;
   readonly parent: ResourceNode;
+  /** The child's node: the same link object is filed under the parent too (see `TenantIndex.childLinks`). */
+  readonly child: ResourceNode;
 }
 
 /**

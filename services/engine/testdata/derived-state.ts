@@ -150,7 +150,7 @@ function subjectExternalCanonical(subjects: SubjectFamily): [string, string[]][]
 
 /** The canonical dump of an index's derived state (see the module comment). */
 export function derivedState(index: TenantIndex): Record<string, unknown> {
-  const { kinds, scopes, roles, subjects, nodes, policies, tags } = index.families();
+  const { kinds, scopes, roles, subjects, nodes, resources, policies, tags } = index.families();
   return {
     subjects: byKey(
       [...subjects.nodes.entries()].map(([k, n]) => [
@@ -230,6 +230,16 @@ export function derivedState(index: TenantIndex): Record<string, unknown> {
     patternCounts: byKey([...nodes.patternCounts.entries()]),
     collectionsByTypeScope: canon(policies.collectionsByTypeScope as Deep, 2),
     policiesByCollection: canon(policies.policiesByCollection as Deep, 1),
+    directAllowsByAction: canon(policies.directAllowsByAction as Deep, 1),
+    // Each child link must be the very link its child holds, under the parent it names.
+    childrenByParent: byKey(
+      [...resources.childrenByParent.entries()].map(([parent, bag]) => [
+        parent,
+        [...bagRows(bag)]
+          .sort((x, y) => (x.id < y.id ? -1 : 1))
+          .map((l) => ({ edge: l.id, child: l.child.id, live: l.parent.id === parent && [...bagRows(l.child.parents)].includes(l) && nodes.table.get(l.child.id) === l.child })),
+      ]),
+    ),
     scopeTags: canon(tags.scopeTags as Deep, 1),
     bindingsByTagScope: canon(tags.bindingsByTagScope as Deep, 2),
     rows: Object.fromEntries(

@@ -1,0 +1,385 @@
+/**
+ * PlanResources: for an actor, an action and a resource type key at a scope, a condition on the
+ * resources of that type that holds exactly for those evaluate (evaluate.ts) allows, at the
+ * index's revision, with the clock and gate mode given.
+ *
+ * For a resource r of the type, evaluate allows when
+ *   gate(r) AND (some policy matches r ? the top priority group of r's matching policies has
+ *   an allow and no deny : roles(r) OR ownership(r) OR inherited(r)),
+ * after the short-cuts that do not depend on r (an unknown subject, one not of
+ * `actor.subjectType`: nothing is allowed). What depends only on the subject, the scope, the
+ * context and the clock is decided here: held roles and their overrides, each policy's action,
+ * window, subjectCondition and contextCondition (an error fails closed, as in evaluate). What
+ * depends on rows an application does not store (links, tags, inherit edges, ownership grants,
+ * direct policy targets, a resource's type id) becomes `id in [...]` over the index's finite
+ * sets: exact at the revision the plan carries. Collections' match definitions become
+ * comparisons on the resource's fields where they can be exact (match-plan.ts) and `residual`
+ * nodes elsewhere.
+ *
+ * Policies, match definitions and conditions draw on a decision's operation budget, so in
+ * evaluate one rule running out depends on what the others spent on that resource. The plan
+ * adds up an upper bound of what every rule it could meet may spend (the sizes of stored values
+ * are bounded, limits.md); past the decision budget, every resource a policy could concern is
+ * left to evaluate (a residual), since only evaluate can tell which rule runs out.
+ */
+import { DECISION_MAX_OPERATIONS, DecisionBudget } from '../budget.js';
+import { AmbiguousSubjectError, ScopeNotFoundError } from '../errors.js';
+import { isPlainObject } from '../json.js';
+import { applyJsonLogic, logicTruthy } from '../jsonlogic.js';
+import type { Collection, OwnershipGrant, Permission, Policy } from '../model.js';
+import { conditionContext } from '../policy-leg.js';
+import { grantRoleUsable, heldRoles, overrideDecisions, rolePermissionIdsAt } from '../roles.js';
+import { subjectByExternalId } from '../subject-ref.js';
+import { MAX_HIERARCHY_DEPTH, bagRows, type ResourceNode, type ScopePath, type SubjectNode, type TenantIndex } from '../tenant-index/mod.js';
+import type { GateMode } from '../target.js';
+import { inIdOrder } from '../order.js';
+import { maxMatchCost } from './cost.js';
+import { planMatch } from './match-plan.js';
+import { FALSE, TRUE, all, any, hasResidual, not, oneOf, residual, type PlanNode } from './tree.js';
+
+export { AmbiguousSubjectError };
+
+export interface PlanResourcesQuery {
+  /** Exactly one of `subjectId` and `externalId`, as evaluate takes it. */
+  actor: { subjectId?: string; externalId?: string; subjectType?: string };
+  scopeId: string;
+  action: string;
+  /** The resource type key. */
+  resourceType: string;
+  context?: Record<string, unknown>;
+}
+
+export interface PlanOptions {
+  now: Date;
+  gate: GateMode;
+}
+
+export type PlanKindName = 'always_allowed' | 'always_denied' | 'conditional';
+
+export interface ResourcePlan {
+  kind: PlanKindName;
+  /** TRUE, FALSE, or the condition of a conditional plan. */
+  condition: PlanNode;
+  hasResidual: boolean;
+  revision: number;
+}
+
+function planOf(condition: PlanNode, revision: number): ResourcePlan {
+  const kind: PlanKindName = condition.kind === 'const' ? (condition.value ? 'always_allowed' : 'always_denied') : 'conditional';
+  return { kind, condition, hasResidual: hasResidual(condition), revision };
+}
+
+/**
+ * The plan. Throws ScopeNotFoundError for an unknown scope and AmbiguousSubjectError for an
+ * external id several subjects share, as evaluate does.
+ */
+export function planResources(index: TenantIndex, query: PlanResourcesQuery, options: PlanOptions): ResourcePlan {
+  const now = options.now.getTime();
+  if (Number.isNaN(now)) throw new Error('invalid clock');
+  const gate = options.gate;
+  if (gate !== 'off' && gate !== 'links-fallback' && gate !== 'strict') throw new Error('invalid gate mode');
+  const revision = index.revision;
+  const path = index.scopePath(query.scopeId);
+  if (path.ids.length === 0) throw new ScopeNotFoundError(query.scopeId);
+  const actor = query.actor;
+  const subject = actor.subjectId ? index.subjectNode(actor.subjectId) : subjectByExternalId(index, actor.externalId ?? '', actor.subjectType);
+  if (subject === undefined || subject.row === undefined) return planOf(FALSE, revision);
+  if (actor.subjectType && actor.subjectType !== subject.type) return planOf(FALSE, revision);
+  const c = new Compiler(index, query, path, subject, now, gate);
+  return planOf(c.compile(), revision);
+}
+
+/** A policy that may match a resource of the type, with what the plan knows of it. */
+interface Candidate {
+  policy: Policy;
+  /** Its action, window and conditions hold at plan time. */
+  live: boolean;
+  /** When it matches a resource (for a live one). */
+  matches: PlanNode;
+}
+
+class Compiler {
+  private readonly nodes: readonly ResourceNode[];
+  private readonly permsByRole = new Map<string, Permission[]>();
+  /** Patterns of held-role permissions covering (action, type) other than `*`. */
+  private readonly patterns = new Set<string>();
+  private star = false;
+  private readonly grants;
+  /** Ancestors an inheriting child reaches its grant through, by node. */
+  private readonly sourceMemo = new Map<ResourceNode, boolean>();
+  private subjectData: unknown;
+  private contextData: Record<string, unknown> | undefined;
+  /** Operations every rule a decision may meet could spend together (see the file's comment). */
+  private cost = 0;
+
+  constructor(
+    private readonly index: TenantIndex,
+    private readonly query: PlanResourcesQuery,
+    private readonly path: ScopePath,
+    private readonly subject: SubjectNode,
+    private readonly now: number,
+    private readonly gate: GateMode,
+  ) {
+    this.nodes = index.resourcesInIdOrder(query.resourceType);
+    this.grants = subject.grantsByResource !== undefined && subject.grantsByResource.size > 0 ? subject.grantsByResource : undefined;
+  }
+
+  compile(): PlanNode {
+    this.collectRolePermissions();
+    const byType = new Map<string, string[]>();
+    const linked: string[] = [];
+    const linkedReach: string[] = [];
+    const direct = new Map<string, { policy: Policy; ids: string[] }>();
+    const owned: string[] = [];
+    const inherited: string[] = [];
+    const walk = this.patterns.size > 0 || this.grants !== undefined;
+    // Resources by type id, kept only once a second type shows (most keys have one type).
+    const firstType = this.nodes[0]?.type;
+    let typesDiffer = false;
+    for (const node of this.nodes) {
+      if (!typesDiffer && node.type !== firstType) {
+        typesDiffer = true;
+        byType.set(firstType?.id as string, []);
+        for (const earlier of this.nodes) {
+          if (earlier === node) break;
+          byType.get(firstType?.id as string)!.push(earlier.id);
+        }
+      }
+      if (typesDiffer) {
+        const typeId = node.type?.id as string;
+        let ids = byType.get(typeId);
+        if (ids === undefined) byType.set(typeId, (ids = []));
+        ids.push(node.id);
+      }
+      if (node.links !== undefined) {
+        linked.push(node.id);
+        for (const l of bagRows(node.links)) {
+          if (this.path.set.has(l.scopeId)) {
+            linkedReach.push(node.id);
+            break;
+          }
+        }
+      }
+      for (const p of bagRows<Policy>(node.policies)) {
+        let d = direct.get(p.id);
+        if (d === undefined) direct.set(p.id, (d = { policy: p, ids: [] }));
+        d.ids.push(node.id);
+      }
+      if (walk && node.up !== undefined && this.inherits(node)) inherited.push(node.id);
+    }
+    // One type: `typeIs` needs no ids.
+    if (!typesDiffer && firstType !== undefined) byType.set(firstType.id, []);
+    // Ownership: the subject's granted resources of the type, not a scan of the type's.
+    if (this.grants !== undefined) {
+      const granted = new Set<string>();
+      this.grants.forEachResource((id) => granted.add(id));
+      for (const id of granted) {
+        const node = this.index.resourceNode(id);
+        if (node !== undefined && node.exists && node.type?.key === this.query.resourceType && this.grantCovers(node)) owned.push(id);
+      }
+    }
+
+    const gateNode = this.gateCondition(linked, linkedReach);
+    const roleNode = any(
+      this.star ? TRUE : any(oneOf('id', this.patterns), oneOf('externalResourceId', this.patterns)),
+      oneOf('id', owned),
+      oneOf('id', inherited),
+    );
+    const typeIs = (typeId: string): PlanNode => (byType.size === 1 ? (byType.has(typeId) ? TRUE : FALSE) : oneOf('id', byType.get(typeId) ?? []));
+    const candidates = this.candidates(byType, direct, typeIs);
+    if (candidates.length === 0) return all(gateNode, roleNode);
+    const maybePolicy = any(...candidates.map((c) => c.scope));
+    if (this.cost > DECISION_MAX_OPERATIONS) {
+      const r = residual(`the policies and match definitions a resource may meet could spend more than a decision's ${DECISION_MAX_OPERATIONS} operations`);
+      return all(gateNode, any(all(maybePolicy, r), all(not(maybePolicy), roleNode)));
+    }
+    const live = candidates.filter((c) => c.live);
+    return all(gateNode, this.policyOutcome(live, roleNode));
+  }
+
+  /** The permissions of the held roles (overrides applied) covering the action on the type. */
+  private collectRolePermissions(): void {
+    const seen = new Set<string>();
+    for (const h of heldRoles(this.index, this.subject, this.path)) {
+      if (seen.has(h.roleId)) continue;
+      seen.add(h.roleId);
+      for (const p of this.permsOf(h.roleId)) {
+        if (p.resourcePattern === '*') this.star = true;
+        else this.patterns.add(p.resourcePattern);
+      }
+    }
+  }
+
+  /** Permissions of a role at the scope (add/remove overrides applied) covering the action and type. */
+  private permsOf(roleId: string): Permission[] {
+    let out = this.permsByRole.get(roleId);
+    if (out === undefined) {
+      out = [];
+      const { action, resourceType } = this.query;
+      for (const id of rolePermissionIdsAt(this.index, roleId, overrideDecisions(this.index, roleId, this.path))) {
+        const p = this.index.permission(id);
+        if (p === undefined) continue;
+        if (p.action !== action && p.action !== '*') continue;
+        if (p.resourceType !== '*' && p.resourceType !== resourceType) continue;
+        out.push(p);
+      }
+      this.permsByRole.set(roleId, out);
+    }
+    return out;
+  }
+
+  /** A usable ownership grant of the subject on `on` whose role covers the action for the plan's type (a child's, when `on` is an ancestor). */
+  private grantCovers(on: ResourceNode): boolean {
+    const grants = (this.grants as NonNullable<SubjectNode['grantsByResource']>).get(on.id);
+    for (const g of bagRows<OwnershipGrant>(grants)) {
+      if (!grantRoleUsable(this.index, g.roleId, on.owner)) continue;
+      for (const p of this.permsOf(g.roleId)) {
+        const pat = p.resourcePattern;
+        if (pat === '*' || pat === on.id || pat === on.ext) return true;
+      }
+    }
+    return false;
+  }
+
+  /** An ancestor gives the child's type: a held permission patterned to its id, or a grant on it. */
+  private isSource(node: ResourceNode): boolean {
+    let v = this.sourceMemo.get(node);
+    if (v === undefined) {
+      v = this.patterns.has(node.id) || (this.grants !== undefined && this.grantCovers(node));
+      this.sourceMemo.set(node, v);
+    }
+    return v;
+  }
+
+  /** evaluate's walk up `inherit` edges (at most 64, stopping at a `none` edge, a missing parent or a cycle). */
+  private inherits(start: ResourceNode): boolean {
+    const visited: ResourceNode[] = [];
+    let node: ResourceNode = start;
+    for (let depth = 0; depth < MAX_HIERARCHY_DEPTH; depth++) {
+      const parent = node.up;
+      if (!parent || !node.upInherit || !parent.exists) return false;
+      if (parent === start || visited.includes(parent)) return false;
+      visited.push(parent);
+      if (this.isSource(parent)) return true;
+      node = parent;
+    }
+    return false;
+  }
+
+  private gateCondition(linked: string[], linkedReach: string[]): PlanNode {
+    if (this.gate === 'off') return TRUE;
+    const owner = oneOf('ownerScopeId', this.path.ids);
+    if (this.gate === 'strict') return any(owner, oneOf('id', linkedReach));
+    const reach = new Set(linkedReach);
+    // links-fallback: a resource without links passes; one with links passes as under strict.
+    return any(owner, not(oneOf('id', linked.filter((id) => !reach.has(id)))));
+  }
+
+  /**
+   * Every policy a resource of the type may meet: direct ones (on their targets' ids) and those
+   * of the collections at the scope or above for each type of the key (on the match definition:
+   * a deny also where it errors). Decides each one's resource-independent parts and adds up the
+   * operations they may cost.
+   */
+  private candidates(byType: Map<string, string[]>, direct: Map<string, { policy: Policy; ids: string[] }>, typeIs: (t: string) => PlanNode): (Candidate & { scope: PlanNode })[] {
+    const out: (Candidate & { scope: PlanNode })[] = [];
+    for (const { policy, ids } of direct.values()) {
+      const scope = oneOf('id', ids);
+      out.push({ ...this.constantParts(policy, scope), scope });
+    }
+    for (const typeId of byType.keys()) {
+      for (const s of this.path.ids) {
+        for (const c of inIdOrder<Collection>(this.index.collectionsAt(typeId, s))) {
+          const policies = this.index.collectionPolicies(c.id);
+          if (policies === undefined) continue;
+          this.cost += maxMatchCost(c.matchDefinition);
+          const m = planMatch(c.matchDefinition, {
+            collectionId: c.id,
+            tagged: (group, wanted) => this.tagged(group, wanted),
+            typeIdHolds: (holds) => any(...[...byType.keys()].filter(holds).map(typeIs)),
+          });
+          const isType = typeIs(typeId);
+          for (const p of bagRows<Policy>(policies)) {
+            const scope = all(isType, p.effect === 'deny' ? any(m.match, m.error) : m.match);
+            out.push({ ...this.constantParts(p, scope), scope });
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  /** The ids of the resources of the type carrying a tag of group key `group` with one of `wanted`. */
+  private tagged(group: string, wanted: readonly string[]): PlanNode {
+    const ids: string[] = [];
+    for (const node of this.nodes) {
+      if (node.tags === undefined) continue;
+      const have = this.index.resourceTags(node.id).get(group);
+      if (have !== undefined && wanted.some((w) => have.has(w))) ids.push(node.id);
+    }
+    return oneOf('id', ids);
+  }
+
+  /** A policy's action, window and conditions, as decidePolicies judges them (errors fail closed). */
+  private constantParts(p: Policy, scope: PlanNode): Candidate {
+    const failClosed = p.effect === 'deny';
+    const actionOk = p.actions.includes(this.query.action) || p.actions.includes('*');
+    const from = validTime(p.validFrom);
+    const until = validTime(p.validUntil);
+    const windowOk =
+      (from === null || (Number.isNaN(from) ? failClosed : this.now >= from)) && (until === null || (Number.isNaN(until) ? failClosed : this.now < until));
+    let ok = actionOk && windowOk;
+    if (ok && p.subjectCondition !== undefined && p.subjectCondition !== null) {
+      const s = this.subject.row!;
+      this.subjectData ??= { subject: { id: s.id, type: s.type, externalId: s.externalId, meta: isPlainObject(s.metadata) ? s.metadata : {} } };
+      ok = this.condition(p.subjectCondition, this.subjectData, failClosed);
+    }
+    if (ok && p.contextCondition !== undefined && p.contextCondition !== null) {
+      this.contextData ??= conditionContext(this.query.context, new Date(this.now));
+      ok = this.condition(p.contextCondition, this.contextData, failClosed);
+    }
+    return { policy: p, live: ok, matches: ok ? scope : FALSE };
+  }
+
+  private condition(rule: unknown, data: unknown, failClosed: boolean): boolean {
+    const budget = new DecisionBudget();
+    const r = applyJsonLogic(rule, data, budget);
+    this.cost += DECISION_MAX_OPERATIONS - budget.left;
+    return r.ok ? logicTruthy(r.value) : failClosed;
+  }
+
+  /**
+   * evaluate's policy leg as a condition: for priorities p1 > p2 > …, OR over i of (no policy
+   * above p_i matches, an allow at p_i matches, no deny at p_i matches); and the role legs
+   * where no policy matches.
+   */
+  private policyOutcome(live: Candidate[], roleNode: PlanNode): PlanNode {
+    const byPriority = new Map<number, Candidate[]>();
+    for (const c of live) {
+      const pr = priorityOf(c.policy);
+      let list = byPriority.get(pr);
+      if (list === undefined) byPriority.set(pr, (list = []));
+      list.push(c);
+    }
+    const levels = [...byPriority.keys()].sort((a, b) => b - a);
+    const branches: PlanNode[] = [];
+    const above: PlanNode[] = [];
+    for (const level of levels) {
+      const here = byPriority.get(level) as Candidate[];
+      const allow = any(...here.filter((c) => c.policy.effect !== 'deny').map((c) => c.matches));
+      const deny = any(...here.filter((c) => c.policy.effect === 'deny').map((c) => c.matches));
+      branches.push(all(not(any(...above)), allow, not(deny)));
+      above.push(...here.map((c) => c.matches));
+    }
+    return any(...branches, all(not(any(...above)), roleNode));
+  }
+}
+
+function validTime(iso: string | null | undefined): number | null {
+  if (iso === undefined || iso === null) return null;
+  return typeof iso === 'string' ? Date.parse(iso) : NaN;
+}
+
+function priorityOf(p: Policy): number {
+  return typeof p.priority === 'number' && Number.isFinite(p.priority) ? p.priority : 0;
+}
