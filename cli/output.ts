@@ -31,3 +31,11 @@ export function keyValueTable(rows: readonly (readonly [string, unknown])[], sty
   const width = Math.max(0, ...rows.map(([label]) => label.length));
   return rows.map(([label, value]) => `${styles.dim(label.padEnd(width))}  ${cell(value)}`).join('\n');
 }
+
+/** Rows under a header, each column padded to its widest cell. */
+export function columns(header: readonly string[], rows: readonly (readonly unknown[])[], styles: Styles): string {
+  const cells = rows.map((r) => r.map(cell));
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((r) => r[i].length)));
+  const line = (r: readonly string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ');
+  return [styles.dim(line(header)), ...cells.map(line)].join('\n');
+}

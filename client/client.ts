@@ -6,6 +6,8 @@ import type { Transport } from '@connectrpc/connect';
 import type { Scope } from '../gen/authz/v1/scope_pb.js';
 import type { Subject } from '../gen/authz/v1/subject_pb.js';
 import { describeKey, type KeyDescription } from './key.js';
+import { lookupAllResources, lookupAllSubjects, type Listing, type ListingOptions, type LookupResourcesQuery, type LookupSubjectsQuery } from './listings.js';
+import type { LookupResource, LookupSubject } from '../gen/authz/v1/decision_service_pb.js';
 import { resolveScopePath, resolveSubject } from './resolve.js';
 import { createServiceClients, type ServiceClients } from './services.js';
 import { createTransport, normalizeBaseUrl, probeStatus, type ConnectionOptions } from './transport.js';
@@ -25,6 +27,10 @@ export interface AuthzClient extends ServiceClients {
   resolveScopePath(tenantId: string, path: string): Promise<Scope>;
   /** The tenant's subject with `externalId` (and `type`, when several share it). Needs a `platform` key. */
   resolveSubject(tenantId: string, externalId: string, type?: string): Promise<Subject>;
+  /** Every resource `query.actor` may act on, paged to the end (or to `options.limit`). */
+  lookupAllResources(query: LookupResourcesQuery, options?: ListingOptions): Promise<Listing<LookupResource>>;
+  /** Every subject that may act on `query.resource`, paged to the end (or to `options.limit`). */
+  lookupAllSubjects(query: LookupSubjectsQuery, options?: ListingOptions): Promise<Listing<LookupSubject>>;
   /** The kind of the client's API key (`platform`, `user`, `service`), from the tiers it reaches. */
   describeKey(): Promise<KeyDescription>;
   /** The process's probes; rejects when it cannot be reached. */
@@ -45,6 +51,8 @@ export function createAuthzClient(options: ConnectionOptions): AuthzClient {
     transport,
     resolveScopePath: (tenantId, path) => resolveScopePath(clients, tenantId, path),
     resolveSubject: (tenantId, externalId, type) => resolveSubject(clients, tenantId, externalId, type),
+    lookupAllResources: (query, options) => lookupAllResources(clients, query, options),
+    lookupAllSubjects: (query, options) => lookupAllSubjects(clients, query, options),
     describeKey: () => describeKey(clients),
     async health() {
       const [live, ready] = await Promise.all([probeStatus(options, '/healthz'), probeStatus(options, '/readyz')]);

@@ -3,6 +3,7 @@
  * `authz` command line. See docs/cli.md#the-typescript-client.
  */
 export { createAuthzClient, type AuthzClient, type Health } from './client.js';
+export type { Listing, ListingOptions, LookupResourcesQuery, LookupSubjectsQuery } from './listings.js';
 export { AuthzError, codeName, type AuthzErrorInit } from './errors.js';
 export type { KeyDescription, KeyKind } from './key.js';
 export { scopePathSegments } from './resolve.js';

@@ -39,7 +39,7 @@ function timeOption(raw: string): Date {
 }
 
 /** `--resource TYPE/EXTERNAL_ID`: split at the first `/` (external ids may hold more). */
-function resourceOption(raw: string): { resourceType: string; externalResourceId: string } {
+export function resourceOption(raw: string): { resourceType: string; externalResourceId: string } {
   const slash = raw.indexOf('/');
   if (slash <= 0 || slash === raw.length - 1) throw new InvalidArgumentError('expected TYPE/EXTERNAL_ID, e.g. doc/readme (the resource type key, then the external id)');
   return { resourceType: raw.slice(0, slash), externalResourceId: raw.slice(slash + 1) };

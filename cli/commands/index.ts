@@ -10,6 +10,7 @@ import { exportCommand } from './export.js';
 import { historyCommand } from './history.js';
 import { importCommand } from './import.js';
 import { loginCommand } from './login.js';
+import { lookupCommand } from './lookup.js';
 import { planCommands } from './plan.js';
 import { planResourcesCommand } from './plan-resources.js';
 import { statusCommands } from './status.js';
@@ -18,5 +19,5 @@ import { validateCommands } from './validate.js';
 import { versionCommand } from './version.js';
 
 export const COMMANDS: readonly CliCommand[] = [
-  checkCommand, planResourcesCommand, testCommand, validateCommands, planCommands, exportCommand, importCommand, historyCommand, loginCommand, statusCommands, versionCommand,
+  checkCommand, lookupCommand, planResourcesCommand, testCommand, validateCommands, planCommands, exportCommand, importCommand, historyCommand, loginCommand, statusCommands, versionCommand,
 ];

@@ -2,8 +2,8 @@
  * The offline target: the tenant index built straight from the model (no server, no database)
  * and the engine the control plane and the sidecar run, asked in this process.
  */
-import { TenantIndex, effectivePermissions, evaluate, type Decision, type GateMode } from '../../services/engine/mod.js';
-import { modelSnapshot, type CheckCase, type CheckedModel, type PermissionsCase } from '../../services/model/mod.js';
+import { TenantIndex, effectivePermissions, evaluate, lookupResources, lookupSubjects, type Decision, type GateMode } from '../../services/engine/mod.js';
+import { modelSnapshot, type CheckCase, type CheckedModel, type LookupCase, type PermissionsCase } from '../../services/model/mod.js';
 import type { DecisionJson } from '../explain.js';
 import type { DecisionTarget } from './run.js';
 
@@ -84,6 +84,34 @@ export function offlineTarget(model: CheckedModel, now: Date | undefined, gate: 
       }
       const held = effectivePermissions(index, { subjectExternalId: c.subject, scopeId: scopeId(c.scope), ...(resourceId ? { resourceId } : {}) });
       return held.map((p) => `${p.resourceType}:${p.action}:${p.resourcePattern === resourceId ? c.resource : p.resourcePattern}`);
+    },
+    async lookup(c: LookupCase) {
+      const options = { now: now ?? new Date(), gate };
+      const out: string[] = [];
+      // Every page, as the servers are paged (a page may end short at its visit budget).
+      let after: string | undefined;
+      if ('resources' in c) {
+        const q = c.resources;
+        do {
+          const page = lookupResources(index, {
+            actor: { externalId: q.subject, ...(q.subjectType ? { subjectType: q.subjectType } : {}) },
+            scopeId: scopeId(q.scope), action: q.action, resourceType: q.resourceType, context: q.context, pageSize: 1000, after,
+          }, options);
+          out.push(...page.resources.map((r) => `${index.resourceType(r.resourceTypeId)?.key ?? ''}/${r.externalResourceId}`));
+          after = page.last;
+        } while (after !== undefined);
+      } else {
+        const q = c.subjects;
+        do {
+          const page = lookupSubjects(index, {
+            scopeId: scopeId(q.scope), action: q.action, subjectType: q.subjectType, context: q.context, pageSize: 1000, after,
+            ...(q.resource ? { resource: splitResourceRef(q.resource) } : {}),
+          }, options);
+          out.push(...page.subjects.map((x) => x.subject.externalId));
+          after = page.last;
+        } while (after !== undefined);
+      }
+      return out;
     },
   };
 }

@@ -16,7 +16,7 @@ import { createServiceClient } from '../../client/services.js';
 import { EvaluateResponseSchema } from '../../gen/authz/v1/decision_service_pb.js';
 import { TenantModelService } from '../../gen/authz/v1/tenant_model_service_pb.js';
 import { conditionContext } from '../../services/engine/mod.js';
-import { SECTIONS, policyIdFor, type CheckCase, type CheckedModel, type PermissionsCase } from '../../services/model/mod.js';
+import { SECTIONS, policyIdFor, type CheckCase, type CheckedModel, type LookupCase, type PermissionsCase } from '../../services/model/mod.js';
 import type { DecisionJson } from '../explain.js';
 import { splitResourceRef } from './offline.js';
 import type { DecisionTarget } from './run.js';
@@ -148,11 +148,13 @@ export function serverTarget(kind: 'control-plane' | 'sidecar', decisions: Authz
     }
     throw notFound(`resource ${ref}`);
   };
+  /** `now` as the context's `time`, unless the case gives one. */
+  const withTime = (context: CheckCase['context']) => (now && context?.time === undefined ? { ...context, time: conditionContext(context, now).time } : context);
   return {
     kind,
     where: decisions.baseUrl,
     async decide(c: CheckCase) {
-      const context = now && c.context?.time === undefined ? { ...c.context, time: conditionContext(c.context, now).time } : c.context;
+      const context = withTime(c.context);
       const response = await decisions.decisions.evaluate({
         actor: { externalId: c.subject, ...(c.subjectType ? { subjectType: c.subjectType } : {}) },
         scopeId: scopeId(c.scope),
@@ -170,6 +172,26 @@ export function serverTarget(kind: 'control-plane' | 'sidecar', decisions: Authz
       const rid = c.resource ? await resourceId(c.resource) : undefined;
       const r = await decisions.decisions.getEffectivePermissions({ subjectExternalId: c.subject, scopeId: scopeId(c.scope), ...(rid ? { resourceId: rid } : {}), consistency });
       return r.permissions.map((p) => `${p.resourceType}:${p.action}:${p.resourcePattern === rid ? c.resource : p.resourcePattern}`);
+    },
+    async lookup(c: LookupCase) {
+      // Every page (the client pages to the end), the first at the apply's revision.
+      if ('resources' in c) {
+        const q = c.resources;
+        const context = withTime(q.context);
+        const listing = await decisions.lookupAllResources({
+          actor: { externalId: q.subject, ...(q.subjectType ? { subjectType: q.subjectType } : {}) },
+          scopeId: scopeId(q.scope), action: q.action, ...(q.resourceType ? { resourceType: q.resourceType } : {}),
+          ...(context ? { context: context as JsonObject } : {}), consistency,
+        }, { pageSize: 1000 });
+        return listing.items.map((r) => `${r.resourceType}/${r.externalResourceId}`);
+      }
+      const q = c.subjects;
+      const context = withTime(q.context);
+      const listing = await decisions.lookupAllSubjects({
+        scopeId: scopeId(q.scope), action: q.action, ...(q.resource ? { resource: splitResourceRef(q.resource) } : {}),
+        ...(q.subjectType ? { subjectType: q.subjectType } : {}), ...(context ? { context: context as JsonObject } : {}), consistency,
+      }, { pageSize: 1000 });
+      return listing.items.map((s) => s.externalId);
     },
   };
 }

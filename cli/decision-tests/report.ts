@@ -20,6 +20,7 @@ function namedTrace(r: CaseResult, s: Styles): string {
 function outcome(r: CaseResult): string {
   if (r.decision) return `${r.decision.allowed ? 'allow' : 'deny'} (${r.decision.reason}${r.policy ? `, policy ${r.policy}` : ''})`;
   if (r.permissions) return `${r.permissions.length} permission${r.permissions.length === 1 ? '' : 's'}`;
+  if (r.found) return `${r.found.length} listed`;
   return '';
 }
 
@@ -66,6 +67,7 @@ export function runsData(runs: readonly TargetRun[]): unknown {
         ...(r.diffs.length ? { diffs: r.diffs } : {}),
         ...(r.decision ? { allowed: r.decision.allowed, reason: r.decision.reason, ...(r.policy ? { policy: r.policy } : {}) } : {}),
         ...(r.permissions ? { permissions: r.permissions } : {}),
+        ...(r.found ? { listed: r.found } : {}),
       })),
     })),
   };

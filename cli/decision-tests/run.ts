@@ -1,10 +1,10 @@
 /**
  * Running a decision-test file's cases against one target (offline engine, control plane,
  * sidecar) and judging each: the decision, its reason and deciding policy when the case names
- * them, or the exact set of effective permissions. A case whose request fails is an error, never
- * a pass.
+ * them, the exact set of effective permissions, or the exact set a listing gives. A case whose
+ * request fails is an error, never a pass.
  */
-import type { CheckCase, DecisionTests, PermissionsCase } from '../../services/model/mod.js';
+import type { CheckCase, DecisionTests, LookupCase, PermissionsCase } from '../../services/model/mod.js';
 import type { DecisionJson } from '../explain.js';
 
 /** What answers the cases: the same questions, asked of the engine in this process or of a server. */
@@ -19,18 +19,24 @@ export interface DecisionTarget {
   policyName(id: string): string | undefined;
   /** The permission keys a subject holds (a pattern that is the resource's id reads `<type>/<external id>`). */
   permissions(c: PermissionsCase): Promise<string[]>;
+  /**
+   * Every page of a listing: the resources as `<type key>/<external id>`, or the subjects'
+   * external ids.
+   */
+  lookup(c: LookupCase): Promise<string[]>;
   /** The model's name of an entity id the target knows (a scope's path, a policy's name), for traces. */
   nameOf(id: string): string | undefined;
 }
 
 export interface TestCase {
-  kind: 'check' | 'permissions';
+  kind: 'check' | 'permissions' | 'lookup';
   name: string;
   /** The case's place in its file. */
   file: string;
   line: number;
   check?: CheckCase;
   permissions?: PermissionsCase;
+  lookup?: LookupCase;
 }
 
 export interface CaseResult {
@@ -46,6 +52,8 @@ export interface CaseResult {
   policy?: string;
   /** The permissions found, for a permissions case. */
   permissions?: string[];
+  /** What the listing gave, for a lookup case. */
+  found?: string[];
   /** Names of the ids the target knows, for the trace. */
   names?: { get(id: string): string | undefined };
   ms: number;
@@ -71,7 +79,23 @@ export function casesOf(tests: DecisionTests, file: string, locate: (path: (stri
     kind: 'permissions', permissions: c, file, line: locate(['effectivePermissions', i]).line,
     name: c.name ?? `permissions of ${c.subject} in ${c.scope}${c.resource ? ` on ${c.resource}` : ''}`,
   }));
-  return [...checks, ...permissions];
+  const lookups = (tests.lookups ?? []).map((c, i): TestCase => ({
+    kind: 'lookup', lookup: c, file, line: locate(['lookups', i]).line,
+    name: c.name ?? ('resources' in c
+      ? `resources ${c.resources.subject} may ${c.resources.action}${c.resources.resourceType ? ` (${c.resources.resourceType})` : ''} in ${c.resources.scope}`
+      : `subjects that may ${c.subjects.action} ${c.subjects.resource ?? 'in'} ${c.subjects.scope}`),
+  }));
+  return [...checks, ...permissions, ...lookups];
+}
+
+/** The lines of a set's difference: each expected one missing, each found one not expected. */
+function setDiff(expected: readonly string[], got: readonly string[], missingNote: string, extraNote: string): string[] {
+  const want = new Set(expected);
+  const have = new Set(got);
+  return [
+    ...[...want].filter((k) => !have.has(k)).sort().map((k) => `- ${k}  (${missingNote})`),
+    ...[...have].filter((k) => !want.has(k)).sort().map((k) => `+ ${k}  (${extraNote})`),
+  ];
 }
 
 const describe = (allowed: boolean | undefined, reason?: string, policy?: string) =>
@@ -92,15 +116,19 @@ async function runOne(target: DecisionTarget, c: TestCase): Promise<CaseResult> 
       if (!(allowedOk && reasonOk && policyOk)) {
         result.diffs.push(`expected ${describe(want.expect === 'allow', want.reason, want.policy)}`, `actual   ${describe(d.allowed, d.reason, policy)}`);
       }
-    } else {
-      const want = c.permissions!;
+    } else if (c.permissions) {
+      const want = c.permissions;
       const got = [...new Set(await target.permissions(want))].sort();
       result.permissions = got;
-      const expected = new Set(want.expect);
-      const missing = [...expected].filter((k) => !got.includes(k)).sort();
-      const extra = got.filter((k) => !expected.has(k));
-      for (const k of missing) result.diffs.push(`- ${k}  (expected, not held)`);
-      for (const k of extra) result.diffs.push(`+ ${k}  (held, not expected)`);
+      result.diffs.push(...setDiff(want.expect, got, 'expected, not held', 'held, not expected'));
+    } else {
+      const want = c.lookup!;
+      const listed = await target.lookup(want);
+      const got = [...new Set(listed)].sort();
+      result.found = got;
+      result.diffs.push(...setDiff(want.expect, got, 'expected, not listed', 'listed, not expected'));
+      // A listing names each once: a repeat is a defect of the listing, not of the model.
+      if (got.length !== listed.length) result.diffs.push(`listed ${listed.length - got.length} more than once`);
     }
     result.passed = result.diffs.length === 0;
   } catch (err) {

@@ -5,7 +5,7 @@
 import { create, fromJson } from '@bufbuild/protobuf';
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from '@connectrpc/connect';
 import {
-  DecisionService, EffectivePermissionSchema, EvaluateResponseSchema, LookupResourceSchema, PlanResourcesResponseSchema, type EvaluateResponse,
+  DecisionService, EffectivePermissionSchema, EvaluateResponseSchema, LookupResourceSchema, LookupSubjectSchema, PlanResourcesResponseSchema, type EvaluateResponse,
 } from '../../gen/authz/v1/decision_service_pb.js';
 import { ResourcePolicySchema } from '../../gen/authz/v1/policy_pb.js';
 import type { Decision } from '../engine/mod.js';
@@ -13,6 +13,7 @@ import { DomainError } from '../common/errors.js';
 import { setRevision } from '../transport/revision.js';
 import { decideAll, effectiveFor, parseEvaluate, type DecisionSource } from './decide.js';
 import { lookupResourcesFor, parseLookupResources } from './lookup.js';
+import { lookupSubjectsFor, parseLookupSubjects } from './lookup-subjects.js';
 import { parsePlanResources, planResourcesFor } from './plan.js';
 import { traceIdOf, type DecisionCall } from './log.js';
 import { spanKey, TENANT_ATTRIBUTE } from '../transport/tracing.js';
@@ -99,8 +100,12 @@ export function decisionService<C>(source: DecisionSource<C>, callerOf: (ctx: Ha
       setRevision(ctx, page.revision);
       return { resources: page.resources.map((x) => create(LookupResourceSchema, x)), nextCursor: page.nextCursor, revision: BigInt(page.revision) };
     },
-    lookupSubjects() {
-      throw new ConnectError('LookupSubjects is not served yet', Code.Unimplemented);
+    async lookupSubjects(req, ctx) {
+      const onTenant = callOf(source, ctx, 'LookupSubjects')?.onTenant;
+      const input = parseLookupSubjects(req);
+      const page = await orServerReason(ctx, () => lookupSubjectsFor(source, callerOf(ctx), input, deadlineOf(ctx), ctx.signal, onTenant));
+      setRevision(ctx, page.revision);
+      return { subjects: page.subjects.map((x) => create(LookupSubjectSchema, x)), nextCursor: page.nextCursor, revision: BigInt(page.revision) };
     },
     async planResources(req, ctx) {
       const onTenant = callOf(source, ctx, 'PlanResources')?.onTenant;

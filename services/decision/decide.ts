@@ -180,24 +180,25 @@ export function ambiguous(e: AmbiguousSubjectError, typeField: string, externalF
   return invalid(e.typeWouldPick ? typeField : externalField, e.message);
 }
 
+/** A request's resource (EvaluateRequest's and LookupSubjects'), validated; undefined when absent. */
+export function resourceRefOf(r: EvaluateLike['resource'], field: string): ResourceRef | undefined {
+  if (!r || !(r.resourceId || r.externalResourceId || r.resourceType)) return undefined;
+  if (r.resourceId) {
+    if (r.externalResourceId) throw invalid(field, 'give either resourceId or externalResourceId with resourceType, not both');
+    return { resourceId: requireString(r.resourceId, `${field}.resourceId`) };
+  }
+  return {
+    externalResourceId: requireString(r.externalResourceId, `${field}.externalResourceId`),
+    resourceType: requireString(r.resourceType, `${field}.resourceType`),
+  };
+}
+
 /** Validates one request and maps it to the engine's input (`p` prefixes field names). */
 export function parseEvaluate(req: EvaluateLike, p = ''): EvaluateInput {
   const { subjectId, externalId } = subjectRef(req.actor?.subjectId, req.actor?.externalId, `${p}actor.subjectId`, `${p}actor.externalId`);
   const scopeId = requireString(req.scopeId, `${p}scopeId`);
   const action = requireString(req.action, `${p}action`);
-  let resource: ResourceRef | undefined;
-  const r = req.resource;
-  if (r && (r.resourceId || r.externalResourceId || r.resourceType)) {
-    if (r.resourceId) {
-      if (r.externalResourceId) throw invalid(`${p}resource`, 'give either resourceId or externalResourceId with resourceType, not both');
-      resource = { resourceId: requireString(r.resourceId, `${p}resource.resourceId`) };
-    } else {
-      resource = {
-        externalResourceId: requireString(r.externalResourceId, `${p}resource.externalResourceId`),
-        resourceType: requireString(r.resourceType, `${p}resource.resourceType`),
-      };
-    }
-  }
+  const resource = resourceRefOf(req.resource, `${p}resource`);
   const request: EngineRequest = {
     actor: { subjectId, externalId, subjectType: optionalString(req.actor?.subjectType, `${p}actor.subjectType`) },
     scopeId,

@@ -28,6 +28,7 @@ export {
   BUDGET_EXHAUSTED,
 } from './budget.js';
 export { lookupResources, type LookupResourcesQuery, type LookupResourcesPage } from './lookup.js';
+export { grantOf, lookupSubjects, type LookupSubjectsQuery, type LookupSubjectsPage, type SubjectGrant } from './lookup-subjects.js';
 export { effectivePermissions, type EffectivePermission, type EffectivePermissionsQuery } from './effective.js';
 export {
   validateJsonLogic,

@@ -17,7 +17,7 @@ export { planModel, type ChangeAction, type ModelChange, type ModelPlan, type Pl
 export { ENTITY_KINDS, type Entities, type Entity, type EntityKind } from './entities.js';
 export { modelSnapshot, type ModelSnapshot } from './snapshot.js';
 export { policyIdFor } from './from-state.js';
-export { DECISION_TESTS_KIND, DECISION_TESTS_SCHEMA_FILE, decisionTestsJsonSchema, type CheckCase, type DecisionTests, type PermissionsCase } from './tests-format.js';
+export { DECISION_TESTS_KIND, DECISION_TESTS_SCHEMA_FILE, decisionTestsJsonSchema, type CheckCase, type DecisionTests, type LookupCase, type PermissionsCase, type ResourcesLookup, type SubjectsLookup } from './tests-format.js';
 export { checkDecisionTestsText, type CheckedDecisionTests, type ReadFile } from './tests-check.js';
 
 /** A plan of one model's text against another's (a tenant's export), both checked first. */

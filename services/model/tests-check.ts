@@ -15,12 +15,17 @@ let compiled: ValidateFunction | undefined;
 
 /**
  * The file's schema with `model` only typed (string or object): an inline model is checked by
- * the model's own checks, which place each error better than a schema union would.
+ * the model's own checks, which place each error better than a schema union would. A lookup case
+ * is one object with `resources` and `subjects` both optional, and `exactly one` is checked
+ * after (lookupKindErrors): one error at the case instead of one per branch of the union.
  */
 function validator(): ValidateFunction {
   if (!compiled) {
     const schema = JSON.parse(JSON.stringify(DecisionTestsSchema)) as { properties: Record<string, unknown> };
     schema.properties.model = { anyOf: [{ type: 'string', minLength: 1 }, { type: 'object' }], description: 'The model under test.' };
+    const lookups = schema.properties.lookups as { items: { anyOf: { properties: Record<string, unknown>; description: string }[] } };
+    const [resources, subjects] = lookups.items.anyOf;
+    lookups.items = { ...resources, properties: { ...resources.properties, ...subjects.properties }, required: ['expect'] } as never;
     const ajv = new Ajv2020({ allErrors: true, strict: true, verbose: true });
     (addFormats as unknown as (a: Ajv2020) => void)(ajv);
     compiled = ajv.compile(schema);
@@ -53,7 +58,15 @@ export function checkDecisionTestsText(text: string, file: string, readFile: Rea
   const report = collected.report;
   if (collected.count > 0) return { parsed, errors: collected.all() };
   const validate = validator();
-  if (!validate(parsed.value)) {
+  const lookups = (parsed.value as { lookups?: unknown } | null)?.lookups;
+  if (Array.isArray(lookups)) {
+    lookups.forEach((c: unknown, i) => {
+      if (typeof c === 'object' && c !== null && ('resources' in c) === ('subjects' in c)) {
+        report(['lookups', i], 'give exactly one of resources (a LookupResources case) and subjects (a LookupSubjects case)');
+      }
+    });
+  }
+  if (!validate(parsed.value) || collected.count > 0) {
     reportSchemaErrors(validate.errors ?? [], report, 'a decision-test file');
     return { parsed, errors: collected.all() };
   }

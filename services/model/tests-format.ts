@@ -45,6 +45,41 @@ export const PermissionsCase = Type.Object({
   }),
 }, { ...strict, description: 'The exact set of permissions a subject holds at a scope (on a resource, with ownership).' });
 
+const context = Type.Optional(Type.Unsafe<{ [key: string]: unknown }>({ type: 'object', description: 'The request context, read by policies\' conditions.' }));
+const lookupExpect = (item: string) => Type.Array(Type.String({ minLength: 1, maxLength: 2 * MAX_STRING + 1, description: item }), {
+  maxItems: MAX_BATCH, uniqueItems: true, description: 'Exactly the set the listing gives, in any order (every page of it).',
+});
+
+export const ResourcesLookup = Type.Object({
+  subject,
+  subjectType,
+  scope,
+  action: text('The action.'),
+  resourceType: Type.Optional(text('Only resources of this type key.')),
+  context,
+}, { ...strict, description: 'LookupResources: the resources on which the subject may do the action in the scope.' });
+
+export const SubjectsLookup = Type.Object({
+  scope,
+  action: text('The action.'),
+  resource: Type.Optional(resource),
+  subjectType: Type.Optional(Type.Unsafe<(typeof SUBJECT_TYPES)[number]>({ type: 'string', enum: [...SUBJECT_TYPES], description: 'Only subjects of this type.' })),
+  context,
+}, { ...strict, description: 'LookupSubjects: the subjects that may do the action on the resource (without one: in the scope).' });
+
+export const LookupCase = Type.Union([
+  Type.Object({
+    name: Type.Optional(text('What the case shows.')),
+    resources: ResourcesLookup,
+    expect: lookupExpect('A resource, as "<type key>/<external id>".'),
+  }, { ...strict, description: 'The exact set of resources a subject may act on.' }),
+  Type.Object({
+    name: Type.Optional(text('What the case shows.')),
+    subjects: SubjectsLookup,
+    expect: lookupExpect('A subject\'s external id.'),
+  }, { ...strict, description: 'The exact set of subjects that may act on a resource.' }),
+], { description: 'One listing and the exact set it must give: `resources` or `subjects`.' });
+
 export const DecisionTestsSchema = Type.Object({
   $schema: Type.Optional(Type.String({ description: 'The JSON Schema of this format, for editors.' })),
   apiVersion: Type.Literal(API_VERSION, { description: `Always "${API_VERSION}".` }),
@@ -57,10 +92,14 @@ export const DecisionTestsSchema = Type.Object({
   gate: Type.Optional(Type.Unsafe<(typeof GATE_MODES)[number]>({ type: 'string', enum: [...GATE_MODES], description: 'The reachability gate the cases assume (SERVICE_RESOURCE_SCOPE_GATE): offline runs use it; a server decides with its own setting, which must be this one. `off` when absent.' })),
   checks: Type.Optional(Type.Array(CheckCase, { maxItems: MAX_BATCH, description: 'Decisions.' })),
   effectivePermissions: Type.Optional(Type.Array(PermissionsCase, { maxItems: MAX_BATCH, description: 'Effective-permission sets.' })),
+  lookups: Type.Optional(Type.Array(LookupCase, { maxItems: MAX_BATCH, description: 'Listings: LookupResources and LookupSubjects, paged to the end.' })),
 }, { ...strict, title: 'Decision tests', description: 'Decisions a tenant model must give: run offline, against a control plane or against a sidecar by `authz test`.' });
 
 export type CheckCase = Static<typeof CheckCase>;
 export type PermissionsCase = Static<typeof PermissionsCase>;
+export type LookupCase = Static<typeof LookupCase>;
+export type ResourcesLookup = Static<typeof ResourcesLookup>;
+export type SubjectsLookup = Static<typeof SubjectsLookup>;
 export type DecisionTests = Static<typeof DecisionTestsSchema>;
 
 /** The JSON Schema (draft 2020-12) of the decision-test file. */

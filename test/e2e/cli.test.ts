@@ -85,7 +85,7 @@ describe(`the authz command line (${BACKEND})`, () => {
   describe('usage', () => {
     it('has --help on the program and on every command, exit 0', async () => {
       const names = subcommands();
-      expect(names).toEqual(['check', 'plan-resources', 'test', 'validate', 'schema', 'plan', 'apply', 'export', 'import', 'history', 'login', 'logout', 'status', 'whoami', 'version']);
+      expect(names).toEqual(['check', 'lookup', 'plan-resources', 'test', 'validate', 'schema', 'plan', 'apply', 'export', 'import', 'history', 'login', 'logout', 'status', 'whoami', 'version']);
       const root = await authz(['--help']);
       expect([root.code, root.stdout]).toEqual([0, expect.stringContaining('Usage: authz [options] [command]')]);
       for (const name of [...names, 'help']) expect(root.stdout).toContain(`  ${name}`);

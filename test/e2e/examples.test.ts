@@ -21,7 +21,7 @@ const EXAMPLES = readdirSync(join(REPO_ROOT, 'examples'), { withFileTypes: true 
   .map((d) => d.name)
   .sort();
 
-interface CaseJson { name: string; passed: boolean; allowed?: boolean; reason?: string; policy?: string; permissions?: string[]; diffs?: string[]; error?: string }
+interface CaseJson { name: string; passed: boolean; allowed?: boolean; reason?: string; policy?: string; permissions?: string[]; listed?: string[]; diffs?: string[]; error?: string }
 interface RunsJson { passed: number; failed: number; errors: number; runs: { target: string; file: string; cases: CaseJson[] }[] }
 
 const json = (r: CliRun): RunsJson => {
@@ -33,7 +33,7 @@ const json = (r: CliRun): RunsJson => {
 };
 
 /** A case's answer, whatever the target. */
-const answer = (c: CaseJson) => ({ name: c.name, passed: c.passed, allowed: c.allowed, reason: c.reason, policy: c.policy, permissions: c.permissions });
+const answer = (c: CaseJson) => ({ name: c.name, passed: c.passed, allowed: c.allowed, reason: c.reason, policy: c.policy, permissions: c.permissions, listed: c.listed });
 
 describe('the example models and their decision tests', () => {
   let cp: Awaited<ReturnType<typeof startTestControlPlane>>;
@@ -69,6 +69,8 @@ describe('the example models and their decision tests', () => {
       expect(offline.code, offline.stdout + offline.stderr).toBe(0);
       const cases = json(offline).runs[0].cases;
       expect(cases.length).toBeGreaterThan(10);
+      // Every example lists too: resources and subjects, each paged to the end on the servers.
+      expect(cases.filter((c) => c.listed !== undefined).length, name).toBeGreaterThanOrEqual(4);
 
       // A scratch tenant: made, applied to, tested, emptied.
       const before = new Set((await platform.tenancy.listTenants({ limit: 1000 })).tenants.map((t) => t.id));
@@ -114,8 +116,11 @@ describe('the example models and their decision tests', () => {
     try {
       writeFileSync(join(dir, 'model.yaml'), readFileSync(join(REPO_ROOT, 'examples/documents/model.yaml')));
       const text = readFileSync(join(REPO_ROOT, 'examples/documents/tests.yaml'), 'utf8');
-      const broken = text.replace('    reason: inherited', '    reason: role');
-      expect(broken).not.toBe(text);
+      const broken = text
+        .replace('    reason: inherited', '    reason: role')
+        .replace('expect: [alice, dave, erin]', 'expect: [alice, dave]')
+        .replace('expect: [erin]', 'expect: [erin, alice]');
+      expect(broken.split('\n').filter((l, i) => l !== text.split('\n')[i])).toHaveLength(3);
       writeFileSync(join(dir, 'tests.yaml'), broken);
       const junit = join(dir, 'junit.xml');
       const r = await runAuthz(['test', '--offline', '--url', cp.url, join(dir, 'tests.yaml'), '--junit', junit], env(), { home });
@@ -125,11 +130,14 @@ describe('the example models and their decision tests', () => {
       expect(r.stdout).toContain('actual   allow (reason inherited)');
       // The trace names the model's entities, not ids.
       expect(r.stdout).toMatch(/hierarchy\s+✓ ancestor folder\/designs/);
-      expect(r.stdout).toMatch(/13 passed, 1 failed\n[\s\S]*13 passed, 1 failed\n[\s\S]*all: 26 passed, 2 failed/);
+      // A listing's difference, as sets: what it lacks and what it has beyond the expectation.
+      expect(r.stdout).toMatch(/✗ who reads the roadmap in the team.*\n.*tests\.yaml:\d+\n\s+\+ erin  \(listed, not expected\)\n/);
+      expect(r.stdout).toMatch(/✗ only the folder's owner deletes the spec.*\n.*tests\.yaml:\d+\n\s+- alice  \(expected, not listed\)\n/);
+      expect(r.stdout).toMatch(/16 passed, 3 failed\n[\s\S]*16 passed, 3 failed\n[\s\S]*all: 32 passed, 6 failed/);
       const xml = readFileSync(junit, 'utf8');
       expect(xml.match(/<testsuite /g)).toHaveLength(2);
-      expect(xml.match(/<failure /g)).toHaveLength(2);
-      expect(xml).toContain('failures="2"');
+      expect(xml.match(/<failure /g)).toHaveLength(6);
+      expect(xml).toContain('failures="6"');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -142,6 +150,13 @@ describe('the example models and their decision tests', () => {
       const r = await runAuthz(['test', join(dir, 'tests.yaml')], env(), { home });
       expect(r.code).toBe(1);
       expect(r.stderr).toContain(`${join(dir, 'tests.yaml')}:6:12: checks[0].scope: must be a scope path`);
+      // A lookup case is one kind or the other, and its resource a "<type key>/<external id>".
+      writeFileSync(join(dir, 'tests.yaml'), 'apiVersion: authz/v1\nkind: DecisionTests\nmodel: missing.yaml\nlookups:\n  - expect: []\n  - subjects: { scope: /eng, action: read, resource: nope }\n    expect: []\n');
+      const lookups = await runAuthz(['test', join(dir, 'tests.yaml')], env(), { home });
+      expect([lookups.code, lookups.stderr.trim().split('\n')]).toEqual([1, [
+        `${join(dir, 'tests.yaml')}:5:5: lookups[0]: give exactly one of resources (a LookupResources case) and subjects (a LookupSubjects case)`,
+        `${join(dir, 'tests.yaml')}:6:54: lookups[1].subjects.resource: must name a resource as "<type key>/<external id>"`,
+      ]]);
       writeFileSync(join(dir, 'tests.yaml'), 'apiVersion: authz/v1\nkind: DecisionTests\nmodel: missing.yaml\n');
       const missing = await runAuthz(['test', '--url', 'http://127.0.0.1:1', join(dir, 'tests.yaml')], env(), { home });
       expect(missing.code).toBe(1);

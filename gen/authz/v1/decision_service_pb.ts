@@ -18,7 +18,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file authz/v1/decision_service.proto.
  */
 export const file_authz_v1_decision_service: GenFile = /*@__PURE__*/
-  fileDesc("Ch9hdXRoei92MS9kZWNpc2lvbl9zZXJ2aWNlLnByb3RvEghhdXRoei52MSJxCgVBY3RvchISCgpzdWJqZWN0X2lkGAEgASgJEhkKDHN1YmplY3RfdHlwZRgCIAEoCUgAiAEBEhgKC2V4dGVybmFsX2lkGAMgASgJSAGIAQFCDwoNX3N1YmplY3RfdHlwZUIOCgxfZXh0ZXJuYWxfaWQioQEKC1Jlc291cmNlUmVmEhgKC3Jlc291cmNlX2lkGAEgASgJSACIAQESIQoUZXh0ZXJuYWxfcmVzb3VyY2VfaWQYAiABKAlIAYgBARIaCg1yZXNvdXJjZV90eXBlGAMgASgJSAKIAQFCDgoMX3Jlc291cmNlX2lkQhcKFV9leHRlcm5hbF9yZXNvdXJjZV9pZEIQCg5fcmVzb3VyY2VfdHlwZSJ/CgtDb25zaXN0ZW5jeRIUCgxtaW5fcmV2aXNpb24YASABKAMSGAoQZnVsbHlfY29uc2lzdGVudBgCIAEoCBITCgthdF9yZXZpc2lvbhgDIAEoAxIrCgdhdF90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLjAQoPRXZhbHVhdGVSZXF1ZXN0Eh4KBWFjdG9yGAEgASgLMg8uYXV0aHoudjEuQWN0b3ISEAoIc2NvcGVfaWQYAiABKAkSDgoGYWN0aW9uGAMgASgJEicKCHJlc291cmNlGAQgASgLMhUuYXV0aHoudjEuUmVzb3VyY2VSZWYSKAoHY29udGV4dBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHZXhwbGFpbhgGIAEoCBIqCgtjb25zaXN0ZW5jeRgHIAEoCzIVLmF1dGh6LnYxLkNvbnNpc3RlbmN5ImQKCVRyYWNlU3RlcBIMCgRzdGVwGAEgASgJEg4KBnJlc3VsdBgCIAEoCRIPCgdtZXNzYWdlGAMgASgJEigKB2RldGFpbHMYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IrgBChBFdmFsdWF0ZVJlc3BvbnNlEg8KB2FsbG93ZWQYASABKAgSGQoRZGVjaWRlZF9ieV9wb2xpY3kYAiABKAgSMgoQZXZhbHVhdGVkX3BvbGljeRgDIAEoCzIYLmF1dGh6LnYxLlJlc291cmNlUG9saWN5Eg4KBnJlYXNvbhgEIAEoCRIQCghyZXZpc2lvbhgFIAEoAxIiCgV0cmFjZRgGIAMoCzITLmF1dGh6LnYxLlRyYWNlU3RlcCJDChRFdmFsdWF0ZUJhdGNoUmVxdWVzdBIrCghyZXF1ZXN0cxgBIAMoCzIZLmF1dGh6LnYxLkV2YWx1YXRlUmVxdWVzdCJEChVFdmFsdWF0ZUJhdGNoUmVzcG9uc2USKwoHcmVzdWx0cxgBIAMoCzIaLmF1dGh6LnYxLkV2YWx1YXRlUmVzcG9uc2UiggIKHkdldEVmZmVjdGl2ZVBlcm1pc3Npb25zUmVxdWVzdBISCgpzdWJqZWN0X2lkGAEgASgJEhAKCHNjb3BlX2lkGAIgASgJEhgKC3Jlc291cmNlX2lkGAMgASgJSACIAQESKgoLY29uc2lzdGVuY3kYBCABKAsyFS5hdXRoei52MS5Db25zaXN0ZW5jeRIgChNzdWJqZWN0X2V4dGVybmFsX2lkGAUgASgJSAGIAQESGQoMc3ViamVjdF90eXBlGAYgASgJSAKIAQFCDgoMX3Jlc291cmNlX2lkQhYKFF9zdWJqZWN0X2V4dGVybmFsX2lkQg8KDV9zdWJqZWN0X3R5cGUihAEKE0VmZmVjdGl2ZVBlcm1pc3Npb24SCwoDa2V5GAEgASgJEhUKDXJlc291cmNlX3R5cGUYAiABKAkSDgoGYWN0aW9uGAMgASgJEhgKEHJlc291cmNlX3BhdHRlcm4YBCABKAkSDgoGc291cmNlGAUgASgJEg8KB3JvbGVfaWQYBiABKAkiZwofR2V0RWZmZWN0aXZlUGVybWlzc2lvbnNSZXNwb25zZRIyCgtwZXJtaXNzaW9ucxgBIAMoCzIdLmF1dGh6LnYxLkVmZmVjdGl2ZVBlcm1pc3Npb24SEAoIcmV2aXNpb24YAiABKAMigQIKFkxvb2t1cFJlc291cmNlc1JlcXVlc3QSHgoFYWN0b3IYASABKAsyDy5hdXRoei52MS5BY3RvchIQCghzY29wZV9pZBgCIAEoCRIOCgZhY3Rpb24YAyABKAkSGgoNcmVzb3VyY2VfdHlwZRgEIAEoCUgAiAEBEigKB2NvbnRleHQYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhEKCXBhZ2Vfc2l6ZRgGIAEoBRIOCgZjdXJzb3IYByABKAkSKgoLY29uc2lzdGVuY3kYCCABKAsyFS5hdXRoei52MS5Db25zaXN0ZW5jeUIQCg5fcmVzb3VyY2VfdHlwZSJpCg5Mb29rdXBSZXNvdXJjZRIKCgJpZBgBIAEoCRIcChRleHRlcm5hbF9yZXNvdXJjZV9pZBgCIAEoCRIVCg1yZXNvdXJjZV90eXBlGAMgASgJEhYKDm93bmVyX3Njb3BlX2lkGAQgASgJIm0KF0xvb2t1cFJlc291cmNlc1Jlc3BvbnNlEisKCXJlc291cmNlcxgBIAMoCzIYLmF1dGh6LnYxLkxvb2t1cFJlc291cmNlEhMKC25leHRfY3Vyc29yGAIgASgJEhAKCHJldmlzaW9uGAMgASgDIpgCChVMb29rdXBTdWJqZWN0c1JlcXVlc3QSEAoIc2NvcGVfaWQYASABKAkSDgoGYWN0aW9uGAIgASgJEicKCHJlc291cmNlGAMgASgLMhUuYXV0aHoudjEuUmVzb3VyY2VSZWYSKAoHY29udGV4dBgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSGQoMc3ViamVjdF90eXBlGAUgASgJSACIAQESEQoJcGFnZV9zaXplGAYgASgFEg4KBmN1cnNvchgHIAEoCRIqCgtjb25zaXN0ZW5jeRgIIAEoCzIVLmF1dGh6LnYxLkNvbnNpc3RlbmN5Eg8KB2V4cGxhaW4YCSABKAhCDwoNX3N1YmplY3RfdHlwZSLhAQoFR3JhbnQSDgoGcmVhc29uGAEgASgJEg8KB3JvbGVfaWQYAiABKAkSFQoNbWVtYmVyc2hpcF9pZBgDIAEoCRIWCg50YWdfYmluZGluZ19pZBgEIAEoCRIaChJvd25lcnNoaXBfZ3JhbnRfaWQYBSABKAkSFwoPc291cmNlX3Njb3BlX2lkGAYgASgJEhwKFGFuY2VzdG9yX3Jlc291cmNlX2lkGAcgASgJEhEKCXBvbGljeV9pZBgIIAEoCRIiCgV0cmFjZRgJIAMoCzITLmF1dGh6LnYxLlRyYWNlU3RlcCJeCg1Mb29rdXBTdWJqZWN0EgoKAmlkGAEgASgJEhMKC2V4dGVybmFsX2lkGAIgASgJEgwKBHR5cGUYAyABKAkSHgoFZ3JhbnQYBCABKAsyDy5hdXRoei52MS5HcmFudCJqChZMb29rdXBTdWJqZWN0c1Jlc3BvbnNlEikKCHN1YmplY3RzGAEgAygLMhcuYXV0aHoudjEuTG9va3VwU3ViamVjdBITCgtuZXh0X2N1cnNvchgCIAEoCRIQCghyZXZpc2lvbhgDIAEoAyLtAQoUUGxhblJlc291cmNlc1JlcXVlc3QSHgoFYWN0b3IYASABKAsyDy5hdXRoei52MS5BY3RvchIQCghzY29wZV9pZBgCIAEoCRIOCgZhY3Rpb24YAyABKAkSFQoNcmVzb3VyY2VfdHlwZRgEIAEoCRIoCgdjb250ZXh0GAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIqCgtjb25zaXN0ZW5jeRgGIAEoCzIVLmF1dGh6LnYxLkNvbnNpc3RlbmN5EiYKB2NvbHVtbnMYByABKAsyFS5hdXRoei52MS5QbGFuQ29sdW1ucyLGAQoVUGxhblJlc291cmNlc1Jlc3BvbnNlEiAKBGtpbmQYASABKA4yEi5hdXRoei52MS5QbGFuS2luZBIqCgljb25kaXRpb24YAiABKAsyFy5hdXRoei52MS5QbGFuQ29uZGl0aW9uEhQKDGhhc19yZXNpZHVhbBgDIAEoCBILCgNzcWwYBCABKAkSKgoKc3FsX3BhcmFtcxgFIAMoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIQCghyZXZpc2lvbhgGIAEoAzL2BQoPRGVjaXNpb25TZXJ2aWNlEl4KCEV2YWx1YXRlEhkuYXV0aHoudjEuRXZhbHVhdGVSZXF1ZXN0GhouYXV0aHoudjEuRXZhbHVhdGVSZXNwb25zZSIbkAIB6OAYAoLT5JMCDjoBKiIJL2V2YWx1YXRlEnMKDUV2YWx1YXRlQmF0Y2gSHi5hdXRoei52MS5FdmFsdWF0ZUJhdGNoUmVxdWVzdBofLmF1dGh6LnYxLkV2YWx1YXRlQmF0Y2hSZXNwb25zZSIhkAIB6OAYAoLT5JMCFDoBKiIPL2V2YWx1YXRlL2JhdGNoEqIBChdHZXRFZmZlY3RpdmVQZXJtaXNzaW9ucxIoLmF1dGh6LnYxLkdldEVmZmVjdGl2ZVBlcm1pc3Npb25zUmVxdWVzdBopLmF1dGh6LnYxLkdldEVmZmVjdGl2ZVBlcm1pc3Npb25zUmVzcG9uc2UiMpACAejgGAKC0+STAiViC3Blcm1pc3Npb25zEhYvZWZmZWN0aXZlLXBlcm1pc3Npb25zEnsKD0xvb2t1cFJlc291cmNlcxIgLmF1dGh6LnYxLkxvb2t1cFJlc291cmNlc1JlcXVlc3QaIS5hdXRoei52MS5Mb29rdXBSZXNvdXJjZXNSZXNwb25zZSIjkAIB6OAYAoLT5JMCFjoBKiIRL2xvb2t1cC9yZXNvdXJjZXMSdwoOTG9va3VwU3ViamVjdHMSHy5hdXRoei52MS5Mb29rdXBTdWJqZWN0c1JlcXVlc3QaIC5hdXRoei52MS5Mb29rdXBTdWJqZWN0c1Jlc3BvbnNlIiKQAgHo4BgCgtPkkwIVOgEqIhAvbG9va3VwL3N1YmplY3RzEnMKDVBsYW5SZXNvdXJjZXMSHi5hdXRoei52MS5QbGFuUmVzb3VyY2VzUmVxdWVzdBofLmF1dGh6LnYxLlBsYW5SZXNvdXJjZXNSZXNwb25zZSIhkAIB6OAYAoLT5JMCFDoBKiIPL3BsYW4vcmVzb3VyY2VzQlkKFGNvbS5leGFtcGxlLmF1dGh6LnYxQhREZWNpc2lvblNlcnZpY2VQcm90b1ABWilleGFtcGxlLmNvbS9hdXRoei9nZW4vZ28vYXV0aHovdjE7YXV0aHp2MWIGcHJvdG8z", [file_authz_v1_options, file_authz_v1_policy, file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp, file_authz_v1_plan]);
+  fileDesc("Ch9hdXRoei92MS9kZWNpc2lvbl9zZXJ2aWNlLnByb3RvEghhdXRoei52MSJxCgVBY3RvchISCgpzdWJqZWN0X2lkGAEgASgJEhkKDHN1YmplY3RfdHlwZRgCIAEoCUgAiAEBEhgKC2V4dGVybmFsX2lkGAMgASgJSAGIAQFCDwoNX3N1YmplY3RfdHlwZUIOCgxfZXh0ZXJuYWxfaWQioQEKC1Jlc291cmNlUmVmEhgKC3Jlc291cmNlX2lkGAEgASgJSACIAQESIQoUZXh0ZXJuYWxfcmVzb3VyY2VfaWQYAiABKAlIAYgBARIaCg1yZXNvdXJjZV90eXBlGAMgASgJSAKIAQFCDgoMX3Jlc291cmNlX2lkQhcKFV9leHRlcm5hbF9yZXNvdXJjZV9pZEIQCg5fcmVzb3VyY2VfdHlwZSJ/CgtDb25zaXN0ZW5jeRIUCgxtaW5fcmV2aXNpb24YASABKAMSGAoQZnVsbHlfY29uc2lzdGVudBgCIAEoCBITCgthdF9yZXZpc2lvbhgDIAEoAxIrCgdhdF90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLjAQoPRXZhbHVhdGVSZXF1ZXN0Eh4KBWFjdG9yGAEgASgLMg8uYXV0aHoudjEuQWN0b3ISEAoIc2NvcGVfaWQYAiABKAkSDgoGYWN0aW9uGAMgASgJEicKCHJlc291cmNlGAQgASgLMhUuYXV0aHoudjEuUmVzb3VyY2VSZWYSKAoHY29udGV4dBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHZXhwbGFpbhgGIAEoCBIqCgtjb25zaXN0ZW5jeRgHIAEoCzIVLmF1dGh6LnYxLkNvbnNpc3RlbmN5ImQKCVRyYWNlU3RlcBIMCgRzdGVwGAEgASgJEg4KBnJlc3VsdBgCIAEoCRIPCgdtZXNzYWdlGAMgASgJEigKB2RldGFpbHMYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IrgBChBFdmFsdWF0ZVJlc3BvbnNlEg8KB2FsbG93ZWQYASABKAgSGQoRZGVjaWRlZF9ieV9wb2xpY3kYAiABKAgSMgoQZXZhbHVhdGVkX3BvbGljeRgDIAEoCzIYLmF1dGh6LnYxLlJlc291cmNlUG9saWN5Eg4KBnJlYXNvbhgEIAEoCRIQCghyZXZpc2lvbhgFIAEoAxIiCgV0cmFjZRgGIAMoCzITLmF1dGh6LnYxLlRyYWNlU3RlcCJDChRFdmFsdWF0ZUJhdGNoUmVxdWVzdBIrCghyZXF1ZXN0cxgBIAMoCzIZLmF1dGh6LnYxLkV2YWx1YXRlUmVxdWVzdCJEChVFdmFsdWF0ZUJhdGNoUmVzcG9uc2USKwoHcmVzdWx0cxgBIAMoCzIaLmF1dGh6LnYxLkV2YWx1YXRlUmVzcG9uc2UiggIKHkdldEVmZmVjdGl2ZVBlcm1pc3Npb25zUmVxdWVzdBISCgpzdWJqZWN0X2lkGAEgASgJEhAKCHNjb3BlX2lkGAIgASgJEhgKC3Jlc291cmNlX2lkGAMgASgJSACIAQESKgoLY29uc2lzdGVuY3kYBCABKAsyFS5hdXRoei52MS5Db25zaXN0ZW5jeRIgChNzdWJqZWN0X2V4dGVybmFsX2lkGAUgASgJSAGIAQESGQoMc3ViamVjdF90eXBlGAYgASgJSAKIAQFCDgoMX3Jlc291cmNlX2lkQhYKFF9zdWJqZWN0X2V4dGVybmFsX2lkQg8KDV9zdWJqZWN0X3R5cGUihAEKE0VmZmVjdGl2ZVBlcm1pc3Npb24SCwoDa2V5GAEgASgJEhUKDXJlc291cmNlX3R5cGUYAiABKAkSDgoGYWN0aW9uGAMgASgJEhgKEHJlc291cmNlX3BhdHRlcm4YBCABKAkSDgoGc291cmNlGAUgASgJEg8KB3JvbGVfaWQYBiABKAkiZwofR2V0RWZmZWN0aXZlUGVybWlzc2lvbnNSZXNwb25zZRIyCgtwZXJtaXNzaW9ucxgBIAMoCzIdLmF1dGh6LnYxLkVmZmVjdGl2ZVBlcm1pc3Npb24SEAoIcmV2aXNpb24YAiABKAMigQIKFkxvb2t1cFJlc291cmNlc1JlcXVlc3QSHgoFYWN0b3IYASABKAsyDy5hdXRoei52MS5BY3RvchIQCghzY29wZV9pZBgCIAEoCRIOCgZhY3Rpb24YAyABKAkSGgoNcmVzb3VyY2VfdHlwZRgEIAEoCUgAiAEBEigKB2NvbnRleHQYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhEKCXBhZ2Vfc2l6ZRgGIAEoBRIOCgZjdXJzb3IYByABKAkSKgoLY29uc2lzdGVuY3kYCCABKAsyFS5hdXRoei52MS5Db25zaXN0ZW5jeUIQCg5fcmVzb3VyY2VfdHlwZSJpCg5Mb29rdXBSZXNvdXJjZRIKCgJpZBgBIAEoCRIcChRleHRlcm5hbF9yZXNvdXJjZV9pZBgCIAEoCRIVCg1yZXNvdXJjZV90eXBlGAMgASgJEhYKDm93bmVyX3Njb3BlX2lkGAQgASgJIm0KF0xvb2t1cFJlc291cmNlc1Jlc3BvbnNlEisKCXJlc291cmNlcxgBIAMoCzIYLmF1dGh6LnYxLkxvb2t1cFJlc291cmNlEhMKC25leHRfY3Vyc29yGAIgASgJEhAKCHJldmlzaW9uGAMgASgDIpgCChVMb29rdXBTdWJqZWN0c1JlcXVlc3QSEAoIc2NvcGVfaWQYASABKAkSDgoGYWN0aW9uGAIgASgJEicKCHJlc291cmNlGAMgASgLMhUuYXV0aHoudjEuUmVzb3VyY2VSZWYSKAoHY29udGV4dBgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSGQoMc3ViamVjdF90eXBlGAUgASgJSACIAQESEQoJcGFnZV9zaXplGAYgASgFEg4KBmN1cnNvchgHIAEoCRIqCgtjb25zaXN0ZW5jeRgIIAEoCzIVLmF1dGh6LnYxLkNvbnNpc3RlbmN5Eg8KB2V4cGxhaW4YCSABKAhCDwoNX3N1YmplY3RfdHlwZSKHAwoFR3JhbnQSDgoGcmVhc29uGAEgASgJEhQKB3JvbGVfaWQYAiABKAlIAIgBARIaCg1tZW1iZXJzaGlwX2lkGAMgASgJSAGIAQESGwoOdGFnX2JpbmRpbmdfaWQYBCABKAlIAogBARIfChJvd25lcnNoaXBfZ3JhbnRfaWQYBSABKAlIA4gBARIcCg9zb3VyY2Vfc2NvcGVfaWQYBiABKAlIBIgBARIhChRhbmNlc3Rvcl9yZXNvdXJjZV9pZBgHIAEoCUgFiAEBEhYKCXBvbGljeV9pZBgIIAEoCUgGiAEBEiIKBXRyYWNlGAkgAygLMhMuYXV0aHoudjEuVHJhY2VTdGVwQgoKCF9yb2xlX2lkQhAKDl9tZW1iZXJzaGlwX2lkQhEKD190YWdfYmluZGluZ19pZEIVChNfb3duZXJzaGlwX2dyYW50X2lkQhIKEF9zb3VyY2Vfc2NvcGVfaWRCFwoVX2FuY2VzdG9yX3Jlc291cmNlX2lkQgwKCl9wb2xpY3lfaWQiXgoNTG9va3VwU3ViamVjdBIKCgJpZBgBIAEoCRITCgtleHRlcm5hbF9pZBgCIAEoCRIMCgR0eXBlGAMgASgJEh4KBWdyYW50GAQgASgLMg8uYXV0aHoudjEuR3JhbnQiagoWTG9va3VwU3ViamVjdHNSZXNwb25zZRIpCghzdWJqZWN0cxgBIAMoCzIXLmF1dGh6LnYxLkxvb2t1cFN1YmplY3QSEwoLbmV4dF9jdXJzb3IYAiABKAkSEAoIcmV2aXNpb24YAyABKAMi7QEKFFBsYW5SZXNvdXJjZXNSZXF1ZXN0Eh4KBWFjdG9yGAEgASgLMg8uYXV0aHoudjEuQWN0b3ISEAoIc2NvcGVfaWQYAiABKAkSDgoGYWN0aW9uGAMgASgJEhUKDXJlc291cmNlX3R5cGUYBCABKAkSKAoHY29udGV4dBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSKgoLY29uc2lzdGVuY3kYBiABKAsyFS5hdXRoei52MS5Db25zaXN0ZW5jeRImCgdjb2x1bW5zGAcgASgLMhUuYXV0aHoudjEuUGxhbkNvbHVtbnMixgEKFVBsYW5SZXNvdXJjZXNSZXNwb25zZRIgCgRraW5kGAEgASgOMhIuYXV0aHoudjEuUGxhbktpbmQSKgoJY29uZGl0aW9uGAIgASgLMhcuYXV0aHoudjEuUGxhbkNvbmRpdGlvbhIUCgxoYXNfcmVzaWR1YWwYAyABKAgSCwoDc3FsGAQgASgJEioKCnNxbF9wYXJhbXMYBSADKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSEAoIcmV2aXNpb24YBiABKAMy9gUKD0RlY2lzaW9uU2VydmljZRJeCghFdmFsdWF0ZRIZLmF1dGh6LnYxLkV2YWx1YXRlUmVxdWVzdBoaLmF1dGh6LnYxLkV2YWx1YXRlUmVzcG9uc2UiG5ACAejgGAKC0+STAg46ASoiCS9ldmFsdWF0ZRJzCg1FdmFsdWF0ZUJhdGNoEh4uYXV0aHoudjEuRXZhbHVhdGVCYXRjaFJlcXVlc3QaHy5hdXRoei52MS5FdmFsdWF0ZUJhdGNoUmVzcG9uc2UiIZACAejgGAKC0+STAhQ6ASoiDy9ldmFsdWF0ZS9iYXRjaBKiAQoXR2V0RWZmZWN0aXZlUGVybWlzc2lvbnMSKC5hdXRoei52MS5HZXRFZmZlY3RpdmVQZXJtaXNzaW9uc1JlcXVlc3QaKS5hdXRoei52MS5HZXRFZmZlY3RpdmVQZXJtaXNzaW9uc1Jlc3BvbnNlIjKQAgHo4BgCgtPkkwIlYgtwZXJtaXNzaW9ucxIWL2VmZmVjdGl2ZS1wZXJtaXNzaW9ucxJ7Cg9Mb29rdXBSZXNvdXJjZXMSIC5hdXRoei52MS5Mb29rdXBSZXNvdXJjZXNSZXF1ZXN0GiEuYXV0aHoudjEuTG9va3VwUmVzb3VyY2VzUmVzcG9uc2UiI5ACAejgGAKC0+STAhY6ASoiES9sb29rdXAvcmVzb3VyY2VzEncKDkxvb2t1cFN1YmplY3RzEh8uYXV0aHoudjEuTG9va3VwU3ViamVjdHNSZXF1ZXN0GiAuYXV0aHoudjEuTG9va3VwU3ViamVjdHNSZXNwb25zZSIikAIB6OAYAoLT5JMCFToBKiIQL2xvb2t1cC9zdWJqZWN0cxJzCg1QbGFuUmVzb3VyY2VzEh4uYXV0aHoudjEuUGxhblJlc291cmNlc1JlcXVlc3QaHy5hdXRoei52MS5QbGFuUmVzb3VyY2VzUmVzcG9uc2UiIZACAejgGAKC0+STAhQ6ASoiDy9wbGFuL3Jlc291cmNlc0JZChRjb20uZXhhbXBsZS5hdXRoei52MUIURGVjaXNpb25TZXJ2aWNlUHJvdG9QAVopZXhhbXBsZS5jb20vYXV0aHovZ2VuL2dvL2F1dGh6L3YxO2F1dGh6djFiBnByb3RvMw", [file_authz_v1_options, file_authz_v1_policy, file_google_api_annotations, file_google_protobuf_struct, file_google_protobuf_timestamp, file_authz_v1_plan]);
 
 /**
  * Who is asking: the subject by its id, or by the caller's own id for it (`external_id`);
@@ -1166,50 +1166,53 @@ export type Grant = Message<"authz.v1.Grant"> & {
   /**
    * The role whose permission covers the request (role, ownership, inherited).
    *
-   * @generated from field: string role_id = 2;
+   * @generated from field: optional string role_id = 2;
    */
-  roleId: string;
+  roleId?: string;
 
   /**
-   * Where the role was found: the membership, the tag binding or the ownership grant.
+   * Where the role was found (role; inherited through a role): the membership or the tag
+   * binding; a role held through several names the first by id.
    *
-   * @generated from field: string membership_id = 3;
+   * @generated from field: optional string membership_id = 3;
    */
-  membershipId: string;
+  membershipId?: string;
 
   /**
-   * @generated from field: string tag_binding_id = 4;
+   * @generated from field: optional string tag_binding_id = 4;
    */
-  tagBindingId: string;
+  tagBindingId?: string;
 
   /**
-   * @generated from field: string ownership_grant_id = 5;
+   * ownership; inherited through a grant on the ancestor: the ownership grant.
+   *
+   * @generated from field: optional string ownership_grant_id = 5;
    */
-  ownershipGrantId: string;
+  ownershipGrantId?: string;
 
   /**
    * The scope of the membership or tag binding that brought the role.
    *
-   * @generated from field: string source_scope_id = 6;
+   * @generated from field: optional string source_scope_id = 6;
    */
-  sourceScopeId: string;
+  sourceScopeId?: string;
 
   /**
    * `inherited`: the ancestor resource whose grant covers the resource.
    *
-   * @generated from field: string ancestor_resource_id = 7;
+   * @generated from field: optional string ancestor_resource_id = 7;
    */
-  ancestorResourceId: string;
+  ancestorResourceId?: string;
 
   /**
    * `policy_allow`: the deciding policy.
    *
-   * @generated from field: string policy_id = 8;
+   * @generated from field: optional string policy_id = 8;
    */
-  policyId: string;
+  policyId?: string;
 
   /**
-   * The decision's trace.
+   * The decision's trace, as Evaluate with `explain` gives it.
    *
    * @generated from field: repeated authz.v1.TraceStep trace = 9;
    */
@@ -1233,50 +1236,53 @@ export type GrantJson = {
   /**
    * The role whose permission covers the request (role, ownership, inherited).
    *
-   * @generated from field: string role_id = 2;
+   * @generated from field: optional string role_id = 2;
    */
   roleId?: string;
 
   /**
-   * Where the role was found: the membership, the tag binding or the ownership grant.
+   * Where the role was found (role; inherited through a role): the membership or the tag
+   * binding; a role held through several names the first by id.
    *
-   * @generated from field: string membership_id = 3;
+   * @generated from field: optional string membership_id = 3;
    */
   membershipId?: string;
 
   /**
-   * @generated from field: string tag_binding_id = 4;
+   * @generated from field: optional string tag_binding_id = 4;
    */
   tagBindingId?: string;
 
   /**
-   * @generated from field: string ownership_grant_id = 5;
+   * ownership; inherited through a grant on the ancestor: the ownership grant.
+   *
+   * @generated from field: optional string ownership_grant_id = 5;
    */
   ownershipGrantId?: string;
 
   /**
    * The scope of the membership or tag binding that brought the role.
    *
-   * @generated from field: string source_scope_id = 6;
+   * @generated from field: optional string source_scope_id = 6;
    */
   sourceScopeId?: string;
 
   /**
    * `inherited`: the ancestor resource whose grant covers the resource.
    *
-   * @generated from field: string ancestor_resource_id = 7;
+   * @generated from field: optional string ancestor_resource_id = 7;
    */
   ancestorResourceId?: string;
 
   /**
    * `policy_allow`: the deciding policy.
    *
-   * @generated from field: string policy_id = 8;
+   * @generated from field: optional string policy_id = 8;
    */
   policyId?: string;
 
   /**
-   * The decision's trace.
+   * The decision's trace, as Evaluate with `explain` gives it.
    *
    * @generated from field: repeated authz.v1.TraceStep trace = 9;
    */

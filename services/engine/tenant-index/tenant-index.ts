@@ -80,6 +80,7 @@ import { PolicyFamily } from './policies.js';
 import { ResourceNodes, type MutableResourceNode, type MutableTypeSlot } from './resource-nodes.js';
 import { ResourceFamily } from './resources.js';
 import { ResourceOrder } from './resource-order.js';
+import { SubjectOrder } from './subject-order.js';
 import { RoleFamily, type MutableRoleInfo } from './roles.js';
 import { ScopeFamily } from './scopes.js';
 import { SubjectFamily, type MutableSubjectNode } from './subjects.js';
@@ -128,6 +129,7 @@ export class TenantIndex {
   private readonly overridesByScopeRole: ReadonlyMap<string, ReadonlyMap<string, RowBag<ScopeOverride>>>;
   private readonly resourceTable: IdTable<MutableResourceNode>;
   private readonly resourceOrder: ResourceOrder;
+  private readonly subjectOrder: SubjectOrder;
 
   /** `resources`: expected number of resource nodes (sizes the table once instead of growing it). */
   private constructor(revision: number, resources = 0) {
@@ -150,6 +152,7 @@ export class TenantIndex {
     this.overridesByScopeRole = this.roles.overridesByScopeRole;
     this.resourceTable = this.nodes.table;
     this.resourceOrder = new ResourceOrder(this.nodes);
+    this.subjectOrder = new SubjectOrder(this.subjects.nodes);
   }
 
   /** Builds an index from every row of a tenant at `snapshot.revision`. Throws InvalidChangeError on a malformed row. */
@@ -223,14 +226,17 @@ export class TenantIndex {
       }
     }
     const resourceIds: string[] = [];
+    const subjectIds: string[] = [];
     let typesChanged = false;
     for (const c of changes) {
       if (c.op === 'upsert') storeOf(this.kinds, c.kind).upsert(c.row as RowsByKind[EntityKind]);
       else storeOf(this.kinds, c.kind).remove(c.id);
       if (c.kind === 'resource') resourceIds.push(c.id);
       else if (c.kind === 'resource_type') typesChanged = true;
+      else if (c.kind === 'subject') subjectIds.push(c.id);
     }
     this.resourceOrder.applied(resourceIds, typesChanged);
+    this.subjectOrder.applied(subjectIds);
     this._revision = revision;
     return true;
   }
@@ -336,6 +342,14 @@ export class TenantIndex {
    */
   resourcesInIdOrder(typeKey?: string): readonly ResourceNode[] {
     return this.resourceOrder.inIdOrder(typeKey);
+  }
+
+  /**
+   * The subjects with a row in id order (of type `type` when given), valid until the next
+   * {@link apply}. The first call sorts them, and `apply` keeps the order: see subject-order.ts.
+   */
+  subjectsInIdOrder(type?: string): readonly (SubjectNode & { readonly id: string })[] {
+    return this.subjectOrder.inIdOrder(type);
   }
 
   /** Number of rows of a kind (for metrics and tests). */

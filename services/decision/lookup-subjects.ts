@@ -1,0 +1,119 @@
+/**
+ * DecisionService.LookupSubjects for both processes: the request validated and mapped to the
+ * engine's lookupSubjects, answered from the index a DecisionSource hands out, a page at a time,
+ * with the cursor and pinned revision of every listing (cursor.ts).
+ */
+import type { JsonObject } from '@bufbuild/protobuf';
+import { lookupSubjects, ScopeNotFoundError, type LookupSubjectsQuery, type SubjectGrant, type TraceStep } from '../engine/mod.js';
+import { invalid, notFound } from '../common/errors.js';
+import { jsonObject, optionalString, requireString } from '../common/validate.js';
+import { freshnessOf, resourceRefOf, type CallSignal, type ConsistencyLike, type DecisionSource, type Freshness } from './decide.js';
+import { decodeCursor, encodeCursor, listingDigest, listingIndex, type Cursor } from './cursor.js';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './lookup.js';
+import { plain } from './response-codec.js';
+
+/** A LookupSubjects request as a decoded message or as its proto JSON. */
+export interface LookupSubjectsLike {
+  scopeId?: string;
+  action?: string;
+  resource?: { resourceId?: string; externalResourceId?: string; resourceType?: string } | null;
+  context?: JsonObject | null;
+  subjectType?: string;
+  pageSize?: number;
+  cursor?: string;
+  consistency?: ConsistencyLike | null;
+  explain?: boolean;
+}
+
+/** A grant as the response carries it: the fields its reason sets (see SubjectGrant), the trace as Evaluate's. */
+export interface GrantOut {
+  reason: string;
+  roleId?: string;
+  membershipId?: string;
+  tagBindingId?: string;
+  ownershipGrantId?: string;
+  sourceScopeId?: string;
+  ancestorResourceId?: string;
+  policyId?: string;
+  trace: { step: string; result: string; message: string; details?: JsonObject }[];
+}
+
+export interface LookupSubjectOut {
+  id: string;
+  externalId: string;
+  type: string;
+  grant?: GrantOut;
+}
+
+export interface LookupSubjectsOut {
+  subjects: LookupSubjectOut[];
+  /** Empty on the last page. */
+  nextCursor: string;
+  revision: number;
+}
+
+export interface LookupSubjectsInput {
+  query: Omit<LookupSubjectsQuery, 'after'>;
+  cursor: Cursor | undefined;
+  freshness: Freshness;
+  digest: string;
+}
+
+/** `explain` is left out: a listing may be explained on some pages only. */
+function digest(q: Omit<LookupSubjectsQuery, 'after'>): string {
+  const r = q.resource as { resourceId?: string; externalResourceId?: string; resourceType?: string } | undefined;
+  return listingDigest('subjects', [q.scopeId, q.action, r?.resourceId ?? null, r?.externalResourceId ?? null, r?.resourceType ?? null, q.subjectType ?? null, q.context ?? null]);
+}
+
+export function parseLookupSubjects(req: LookupSubjectsLike): LookupSubjectsInput {
+  const query: Omit<LookupSubjectsQuery, 'after'> = {
+    scopeId: requireString(req.scopeId, 'scopeId'),
+    action: requireString(req.action, 'action'),
+    resource: resourceRefOf(req.resource, 'resource'),
+    context: jsonObject(req.context ?? undefined, 'context'),
+    subjectType: optionalString(req.subjectType, 'subjectType'),
+    pageSize: DEFAULT_PAGE_SIZE,
+    explain: req.explain === true,
+  };
+  const size = req.pageSize ?? 0;
+  if (typeof size !== 'number' || !Number.isInteger(size) || size < 0 || size > MAX_PAGE_SIZE) {
+    throw invalid('pageSize', `must be an integer from 1 to ${MAX_PAGE_SIZE} (0 or absent: ${DEFAULT_PAGE_SIZE})`);
+  }
+  if (size > 0) query.pageSize = size;
+  const freshness = freshnessOf(req.consistency, 'consistency');
+  const d = digest(query);
+  const cursor = req.cursor ? decodeCursor(req.cursor, 'subjects', d, 'scopeId, action, resource, subjectType and context') : undefined;
+  return { query, cursor, freshness, digest: d };
+}
+
+function traceOut(trace: readonly TraceStep[]): GrantOut['trace'] {
+  return trace.map((t) => ({ step: t.leg, result: t.outcome, message: t.message, details: plain(t.detail) }));
+}
+
+function grantOut(g: SubjectGrant): GrantOut {
+  const { trace, ...ids } = g;
+  return { ...ids, trace: traceOut(trace) };
+}
+
+/** One page of a LookupSubjects listing from `source`'s index. */
+export async function lookupSubjectsFor<C>(
+  source: DecisionSource<C>, caller: C, input: LookupSubjectsInput, deadline: number, signal?: CallSignal, onTenant?: (tenantId: string) => void,
+): Promise<LookupSubjectsOut> {
+  const { query, cursor } = input;
+  const index = await listingIndex(source, caller, query.scopeId, input.freshness, cursor, deadline, signal);
+  if (onTenant !== undefined) {
+    const tenantId = index.scope(query.scopeId)?.tenantId;
+    if (tenantId !== undefined) onTenant(tenantId);
+  }
+  try {
+    const page = lookupSubjects(index, { ...query, after: cursor?.a }, { now: new Date(), gate: source.gate(index), onError: source.onEngineError });
+    return {
+      subjects: page.subjects.map(({ subject, grant }) => ({ id: subject.id, externalId: subject.externalId, type: subject.type, ...(grant ? { grant: grantOut(grant) } : {}) })),
+      nextCursor: page.last === undefined ? '' : encodeCursor({ r: page.revision, a: page.last, q: input.digest }),
+      revision: page.revision,
+    };
+  } catch (e) {
+    if (e instanceof ScopeNotFoundError) throw notFound('scope', query.scopeId, 'scopeId');
+    throw e;
+  }
+}
