@@ -472,10 +472,18 @@ export const RULES: Record<string, { why: string; apply: (ctx: Ctx, out: JsonObj
       out.importId = SEED_IMPORT;
     },
   },
+  'authz.v1.PlanColumns': {
+    why: 'the SQL rendering takes only SQL identifiers as column names (or none: the default)',
+    apply(ctx, out) {
+      for (const k of Object.keys(out)) out[k] = chance(ctx.r, 0.5) ? '' : `col_${token(ctx.r, 8).replace(/[^A-Za-z0-9_]/g, '_')}`;
+    },
+  },
   'authz.v1.Consistency': {
-    why: 'a `minRevision` ahead of the tenant waits and then answers `unavailable` (contract §5)',
+    why: 'a `minRevision` ahead of the tenant waits and then answers `unavailable` (contract §5); a past state (`atRevision`, `atTime`) excludes `minRevision`, and a sidecar refuses it',
     apply(_ctx, out) {
       out.minRevision = 1;
+      delete out.atRevision;
+      delete out.atTime;
     },
   },
 };

@@ -294,6 +294,7 @@ export function valueFromString(field: DescField, raw: string, name: string): Js
     type = 'enum';
   } else if ((field.fieldKind === 'message' || (field.fieldKind === 'list' && field.listKind === 'message')) && WKT_JSON[field.message.typeName] !== undefined) {
     const wkt = WKT_JSON[field.message.typeName];
+    if (field.message.typeName === 'google.protobuf.Timestamp') checkTimestamp(raw, name);
     if (wkt === 'string') type = 'string';
     else if (typeof wkt === 'number') type = wkt;
     else throw invalidField(name, 'cannot be set from a query parameter');

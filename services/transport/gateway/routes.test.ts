@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { create, createFileRegistry, setExtension, type DescService } from '@bufbuild/protobuf';
 import { FieldDescriptorProto_Label, FieldDescriptorProto_Type, FileDescriptorProtoSchema, MethodOptionsSchema } from '@bufbuild/protobuf/wkt';
-import { ConnectError } from '@connectrpc/connect';
-import { EvaluateRequestSchema, EvaluateResponseSchema } from '../../../gen/authz/v1/decision_service_pb.js';
+import { Code, ConnectError } from '@connectrpc/connect';
+import { ConsistencySchema, EvaluateRequestSchema, EvaluateResponseSchema } from '../../../gen/authz/v1/decision_service_pb.js';
 import { ListResourcesRequestSchema } from '../../../gen/authz/v1/resource_service_pb.js';
 import { ResourceService } from '../../../gen/authz/v1/resource_service_pb.js';
 import { ScopeService } from '../../../gen/authz/v1/scope_service_pb.js';
@@ -41,6 +41,15 @@ describe('value conversion by field type', () => {
     expect(() => valueFromString(field(ListResourcesRequestSchema, 'limit'), '1.5', 'limit')).toThrow(/integer/);
     expect(() => valueFromString(field(ListResourcesRequestSchema, 'limit'), '99999999999', 'limit')).toThrow(/between/);
     expect(() => valueFromString(field(EvaluateRequestSchema, 'actor'), 'x', 'actor')).toThrow(ConnectError);
+  });
+
+  it('takes a timestamp from a query parameter only in RFC 3339, naming the parameter', () => {
+    const atTime = field(ConsistencySchema, 'at_time');
+    expect(valueFromString(atTime, '2025-03-04T10:11:12Z', 'consistency.atTime')).toBe('2025-03-04T10:11:12Z');
+    for (const bad of ['2024-13-45T00:00:00Z', 'yesterday', '']) {
+      const err = ConnectError.from((() => { try { valueFromString(atTime, bad, 'consistency.atTime'); } catch (e) { return e; } })());
+      expect([err.code, err.rawMessage], bad).toEqual([Code.InvalidArgument, expect.stringMatching(/^consistency\.atTime: must be an RFC 3339 timestamp/)]);
+    }
   });
 
   it('sets nested fields by dotted path, refusing contradictions', () => {
