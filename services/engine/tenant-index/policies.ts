@@ -3,7 +3,7 @@
  * collection is filed under the collection, and collections by resource type and scope.
  */
 import type { Collection, Policy } from '../model.js';
-import { rbAdd, rbAdd2, rbDelete, rbDelete2, rbWith, rbWithout, type MutableRowBag, type RowBag } from './bags.js';
+import { bagRows, rbAdd, rbAdd2, rbDelete, rbDelete2, rbWith, rbWithout, type MutableRowBag, type RowBag } from './bags.js';
 import type { ResourceNodes } from './resource-nodes.js';
 import { RowTable } from './row-table.js';
 
@@ -12,6 +12,8 @@ export class PolicyFamily {
   readonly policiesByCollection = new Map<string, MutableRowBag<Policy>>();
   /** Action (as a policy names it, `*` included) → the allow policies targeting a resource directly. */
   readonly directAllowsByAction = new Map<string, MutableRowBag<Policy>>();
+  /** The same for deny policies: with the allows, every policy on a resource, found by action without a scan. */
+  readonly directDeniesByAction = new Map<string, MutableRowBag<Policy>>();
 
   constructor(private readonly resources: ResourceNodes) {}
 
@@ -45,12 +47,14 @@ export class PolicyFamily {
         const n = this.resources.nodeFor(p.target.resourceId);
         n.policies = rbWith(n.policies, p);
         this.resources.refreshCopies(n);
-        if (p.effect === 'allow') for (const a of new Set(p.actions)) rbAdd(this.directAllowsByAction, a, p);
+        const byAction = p.effect === 'allow' ? this.directAllowsByAction : this.directDeniesByAction;
+        for (const a of new Set(p.actions)) rbAdd(byAction, a, p);
       } else rbAdd(this.policiesByCollection, p.target.collectionId, p);
     },
     unindex: (p) => {
       if (p.target.kind === 'resource') {
-        if (p.effect === 'allow') for (const a of new Set(p.actions)) rbDelete(this.directAllowsByAction, a, p.id);
+        const byAction = p.effect === 'allow' ? this.directAllowsByAction : this.directDeniesByAction;
+        for (const a of new Set(p.actions)) rbDelete(byAction, a, p.id);
         const n = this.resources.table.get(p.target.resourceId);
         if (n) {
           n.policies = rbWithout(n.policies, p.id);
@@ -74,6 +78,16 @@ export class PolicyFamily {
   /** Allow policies targeting a resource directly that name this action (`*`: those naming `*`). */
   directAllows(action: string): RowBag<Policy> | undefined {
     return this.directAllowsByAction.get(action);
+  }
+
+  /** Deny policies targeting a resource directly that name this action (`*`: those naming `*`). */
+  directDenies(action: string): RowBag<Policy> | undefined {
+    return this.directDeniesByAction.get(action);
+  }
+
+  /** Every policy targeting a resource directly, each once per action it names. */
+  *directPolicies(): Iterable<Policy> {
+    for (const m of [this.directAllowsByAction, this.directDeniesByAction]) for (const bag of m.values()) yield* bagRows(bag);
   }
 
   /** Ids of the resource types some collection is defined for. */
