@@ -148,8 +148,8 @@ class Compiler {
     const candidates = this.candidates(byType, typeIs);
     if (candidates.length === 0) return all(gateNode, roleNode);
     if (this.cost > DECISION_MAX_OPERATIONS) {
-      // Only here do the policies on resources that name another action matter (they cost nothing).
-      const maybePolicy = any(...candidates.map((c) => c.scope), ...this.directPolicies(false).map(directScope));
+      // Policies on resources naming another action are not among them: evaluate spends nothing on those.
+      const maybePolicy = any(...candidates.map((c) => c.scope));
       const r = residual(`the policies and match definitions a resource may meet could spend more than a decision's ${DECISION_MAX_OPERATIONS} operations`);
       return all(gateNode, any(all(maybePolicy, r), all(not(maybePolicy), roleNode)));
     }
@@ -234,25 +234,20 @@ class Compiler {
   }
 
   /**
-   * Policies targeting an existing resource of the type directly: those naming the action (or
-   * `*`), from the index by action; or (`naming` false) the others, from every policy on a
-   * resource, read only when a plan is over the operation budget. By target id, then policy id.
+   * Policies targeting an existing resource of the type directly and naming the action (or
+   * `*`), from the index by action and effect; by target id, then policy id. Those naming
+   * another action never match and cost a decision nothing (policy-leg.ts), so they are left out.
    */
-  private directPolicies(naming: boolean): Policy[] {
+  private directPolicies(): Policy[] {
     const byId = new Map<string, Policy>();
-    const keep = (p: Policy) => {
-      if (p.target.kind !== 'resource') return;
-      const node = this.index.resourceNode(p.target.resourceId);
-      if (node !== undefined && this.ofType(node)) byId.set(p.id, p);
-    };
-    const actions = this.query.action === '*' ? ['*'] : [this.query.action, '*'];
-    if (naming) {
-      for (const a of actions) {
-        for (const p of bagRows(this.index.directAllowPolicies(a))) keep(p);
-        for (const p of bagRows(this.index.directDenyPolicies(a))) keep(p);
+    for (const a of this.query.action === '*' ? ['*'] : [this.query.action, '*']) {
+      for (const bag of [this.index.directAllowPolicies(a), this.index.directDenyPolicies(a)]) {
+        for (const p of bagRows(bag)) {
+          if (p.target.kind !== 'resource') continue;
+          const node = this.index.resourceNode(p.target.resourceId);
+          if (node !== undefined && this.ofType(node)) byId.set(p.id, p);
+        }
       }
-    } else {
-      for (const p of this.index.directPolicies()) if (!actions.some((a) => p.actions.includes(a))) keep(p);
     }
     const target = (p: Policy) => (p.target as { resourceId: string }).resourceId;
     return [...byId.values()].sort((a, b) => (target(a) < target(b) ? -1 : target(a) > target(b) ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
@@ -344,7 +339,7 @@ class Compiler {
    */
   private candidates(byType: Map<string, string[]>, typeIs: (t: string) => PlanNode): (Candidate & { scope: PlanNode })[] {
     const out: (Candidate & { scope: PlanNode })[] = [];
-    for (const policy of this.directPolicies(true)) {
+    for (const policy of this.directPolicies()) {
       const scope = directScope(policy);
       out.push({ ...this.constantParts(policy, scope), scope });
     }

@@ -3,7 +3,7 @@
  * collection is filed under the collection, and collections by resource type and scope.
  */
 import type { Collection, Policy } from '../model.js';
-import { bagRows, rbAdd, rbAdd2, rbDelete, rbDelete2, rbWith, rbWithout, type MutableRowBag, type RowBag } from './bags.js';
+import { rbAdd, rbAdd2, rbDelete, rbDelete2, rbWith, rbWithout, type MutableRowBag, type RowBag } from './bags.js';
 import type { ResourceNodes } from './resource-nodes.js';
 import { RowTable } from './row-table.js';
 
@@ -12,7 +12,7 @@ export class PolicyFamily {
   readonly policiesByCollection = new Map<string, MutableRowBag<Policy>>();
   /** Action (as a policy names it, `*` included) → the allow policies targeting a resource directly. */
   readonly directAllowsByAction = new Map<string, MutableRowBag<Policy>>();
-  /** The same for deny policies: with the allows, every policy on a resource, found by action without a scan. */
+  /** The same for deny policies: with the allows, the policies on resources of an action, found without a scan. */
   readonly directDeniesByAction = new Map<string, MutableRowBag<Policy>>();
 
   constructor(private readonly resources: ResourceNodes) {}
@@ -83,11 +83,6 @@ export class PolicyFamily {
   /** Deny policies targeting a resource directly that name this action (`*`: those naming `*`). */
   directDenies(action: string): RowBag<Policy> | undefined {
     return this.directDeniesByAction.get(action);
-  }
-
-  /** Every policy targeting a resource directly, each once per action it names. */
-  *directPolicies(): Iterable<Policy> {
-    for (const m of [this.directAllowsByAction, this.directDeniesByAction]) for (const bag of m.values()) yield* bagRows(bag);
   }
 
   /** Ids of the resource types some collection is defined for. */

@@ -522,11 +522,6 @@ export class TenantIndex {
     return this.policies.directDenies(action);
   }
 
-  /** Every policy targeting a resource directly (any effect, any action). */
-  directPolicies(): Iterable<Policy> {
-    return this.policies.directPolicies();
-  }
-
   /** Every scope link row (O(links): a plan's gate reads the linked resources through them, not through the resources). */
   scopeLinks(): Iterable<ResourceScopeLink> {
     return this.resourceFamily.links.rows.values();
