@@ -215,7 +215,7 @@ class Compiler {
     });
     const seen = new Set<ResourceNode>(roots);
     const found: ResourceNode[] = [...seen];
-    let level: readonly ResourceNode[] = found;
+    let level: readonly ResourceNode[] = [...seen];
     for (let depth = 0; depth < MAX_HIERARCHY_DEPTH && level.length > 0; depth++) {
       const next: ResourceNode[] = [];
       for (const parent of level) {

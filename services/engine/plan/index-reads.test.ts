@@ -9,7 +9,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { evaluate, type GateMode } from '../evaluate.js';
 import type { Change, Resource, TenantSnapshot } from '../model.js';
-import { TenantIndex } from '../tenant-index/mod.js';
+import { MAX_HIERARCHY_DEPTH, TenantIndex } from '../tenant-index/mod.js';
 import { derivedState } from '../testdata/derived-state.js';
 import { planResources, type PlanResourcesQuery } from './compile.js';
 import { evaluateTree } from './tree.js';
@@ -150,6 +150,17 @@ describe('a plan reads what it contains, not the resources of the type', () => {
       // resource_5 is denied by its policy, its descendants inherit; resource_300 does not; resource_201 sits under a none edge.
       if (gate === 'off') expect([...allowed].sort()).toEqual(['resource_10', 'resource_100', 'resource_101', 'resource_200', 'resource_30', 'resource_41', 'resource_7']);
     }
+  });
+
+  it('finds descendants down to the depth evaluate walks up, and no deeper', () => {
+    const t = snapshot();
+    // A chain under resource_5: resource_1001 is 1 level down, resource_1066 66.
+    const chain = Array.from({ length: 66 }, (_, i) => ({ id: `resource_edge_chain_${i}`, parentResourceId: i === 0 ? 'resource_5' : `resource_${1000 + i}`, childResourceId: `resource_${1001 + i}`, cascade: 'inherit' }));
+    (t.rows.resource_edge as unknown[]).push(...chain);
+    const index = TenantIndex.fromSnapshot(t);
+    const allowed = allowedByPlan(index, 'off');
+    expect(MAX_HIERARCHY_DEPTH).toBe(64);
+    expect([allowed.has('resource_1001'), allowed.has('resource_1064'), allowed.has('resource_1065'), allowed.has('resource_1066')]).toEqual([true, true, false, false]);
   });
 
   it('leaves out deleted resources that still carry links, policies, tags and children', () => {
