@@ -21,6 +21,12 @@
  * adds up an upper bound of what every rule it could meet may spend (the sizes of stored values
  * are bounded, limits.md); past the decision budget, every resource a policy could concern is
  * left to evaluate (a residual), since only evaluate can tell which rule runs out.
+ *
+ * Cost: a plan never visits the resources of the type one by one. Each set comes from an index
+ * (docs/plan-resources.md#cost): inherited grants from the descendants of their sources, direct
+ * policies from the policies on resources by action, the gate from the link rows, tags from the
+ * tag assignments, the types of the key from the resource counts on the type slots. Only a key
+ * that several types with resources share walks its resources, for their type ids.
  */
 import { DECISION_MAX_OPERATIONS, DecisionBudget } from '../budget.js';
 import { AmbiguousSubjectError, ScopeNotFoundError } from '../errors.js';
