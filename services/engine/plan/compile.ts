@@ -21,6 +21,12 @@
  * adds up an upper bound of what every rule it could meet may spend (the sizes of stored values
  * are bounded, limits.md); past the decision budget, every resource a policy could concern is
  * left to evaluate (a residual), since only evaluate can tell which rule runs out.
+ *
+ * Cost: a plan never visits the resources of the type one by one. Each set comes from an index
+ * (docs/plan-resources.md#cost): inherited grants from the descendants of their sources, direct
+ * policies from the policies on resources by action, the gate from the link rows, tags from the
+ * tag assignments, the types of the key from the resource counts on the type slots. Only a key
+ * that several types with resources share walks its resources, for their type ids.
  */
 import { DECISION_MAX_OPERATIONS, DecisionBudget } from '../budget.js';
 import { AmbiguousSubjectError, ScopeNotFoundError } from '../errors.js';
@@ -99,7 +105,6 @@ interface Candidate {
 }
 
 class Compiler {
-  private readonly nodes: readonly ResourceNode[];
   private readonly permsByRole = new Map<string, Permission[]>();
   /** Patterns of held-role permissions covering (action, type) other than `*`. */
   private readonly patterns = new Set<string>();
@@ -120,62 +125,22 @@ class Compiler {
     private readonly now: number,
     private readonly gate: GateMode,
   ) {
-    this.nodes = index.resourcesInIdOrder(query.resourceType);
     this.grants = subject.grantsByResource !== undefined && subject.grantsByResource.size > 0 ? subject.grantsByResource : undefined;
   }
 
   compile(): PlanNode {
     this.collectRolePermissions();
-    const byType = new Map<string, string[]>();
-    const linked: string[] = [];
-    const linkedReach: string[] = [];
-    const direct = new Map<string, { policy: Policy; ids: string[] }>();
+    const byType = this.typesOfKey();
+    const { linked, linkedReach } = this.gate === 'off' ? { linked: [], linkedReach: [] } : this.linkedResources();
+    const inherited = this.patterns.size > 0 || this.grants !== undefined ? this.inheritingResources() : [];
     const owned: string[] = [];
-    const inherited: string[] = [];
-    const walk = this.patterns.size > 0 || this.grants !== undefined;
-    // Resources by type id, kept only once a second type shows (most keys have one type).
-    const firstType = this.nodes[0]?.type;
-    let typesDiffer = false;
-    for (const node of this.nodes) {
-      if (!typesDiffer && node.type !== firstType) {
-        typesDiffer = true;
-        byType.set(firstType?.id as string, []);
-        for (const earlier of this.nodes) {
-          if (earlier === node) break;
-          byType.get(firstType?.id as string)!.push(earlier.id);
-        }
-      }
-      if (typesDiffer) {
-        const typeId = node.type?.id as string;
-        let ids = byType.get(typeId);
-        if (ids === undefined) byType.set(typeId, (ids = []));
-        ids.push(node.id);
-      }
-      if (node.links !== undefined) {
-        linked.push(node.id);
-        for (const l of bagRows(node.links)) {
-          if (this.path.set.has(l.scopeId)) {
-            linkedReach.push(node.id);
-            break;
-          }
-        }
-      }
-      for (const p of bagRows<Policy>(node.policies)) {
-        let d = direct.get(p.id);
-        if (d === undefined) direct.set(p.id, (d = { policy: p, ids: [] }));
-        d.ids.push(node.id);
-      }
-      if (walk && node.up !== undefined && this.inherits(node)) inherited.push(node.id);
-    }
-    // One type: `typeIs` needs no ids.
-    if (!typesDiffer && firstType !== undefined) byType.set(firstType.id, []);
     // Ownership: the subject's granted resources of the type, not a scan of the type's.
     if (this.grants !== undefined) {
       const granted = new Set<string>();
       this.grants.forEachResource((id) => granted.add(id));
       for (const id of granted) {
         const node = this.index.resourceNode(id);
-        if (node !== undefined && node.exists && node.type?.key === this.query.resourceType && this.grantCovers(node)) owned.push(id);
+        if (node !== undefined && this.ofType(node) && this.grantCovers(node)) owned.push(id);
       }
     }
 
@@ -186,15 +151,112 @@ class Compiler {
       oneOf('id', inherited),
     );
     const typeIs = (typeId: string): PlanNode => (byType.size === 1 ? (byType.has(typeId) ? TRUE : FALSE) : oneOf('id', byType.get(typeId) ?? []));
-    const candidates = this.candidates(byType, direct, typeIs);
+    const candidates = this.candidates(byType, typeIs);
     if (candidates.length === 0) return all(gateNode, roleNode);
-    const maybePolicy = any(...candidates.map((c) => c.scope));
     if (this.cost > DECISION_MAX_OPERATIONS) {
+      // Policies on resources naming another action are not among them: evaluate spends nothing on those.
+      const maybePolicy = any(...candidates.map((c) => c.scope));
       const r = residual(`the policies and match definitions a resource may meet could spend more than a decision's ${DECISION_MAX_OPERATIONS} operations`);
       return all(gateNode, any(all(maybePolicy, r), all(not(maybePolicy), roleNode)));
     }
     const live = candidates.filter((c) => c.live);
     return all(gateNode, this.policyOutcome(live, roleNode));
+  }
+
+  /** Whether a node is an existing resource of the plan's type key. */
+  private ofType(node: ResourceNode): boolean {
+    return node.exists && node.type?.key === this.query.resourceType;
+  }
+
+  /**
+   * The type ids of the key that have resources, each with its resources' ids only when there
+   * are several (then `typeIs` needs them): from the type slots' counts, without a walk, for the
+   * common key of one type. Several types sharing a key is rare and no index gives their ids,
+   * so that case walks the key's resources in id order (types in order of first appearance).
+   */
+  private typesOfKey(): Map<string, string[]> {
+    const byType = new Map<string, string[]>();
+    const typeIds = this.index.typeIdsWithResources(this.query.resourceType);
+    if (typeIds.length === 1) byType.set(typeIds[0], []);
+    if (typeIds.length <= 1) return byType;
+    for (const node of this.index.resourcesInIdOrder(this.query.resourceType)) {
+      const typeId = node.type?.id as string;
+      let ids = byType.get(typeId);
+      if (ids === undefined) byType.set(typeId, (ids = []));
+      ids.push(node.id);
+    }
+    return byType;
+  }
+
+  /** The resources of the type with scope links, and those with a link into the scope path: from the link rows (O(links)). */
+  private linkedResources(): { linked: string[]; linkedReach: string[] } {
+    const linked: string[] = [];
+    const linkedReach: string[] = [];
+    for (const l of this.index.scopeLinks()) {
+      const node = this.index.resourceNode(l.resourceId);
+      if (node === undefined || !this.ofType(node)) continue;
+      linked.push(node.id);
+      if (this.path.set.has(l.scopeId)) linkedReach.push(node.id);
+    }
+    return { linked, linkedReach };
+  }
+
+  /**
+   * The resources of the type that inherit a grant (evaluate's walk up, {@link inherits}). Only
+   * a descendant of a source can: a resource a held permission names by id or one the subject
+   * has a grant on. So the candidates are the sources and their descendants through `inherit`
+   * edges (every parent link, existing resources only: a walk up passes through none other),
+   * MAX_HIERARCHY_DEPTH levels down; each is then checked with the walk up itself, since the
+   * parent evaluate walks to may not be the one it was found through.
+   */
+  private inheritingResources(): string[] {
+    const roots: ResourceNode[] = [];
+    for (const pattern of this.patterns) {
+      const node = this.index.resourceNode(pattern);
+      if (node !== undefined && node.exists) roots.push(node);
+    }
+    this.grants?.forEachResource((id) => {
+      const node = this.index.resourceNode(id);
+      if (node !== undefined && node.exists) roots.push(node);
+    });
+    const seen = new Set<ResourceNode>(roots);
+    const found: ResourceNode[] = [...seen];
+    let level: readonly ResourceNode[] = [...seen];
+    for (let depth = 0; depth < MAX_HIERARCHY_DEPTH && level.length > 0; depth++) {
+      const next: ResourceNode[] = [];
+      for (const parent of level) {
+        for (const link of bagRows(this.index.childLinks(parent.id))) {
+          if (!link.inherit || !link.child.exists || seen.has(link.child)) continue;
+          seen.add(link.child);
+          found.push(link.child);
+          next.push(link.child);
+        }
+      }
+      level = next;
+    }
+    const out: string[] = [];
+    for (const node of found) if (this.ofType(node) && node.up !== undefined && this.inherits(node)) out.push(node.id);
+    return out;
+  }
+
+  /**
+   * Policies targeting an existing resource of the type directly and naming the action (or
+   * `*`), from the index by action and effect; by target id, then policy id. Those naming
+   * another action never match and cost a decision nothing (policy-leg.ts), so they are left out.
+   */
+  private directPolicies(): Policy[] {
+    const byId = new Map<string, Policy>();
+    for (const a of this.query.action === '*' ? ['*'] : [this.query.action, '*']) {
+      for (const bag of [this.index.directAllowPolicies(a), this.index.directDenyPolicies(a)]) {
+        for (const p of bagRows(bag)) {
+          if (p.target.kind !== 'resource') continue;
+          const node = this.index.resourceNode(p.target.resourceId);
+          if (node !== undefined && this.ofType(node)) byId.set(p.id, p);
+        }
+      }
+    }
+    const target = (p: Policy) => (p.target as { resourceId: string }).resourceId;
+    return [...byId.values()].sort((a, b) => (target(a) < target(b) ? -1 : target(a) > target(b) ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
   /** The permissions of the held roles (overrides applied) covering the action on the type. */
@@ -281,10 +343,10 @@ class Compiler {
    * a deny also where it errors). Decides each one's resource-independent parts and adds up the
    * operations they may cost.
    */
-  private candidates(byType: Map<string, string[]>, direct: Map<string, { policy: Policy; ids: string[] }>, typeIs: (t: string) => PlanNode): (Candidate & { scope: PlanNode })[] {
+  private candidates(byType: Map<string, string[]>, typeIs: (t: string) => PlanNode): (Candidate & { scope: PlanNode })[] {
     const out: (Candidate & { scope: PlanNode })[] = [];
-    for (const { policy, ids } of direct.values()) {
-      const scope = oneOf('id', ids);
+    for (const policy of this.directPolicies()) {
+      const scope = directScope(policy);
       out.push({ ...this.constantParts(policy, scope), scope });
     }
     for (const typeId of byType.keys()) {
@@ -309,13 +371,12 @@ class Compiler {
     return out;
   }
 
-  /** The ids of the resources of the type carrying a tag of group key `group` with one of `wanted`. */
+  /** The ids of the resources of the type carrying a tag of group key `group` with one of `wanted` (from the tag assignments, not the resources). */
   private tagged(group: string, wanted: readonly string[]): PlanNode {
     const ids: string[] = [];
-    for (const node of this.nodes) {
-      if (node.tags === undefined) continue;
-      const have = this.index.resourceTags(node.id).get(group);
-      if (have !== undefined && wanted.some((w) => have.has(w))) ids.push(node.id);
+    for (const id of this.index.resourceIdsTagged(group, wanted)) {
+      const node = this.index.resourceNode(id);
+      if (node !== undefined && this.ofType(node)) ids.push(id);
     }
     return oneOf('id', ids);
   }
@@ -373,6 +434,11 @@ class Compiler {
     }
     return any(...branches, all(not(any(...above)), roleNode));
   }
+}
+
+/** `id in [the policy's target]`, for a policy on a resource. */
+function directScope(p: Policy): PlanNode {
+  return oneOf('id', [(p.target as { resourceId: string }).resourceId]);
 }
 
 function validTime(iso: string | null | undefined): number | null {

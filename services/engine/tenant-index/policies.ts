@@ -12,6 +12,8 @@ export class PolicyFamily {
   readonly policiesByCollection = new Map<string, MutableRowBag<Policy>>();
   /** Action (as a policy names it, `*` included) → the allow policies targeting a resource directly. */
   readonly directAllowsByAction = new Map<string, MutableRowBag<Policy>>();
+  /** The same for deny policies: with the allows, the policies on resources of an action, found without a scan. */
+  readonly directDeniesByAction = new Map<string, MutableRowBag<Policy>>();
 
   constructor(private readonly resources: ResourceNodes) {}
 
@@ -45,12 +47,14 @@ export class PolicyFamily {
         const n = this.resources.nodeFor(p.target.resourceId);
         n.policies = rbWith(n.policies, p);
         this.resources.refreshCopies(n);
-        if (p.effect === 'allow') for (const a of new Set(p.actions)) rbAdd(this.directAllowsByAction, a, p);
+        const byAction = p.effect === 'allow' ? this.directAllowsByAction : this.directDeniesByAction;
+        for (const a of new Set(p.actions)) rbAdd(byAction, a, p);
       } else rbAdd(this.policiesByCollection, p.target.collectionId, p);
     },
     unindex: (p) => {
       if (p.target.kind === 'resource') {
-        if (p.effect === 'allow') for (const a of new Set(p.actions)) rbDelete(this.directAllowsByAction, a, p.id);
+        const byAction = p.effect === 'allow' ? this.directAllowsByAction : this.directDeniesByAction;
+        for (const a of new Set(p.actions)) rbDelete(byAction, a, p.id);
         const n = this.resources.table.get(p.target.resourceId);
         if (n) {
           n.policies = rbWithout(n.policies, p.id);
@@ -74,6 +78,11 @@ export class PolicyFamily {
   /** Allow policies targeting a resource directly that name this action (`*`: those naming `*`). */
   directAllows(action: string): RowBag<Policy> | undefined {
     return this.directAllowsByAction.get(action);
+  }
+
+  /** Deny policies targeting a resource directly that name this action (`*`: those naming `*`). */
+  directDenies(action: string): RowBag<Policy> | undefined {
+    return this.directDeniesByAction.get(action);
   }
 
   /** Ids of the resource types some collection is defined for. */

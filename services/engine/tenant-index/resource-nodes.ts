@@ -28,6 +28,8 @@ export interface MutableTypeSlot {
   readonly num: number;
   key: string | undefined;
   collections: number;
+  /** Number of existing resources of this type: a plan finds the types of a key that have any without visiting them. */
+  resources: number;
 }
 
 export interface MutableParentLink extends ParentLink {
@@ -317,7 +319,7 @@ export class ResourceNodes {
     let slot = this.typeSlots.get(typeId);
     // Every collection row goes through here, so a slot created later starts with none.
     if (!slot) {
-      slot = { id: typeId, num: this.typeSlotsByNum.length, key: this.types.rows.get(typeId)?.key, collections: 0 };
+      slot = { id: typeId, num: this.typeSlotsByNum.length, key: this.types.rows.get(typeId)?.key, collections: 0, resources: 0 };
       this.typeSlots.set(typeId, slot);
       this.typeSlotsByNum.push(slot);
     }

@@ -104,6 +104,7 @@ export class ResourceFamily {
     n.exists = true;
     nodes.existing++;
     n.type = nodes.typeSlot(r.resourceTypeId);
+    n.type.resources++;
     n.ext = r.externalResourceId;
     n.owner = this.scopes.str(r.ownerScopeId);
     n.displayName = r.displayName;
@@ -124,6 +125,7 @@ export class ResourceFamily {
       nodes.removeExternal(n);
       n.exists = false;
       nodes.existing--;
+      if (n.type !== undefined) n.type.resources--;
       n.type = undefined;
       n.ext = undefined;
       n.owner = undefined;

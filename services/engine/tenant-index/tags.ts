@@ -12,6 +12,9 @@ import type { SubjectFamily } from './subjects.js';
 export class TagFamily {
   readonly scopeTags = new Map<string, MutableRowBag<TagAssignment>>();
   readonly bindingsByTagScope = new Map<string, Map<string, MutableRowBag<TagBinding>>>();
+  /** Tag group id → its tags, and tag id → its assignments to resources: the resources carrying a tag without a scan of them. */
+  readonly tagsByGroup = new Map<string, MutableRowBag<Tag>>();
+  readonly resourceAssignmentsByTag = new Map<string, MutableRowBag<TagAssignment>>();
 
   constructor(
     private readonly scopes: ScopeFamily,
@@ -21,7 +24,11 @@ export class TagFamily {
 
   /** Read directly from their rows at evaluation time. */
   readonly groups = new RowTable<'tag_group'>({ required: ['id', 'key'] });
-  readonly tags = new RowTable<'tag'>({ required: ['id', 'tagGroupId', 'identifier'] });
+  readonly tags = new RowTable<'tag'>({
+    required: ['id', 'tagGroupId', 'identifier'],
+    index: (t) => rbAdd(this.tagsByGroup, t.tagGroupId, t),
+    unindex: (t) => rbDelete(this.tagsByGroup, t.tagGroupId, t.id),
+  });
 
   readonly assignments = new RowTable<'tag_assignment'>({
     required: ['id', 'tagId', 'targetType', 'targetId'],
@@ -38,6 +45,7 @@ export class TagFamily {
       } else if (a.targetType === 'resource') {
         const n = this.resources.nodeFor(a.targetId);
         n.tags = rbWith(n.tags, a);
+        rbAdd(this.resourceAssignmentsByTag, a.tagId, a);
       } else rbAdd(this.scopeTags, a.targetId, a);
     },
     unindex: (a) => {
@@ -46,6 +54,7 @@ export class TagFamily {
         if (n) n.tags = rbWithout(n.tags, a.id);
         this.subjects.prune(a.targetId);
       } else if (a.targetType === 'resource') {
+        rbDelete(this.resourceAssignmentsByTag, a.tagId, a.id);
         const n = this.resources.table.get(a.targetId);
         if (n) n.tags = rbWithout(n.tags, a.id);
         this.resources.prune(a.targetId);
@@ -81,6 +90,24 @@ export class TagFamily {
       let s = out.get(group.key);
       if (!s) out.set(group.key, (s = new Set()));
       s.add(tag.identifier);
+    }
+    return out;
+  }
+
+  /**
+   * Ids of the resources (any type, rows present or not) carrying an existing tag of an
+   * existing group with key `groupKey` whose identifier is one of `wanted`: what
+   * {@link resourceTags} gives, from the tag side. Cost: the tag groups, then the tags of the
+   * groups with that key and the assignments of the tags wanted.
+   */
+  resourceIdsTagged(groupKey: string, wanted: readonly string[]): string[] {
+    const out: string[] = [];
+    for (const g of this.groups.rows.values()) {
+      if (g.key !== groupKey) continue;
+      for (const t of bagRows(this.tagsByGroup.get(g.id))) {
+        if (!wanted.includes(t.identifier)) continue;
+        for (const a of bagRows(this.resourceAssignmentsByTag.get(t.id))) out.push(a.targetId);
+      }
     }
     return out;
   }

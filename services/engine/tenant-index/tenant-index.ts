@@ -517,6 +517,31 @@ export class TenantIndex {
     return this.policies.directAllows(action);
   }
 
+  /** Deny policies targeting a resource directly whose actions name `action` (`*`: those naming `*`). */
+  directDenyPolicies(action: string): RowBag<Policy> | undefined {
+    return this.policies.directDenies(action);
+  }
+
+  /** Every scope link row (O(links): a plan's gate reads the linked resources through them, not through the resources). */
+  scopeLinks(): Iterable<ResourceScopeLink> {
+    return this.resourceFamily.links.rows.values();
+  }
+
+  /**
+   * Ids of the resource types with key `typeKey` that have existing resources, from counts kept
+   * on the type slots: O(resource types), whatever the number of resources.
+   */
+  typeIdsWithResources(typeKey: string): string[] {
+    const out: string[] = [];
+    for (const slot of this.nodes.typeSlotsByNum) if (slot.key === typeKey && slot.resources > 0) out.push(slot.id);
+    return out;
+  }
+
+  /** Ids of the resources carrying a tag of a group with key `groupKey` whose identifier is one of `wanted` (see {@link resourceTags}; rows present or not). */
+  resourceIdsTagged(groupKey: string, wanted: readonly string[]): string[] {
+    return this.tags.resourceIdsTagged(groupKey, wanted);
+  }
+
   /** The links from a resource to its children (each link's `child`), by edge id; undefined when none. */
   childLinks(parentId: string): RowBag<ParentLink> | undefined {
     return this.resourceFamily.childrenByParent.get(parentId);

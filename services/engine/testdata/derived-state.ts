@@ -151,6 +151,9 @@ function subjectExternalCanonical(subjects: SubjectFamily): [string, string[]][]
 /** The canonical dump of an index's derived state (see the module comment). */
 export function derivedState(index: TenantIndex): Record<string, unknown> {
   const { kinds, scopes, roles, subjects, nodes, resources, policies, tags } = index.families();
+  // A type slot's count of existing resources must be the number of nodes it types.
+  const typed = new Map<string, number>();
+  for (const [, n] of nodes.table.entries()) if (n.exists && n.type !== undefined) typed.set(n.type.id, (typed.get(n.type.id) ?? 0) + 1);
   return {
     subjects: byKey(
       [...subjects.nodes.entries()].map(([k, n]) => [
@@ -223,14 +226,15 @@ export function derivedState(index: TenantIndex): Record<string, unknown> {
     // Slots are never dropped, so an incremental index may hold empty ones a rebuild lacks.
     typeSlots: byKey(
       [...nodes.typeSlots.entries()]
-        .filter(([, slot]) => slot.key !== undefined || slot.collections !== 0)
-        .map(([k, slot]) => [k, { id: slot.id, key: slot.key ?? null, collections: slot.collections }]),
+        .filter(([, slot]) => slot.key !== undefined || slot.collections !== 0 || slot.resources !== 0)
+        .map(([k, slot]) => [k, { id: slot.id, key: slot.key ?? null, collections: slot.collections, resources: slot.resources === (typed.get(slot.id) ?? 0) ? slot.resources : `stale (${slot.resources})` }]),
     ),
     resourcesByExternal: externalCanonical(nodes),
     patternCounts: byKey([...nodes.patternCounts.entries()]),
     collectionsByTypeScope: canon(policies.collectionsByTypeScope as Deep, 2),
     policiesByCollection: canon(policies.policiesByCollection as Deep, 1),
     directAllowsByAction: canon(policies.directAllowsByAction as Deep, 1),
+    directDeniesByAction: canon(policies.directDeniesByAction as Deep, 1),
     // Each child link must be the very link its child holds, under the parent it names.
     childrenByParent: byKey(
       [...resources.childrenByParent.entries()].map(([parent, bag]) => [
@@ -242,6 +246,8 @@ export function derivedState(index: TenantIndex): Record<string, unknown> {
     ),
     scopeTags: canon(tags.scopeTags as Deep, 1),
     bindingsByTagScope: canon(tags.bindingsByTagScope as Deep, 2),
+    tagsByGroup: canon(tags.tagsByGroup as Deep, 1),
+    resourceAssignmentsByTag: canon(tags.resourceAssignmentsByTag as Deep, 1),
     rows: Object.fromEntries(
       ENTITY_KINDS.map((k) => {
         const store = kinds[k];
