@@ -14,6 +14,8 @@ import { startServer, type RunningServer, type StartServerOptions } from '../tra
 import { readCertificatePair } from '../transport/certificates.js';
 import { MAX_BODY_BYTES } from '../transport/request-limits.js';
 import { apiKeyCaller, authInterceptor, leanCaller } from './auth/interceptor.js';
+import { Sessions } from './auth/sessions.js';
+import { SESSION_PATH, sessionRoute } from './auth/session-routes.js';
 import { leanWatch } from './watch/lean-watch.js';
 import { SnapshotService } from '../../gen/authz/v1/snapshot_service_pb.js';
 import { storeErrors } from './errors.js';
@@ -60,6 +62,8 @@ export interface InternalOptions {
   watchKeyCheckMs?: number;
   /** The `OTEL_*` variables tracing reads (default: the process's environment). */
   otelEnv?: Record<string, string | undefined>;
+  /** The console sessions' clock (epoch ms; default Date.now): tests move it past timeouts. */
+  sessionClock?: () => number;
 }
 
 export interface ControlPlane {
@@ -108,9 +112,12 @@ export async function startControlPlane(
     const indexes = new TenantIndexes(db, { minRevisionWaitMs: config.minRevisionWaitMs, maxRows: config.indexMaxRows });
     indexMetrics(registry, indexes);
     poolMetrics(registry, db);
-    const watch = startWatch(db, config, registry, logger, internal.watch);
     const verifier = new CachedKeyVerifier(db);
     keyCacheMetrics(registry, verifier);
+    const sessions = new Sessions(db, verifier, {
+      idleMs: config.sessionIdleMinutes * 60_000, maxMs: config.sessionMaxHours * 3_600_000, secure: tls !== undefined, now: internal.sessionClock,
+    });
+    const watch = startWatch(db, config, registry, logger, internal.watch, () => sessions.sweep());
     const watchKeys = new KeyGuard(verifier, db.notifications, internal.watchKeyCheckMs ?? 1_000, (err) => logger.debug({ err }, 'a Watch stream\'s key could not be checked; checked again later'));
     const deps: Deps = {
       db,
@@ -124,13 +131,14 @@ export async function startControlPlane(
       tls,
       routes: (router) => registerServices(router, deps),
       services: SERVICES,
-      authenticate: apiKeyCaller(verifier),
-      interceptors: [authInterceptor(verifier)],
+      authenticate: apiKeyCaller(verifier, sessions),
+      interceptors: [authInterceptor(verifier, sessions)],
+      httpRoutes: { [SESSION_PATH]: sessionRoute(sessions) },
       direct: internal.directWrites === false ? undefined : directMethods(deps),
       leanPath: leanPaths([
-        internal.leanDecisions === false ? undefined : controlPlaneLeanPath({ source: deps.decision, verifier, logger, registry, tracing }),
+        internal.leanDecisions === false ? undefined : controlPlaneLeanPath({ source: deps.decision, verifier, sessions, logger, registry, tracing }),
         internal.leanWatch === false ? undefined : leanWatch({
-          hub: watch.hub, keys: watchKeys, caller: leanCaller(verifier, SnapshotService), maxBodyBytes: MAX_BODY_BYTES,
+          hub: watch.hub, keys: watchKeys, caller: leanCaller(verifier, SnapshotService, sessions), maxBodyBytes: MAX_BODY_BYTES,
           classifyError: storeErrors, logger, metrics: rpcMetrics(registry), rejected: rejectCounter(registry), tracing,
         }),
       ]),

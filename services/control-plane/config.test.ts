@@ -18,6 +18,8 @@ describe('loadConfig', () => {
       changeLogCompactIntervalMs: 300_000,
       minRevisionWaitMs: 1000,
       indexMaxRows: 5_000_000,
+      sessionIdleMinutes: 30,
+      sessionMaxHours: 12,
       logLevel: 'info',
       decisionLog: { kind: 'off' },
       decisionLogSample: 1,

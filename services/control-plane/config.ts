@@ -47,6 +47,10 @@ export interface Config {
   readonly indexMaxRows: number;
   /** Origins browsers may call from (CORS); unset: no CORS headers. */
   readonly corsOrigins?: readonly string[];
+  /** A console session unused for this long ends, minutes. */
+  readonly sessionIdleMinutes: number;
+  /** A console session ends this long after sign-in, however much it is used, hours. */
+  readonly sessionMaxHours: number;
   readonly logLevel: LogLevel;
   /** Where decisions are logged, one JSON line each (services/decision/log.ts); off by default. */
   readonly decisionLog: DecisionLogTarget;
@@ -88,6 +92,8 @@ const SETTINGS = [
   { key: 'minRevisionWaitMs', variable: 'SERVICE_MIN_REVISION_WAIT_MS', parse: integer(0, 3_600_000), default: 1000 },
   { key: 'indexMaxRows', variable: 'SERVICE_INDEX_MAX_ROWS', parse: integer(0, 1_000_000_000), default: 5_000_000 },
   { key: 'corsOrigins', variable: 'SERVICE_CORS_ORIGINS', parse: origins },
+  { key: 'sessionIdleMinutes', variable: 'SERVICE_SESSION_IDLE_MINUTES', parse: integer(1, 10_080), default: 30 },
+  { key: 'sessionMaxHours', variable: 'SERVICE_SESSION_MAX_HOURS', parse: integer(1, 720), default: 12 },
   { key: 'logLevel', variable: 'SERVICE_LOG_LEVEL', parse: oneOf(LOG_LEVELS), default: 'info' },
   { key: 'decisionLog', variable: 'SERVICE_DECISION_LOG', parse: decisionLogTarget, default: { kind: 'off' } },
   { key: 'decisionLogSample', variable: 'SERVICE_DECISION_LOG_SAMPLE', parse: decimal(0, 1), default: 1 },

@@ -69,8 +69,11 @@ export async function compactChangeLog(db: Database, rule: RetentionRule, now = 
   return deleted;
 }
 
-/** Runs compactChangeLog every `intervalMs` (first run after one interval); returns a stop function. */
-export function startCompaction(db: Database, rule: RetentionRule, intervalMs: number, logger: Logger): () => Promise<void> {
+/**
+ * Runs compactChangeLog every `intervalMs` (first run after one interval), then `sweep` (other
+ * rows that time ends, such as console sessions); returns a stop function.
+ */
+export function startCompaction(db: Database, rule: RetentionRule, intervalMs: number, logger: Logger, sweep?: () => Promise<number>): () => Promise<void> {
   let running: Promise<void> | undefined;
   const timer = setInterval(() => {
     if (running) return;
@@ -79,6 +82,11 @@ export function startCompaction(db: Database, rule: RetentionRule, intervalMs: n
         if (n > 0) logger.info({ deleted: n }, 'change log compacted');
       })
       .catch((err: unknown) => logger.warn({ err }, 'change log compaction failed; retrying at the next interval'))
+      .then(() => sweep?.())
+      .then((n) => {
+        if (n) logger.debug({ deleted: n }, 'timed-out console sessions deleted');
+      })
+      .catch((err: unknown) => logger.warn({ err }, 'deleting timed-out console sessions failed; retrying at the next interval'))
       .finally(() => (running = undefined));
   }, intervalMs);
   timer.unref();

@@ -27,7 +27,7 @@ async function schemaState(db: Database) {
 }
 
 function expectMigratedOnce(state: Awaited<ReturnType<typeof schemaState>>) {
-  expect(state.migrations.map((m) => m.name)).toEqual(['0001-initial', '0002-service-settings', '0003-change-log-retention', '0004-key-notify', '0005-imports', '0006-revision-writers']);
+  expect(state.migrations.map((m) => m.name)).toEqual(['0001-initial', '0002-service-settings', '0003-change-log-retention', '0004-key-notify', '0005-imports', '0006-revision-writers', '0007-sessions']);
   expect(state.scopeTypes).toEqual(BUILT_IN.map((n) => ({ id: `scope_type_${n}`, name: n })));
 }
 
@@ -133,7 +133,7 @@ describe.skipIf(!process.env.DATABASE_URL)('migrations on postgres', () => {
       await db.orm.em.fork().execute(`delete from mikro_orm_migrations where name = '0003-change-log-retention'`);
       await db.close();
       db = await within(10_000, open(fresh.url), 'reopening');
-      expect((await schemaState(db)).migrations.map((m) => m.name).sort()).toEqual(['0001-initial', '0002-service-settings', '0003-change-log-retention', '0004-key-notify', '0005-imports', '0006-revision-writers']);
+      expect((await schemaState(db)).migrations.map((m) => m.name).sort()).toEqual(['0001-initial', '0002-service-settings', '0003-change-log-retention', '0004-key-notify', '0005-imports', '0006-revision-writers', '0007-sessions']);
       const invalid = await one<{ n: number }>(db, `select count(*)::int as n from pg_index i join pg_class c on c.oid = i.indexrelid where c.relname like '%_tenant_id' and not i.indisvalid`);
       expect(invalid.n).toBe(0);
       expect(await one(db, `select count(*)::int as n from pg_class where relname = 'resources_tenant_id'`)).toEqual({ n: 1 });

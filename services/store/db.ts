@@ -11,6 +11,7 @@ import { Migration0003ChangeLogRetention } from './migrations/0003-change-log-re
 import { Migration0004KeyNotify } from './migrations/0004-key-notify.js';
 import { Migration0005Imports } from './migrations/0005-imports.js';
 import { Migration0006RevisionWriters } from './migrations/0006-revision-writers.js';
+import { Migration0007Sessions } from './migrations/0007-sessions.js';
 import { CursorCodec } from './cursors.js';
 import { CHANGE_CHANNEL, KEY_CHANNEL, Notifications } from './notifications.js';
 import { startEmbedded, type EmbeddedDatabase } from './embedded.js';
@@ -158,6 +159,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
         { name: '0004-key-notify', class: Migration0004KeyNotify },
         { name: '0005-imports', class: Migration0005Imports },
         { name: '0006-revision-writers', class: Migration0006RevisionWriters },
+        { name: '0007-sessions', class: Migration0007Sessions },
       ],
       // Each migration in a transaction of its own (all at once would rule out 0003's
       // concurrent index builds, which cannot run inside one); the advisory lock still

@@ -44,7 +44,7 @@ describeEachBackend('store writes on %s', (backend) => {
 
   it('runs on a database migrated once: one migration, the four built-in scope types once', async () => {
     expect(db.backend).toBe(backend);
-    expect(await q('select name from mikro_orm_migrations order by name')).toEqual([{ name: '0001-initial' }, { name: '0002-service-settings' }, { name: '0003-change-log-retention' }, { name: '0004-key-notify' }, { name: '0005-imports' }, { name: '0006-revision-writers' }]);
+    expect(await q('select name from mikro_orm_migrations order by name')).toEqual([{ name: '0001-initial' }, { name: '0002-service-settings' }, { name: '0003-change-log-retention' }, { name: '0004-key-notify' }, { name: '0005-imports' }, { name: '0006-revision-writers' }, { name: '0007-sessions' }]);
     expect(await q('select id, name from scope_types order by name')).toEqual(
       ['environment', 'project', 'tenant', 'workspace'].map((n) => ({ id: `scope_type_${n}`, name: n })),
     );

@@ -14,13 +14,15 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /**
  * Fields a log line never shows (a second line of defence: secrets are not logged on purpose,
- * see test/e2e/log-hygiene.test.ts): API-key secrets and credentials wherever they sit one or two
- * levels down (`config.apiKey`, `err.config.password`, request headers).
+ * see test/e2e/log-hygiene.test.ts): API-key secrets, session cookies and credentials wherever they
+ * sit one or two levels down (`config.apiKey`, `err.config.password`, request headers).
  */
 export const REDACT_PATHS = [
   'apiKey', '*.apiKey', 'secretKey', '*.secretKey', 'bootstrapApiKey', '*.bootstrapApiKey',
   'password', '*.password', '*.*.password', 'connectionString', '*.connectionString', '*.*.connectionString',
   'authorization', '*.authorization', '*.headers.authorization', '*["x-api-key"]', '*.headers["x-api-key"]',
+  // The console's session cookie, sent and set.
+  'cookie', '*.cookie', '*.headers.cookie', '*["set-cookie"]', '*.headers["set-cookie"]',
 ];
 
 /**

@@ -111,6 +111,12 @@ export interface StartServerOptions {
   maxBodyBytes?: number;
   /** How long close() lets in-flight requests finish before cutting connections; default 500 ms. */
   shutdownGraceMs?: number;
+  /**
+   * Plain HTTP routes by exact path (the console's `/console/session`), served after the RPCs
+   * and before the probes and the gateway, for every method: the handler answers each itself,
+   * its own credentials included.
+   */
+  httpRoutes?: Readonly<Record<string, (req: NodeServerRequest, res: NodeServerResponse) => Promise<void>>>;
   /** The OpenAPI document (JSON text) served at `GET /openapi.json` without credentials; none when unset. */
   openApi?: string;
   /** Origins allowed to call from a browser (CORS, see cors.ts); none: no CORS headers. */
@@ -505,6 +511,16 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
     const path = q === -1 ? url : url.slice(0, q);
     const rpc = rpcPaths.get(path);
     if (rpc) return serveRpc(rpc, req, res);
+    const httpRoute = opts.httpRoutes !== undefined && Object.hasOwn(opts.httpRoutes, path) ? opts.httpRoutes[path] : undefined;
+    if (httpRoute !== undefined) {
+      httpRoute(req, res).catch((err: unknown) => {
+        logger.error({ err, path, method: req.method }, 'http route failed');
+        rejected.inc({ reason: 'transport_error' });
+        if (!res.headersSent) sendJson(res, 500, { code: 'internal', message: 'internal error', details: [] });
+        else res.end();
+      });
+      return;
+    }
     const probe = probes[path];
     if (probe) {
       if (req.method !== 'GET' && req.method !== 'HEAD') {

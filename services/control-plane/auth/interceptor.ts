@@ -1,7 +1,8 @@
 /**
  * The auth interceptor: reads the RPC's `(authz.v1.access)` tier from its descriptor, takes
- * the API key from `x-api-key` or `Authorization: Bearer`, verifies it and enforces the tier.
- * A method without a tier is denied (fail closed).
+ * the API key from `x-api-key` or `Authorization: Bearer` (or, without either, the console's
+ * session cookie: sessions.ts), verifies it and enforces the tier. A method without a tier is
+ * denied (fail closed).
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { getOption, hasOption, type DescMethod, type DescService } from '@bufbuild/protobuf';
@@ -12,6 +13,7 @@ import { connectErrorWithInfo } from '../../transport/errors.js';
 import { callerCheckKey } from '../../transport/caller-check.js';
 import { spanKey, TENANT_ATTRIBUTE } from '../../transport/tracing.js';
 import { principalKey, type KeyKind, type KeyVerifier, type Principal } from './principal.js';
+import { crossOriginRefusal, sessionCookie, type Sessions } from './sessions.js';
 
 /** Which key kinds each tier admits (spec, Authentication; contract §6). */
 export const TIER_KINDS: Readonly<Record<AccessTier, readonly KeyKind[]>> = {
@@ -89,11 +91,11 @@ function credentialsFrom(xApiKey: string | null, authorizationHeader: string | n
  * before reading the body (StartServerOptions `authenticate` = apiKeyCaller), its result is taken
  * from the context instead of verifying again.
  */
-export function authInterceptor(verifier: KeyVerifier): Interceptor {
+export function authInterceptor(verifier: KeyVerifier, sessions?: Sessions): Interceptor {
   return (next) => async (req) => {
     const check = req.contextValues.get(callerCheckKey);
     let principal: Principal;
-    if (check === undefined) principal = admit(req.method, await verified(verifier, credentialsOf(req.header)));
+    if (check === undefined) principal = admit(req.method, await verified(verifier, sessions, (name) => req.header.get(name)));
     else if (check.ok) principal = check.caller as Principal;
     else throw check.error;
     req.contextValues.set(principalKey, principal);
@@ -108,17 +110,17 @@ export function authInterceptor(verifier: KeyVerifier): Interceptor {
  * with the same errors, before the body is read (the server's `authenticate`). Synchronous when
  * the verifier answers from its cache.
  */
-export function apiKeyCaller(verifier: KeyVerifier): (req: { headers: IncomingHttpHeaders }, method: DescMethod) => Principal | Promise<Principal> {
+export function apiKeyCaller(verifier: KeyVerifier, sessions?: Sessions): (req: { headers: IncomingHttpHeaders }, method: DescMethod) => Principal | Promise<Principal> {
   return (req, method) => {
-    const v = verified(verifier, credentialsOfNode(req.headers));
+    const v = verified(verifier, sessions, (name) => nodeHeader(req.headers[name]));
     return v instanceof Promise ? v.then((p) => admit(method, p)) : admit(method, v);
   };
 }
 
 /** apiKeyCaller for the methods of one service by name (the lean paths' `caller`). */
-export function leanCaller(verifier: KeyVerifier, service: DescService): (req: { headers: IncomingHttpHeaders }, method: string) => Principal | Promise<Principal> {
+export function leanCaller(verifier: KeyVerifier, service: DescService, sessions?: Sessions): (req: { headers: IncomingHttpHeaders }, method: string) => Principal | Promise<Principal> {
   const methods = new Map<string, DescMethod>(service.methods.map((m) => [m.name, m]));
-  const caller = apiKeyCaller(verifier);
+  const caller = apiKeyCaller(verifier, sessions);
   return (req, name) => {
     const method = methods.get(name);
     if (!method) throw new ConnectError(`${service.typeName}.${name} is not served here`, Code.Unimplemented);
@@ -126,10 +128,21 @@ export function leanCaller(verifier: KeyVerifier, service: DescService): (req: {
   };
 }
 
-/** The verifier's answer for a secret; `unauthenticated` for a missing one. */
-function verified(verifier: KeyVerifier, secret: string | undefined): Principal | null | Promise<Principal | null> {
-  if (secret === undefined) throw unauthenticated('missing credentials: send x-api-key or Authorization: Bearer');
-  return verifier.verify(secret);
+/**
+ * The caller of a request by its headers (`get` reads one by lower-case name): the API key's
+ * principal when `x-api-key` or `Authorization` is sent (a session cookie sent along is then
+ * ignored: the header wins), else the session's when the session cookie is sent and the request
+ * comes from the server's own origin (`permission_denied` otherwise), else `unauthenticated`.
+ * Null for an unknown, revoked or expired key; a session that has ended is `unauthenticated` here.
+ */
+function verified(verifier: KeyVerifier, sessions: Sessions | undefined, get: (name: string) => string | null): Principal | null | Promise<Principal | null> {
+  const secret = credentialsFrom(get('x-api-key'), get('authorization'));
+  if (secret !== undefined) return verifier.verify(secret);
+  const id = sessions === undefined ? undefined : sessionCookie(get('cookie'), sessions.cookieName);
+  if (sessions === undefined || id === undefined) throw unauthenticated('missing credentials: send x-api-key or Authorization: Bearer');
+  const refusal = crossOriginRefusal(get, sessions.secure);
+  if (refusal !== undefined) throw refusal;
+  return sessions.principal(id).then((p) => p ?? Promise.reject(unauthenticated('the session has ended (signed out, timed out, or its API key was revoked or has expired): sign in again')));
 }
 
 /** The principal when its kind may call the method: `unauthenticated` without one, `permission_denied` for a kind the tier does not admit. */

@@ -21,7 +21,7 @@
  */
 import type { Database } from '../../store/db.js';
 import { KEY_CHANNEL } from '../../store/notifications.js';
-import { candidatesWithPrefix, matchKey, plausibleSecret, prefixOf, secretDigest, type KeyCandidate } from './key-store.js';
+import { candidatesWithPrefix, matchKey, matchKeyId, plausibleSecret, prefixOf, secretDigest, type KeyCandidate } from './key-store.js';
 import type { KeyVerifier, Principal } from './principal.js';
 
 export interface KeyCacheOptions {
@@ -101,6 +101,33 @@ export class CachedKeyVerifier implements KeyVerifier {
     }
     this.misses++;
     return this.read(prefix, true).then((c) => matchKey(c, digest, this.now()));
+  }
+
+  /**
+   * The principal of the key with this id and prefix when it is active and unexpired, else null:
+   * the same cache, kept exact the same way, answering by id instead of by secret (a session
+   * verifies the key it was opened with on every request; sessions.ts).
+   */
+  verifyKeyId(prefix: string, keyId: string): Principal | null | Promise<Principal | null> {
+    if (!this.db.notifications.live) {
+      this.bypasses++;
+      return this.read(prefix, false).then((c) => matchKeyId(c, keyId, this.now()));
+    }
+    const entry = this.entries.get(prefix);
+    if (entry !== undefined) {
+      const now = this.now();
+      if (now - entry.readAt < this.maxAgeMs) {
+        const found = matchKeyId(entry.candidates, keyId, now);
+        if (found) {
+          this.hits++;
+          this.entries.delete(prefix);
+          this.entries.set(prefix, entry);
+          return found;
+        }
+      }
+    }
+    this.misses++;
+    return this.read(prefix, true).then((c) => matchKeyId(c, keyId, this.now()));
   }
 
   /** Forgets a prefix (a key with it was written). */

@@ -120,6 +120,20 @@ export function matchKey(candidates: readonly KeyCandidate[], secretHash: Buffer
   return match;
 }
 
+/**
+ * The principal of the candidate with id `keyId` when it is active and unexpired, else null: a
+ * key verified again by its id, for a session opened with it (sessions.ts).
+ */
+export function matchKeyId(candidates: readonly KeyCandidate[], keyId: string, now: number): Principal | null {
+  for (const c of candidates) if (c.id === keyId) return !c.revoked && c.expiresAt > now ? c.principal : null;
+  return null;
+}
+
+/** The candidate with id `keyId`, whatever its status. */
+export function candidateById(candidates: readonly KeyCandidate[], keyId: string): KeyCandidate | undefined {
+  return candidates.find((c) => c.id === keyId);
+}
+
 /** SHA-256 of the secret, as bytes. */
 export function secretDigest(secret: string): Buffer {
   // The one-shot hash (Node ≥ 20.12): no Hash object per call, on every verified request.

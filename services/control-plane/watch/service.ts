@@ -8,7 +8,7 @@
  */
 import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import { SnapshotService, type WatchRequest, type WatchResponse } from '../../../gen/authz/v1/snapshot_service_pb.js';
-import { invalid } from '../../common/errors.js';
+import { invalid, permissionDenied } from '../../common/errors.js';
 import { requireString } from '../../common/validate.js';
 import { credentialsOf } from '../auth/interceptor.js';
 import { assertTenantReach, assertWholeTenantReach, principalOf, type Principal } from '../auth/principal.js';
@@ -23,6 +23,9 @@ import type { WatchStream } from './stream.js';
 export function openWatch(
   hub: WatchHub, keys: KeyGuard | undefined, principal: Principal, secret: string | undefined, req: WatchRequest, json: boolean,
 ): { stream: WatchStream; release: () => void } {
+  // Without a key the caller came in with a console session, which KeyGuard cannot check again
+  // for as long as a stream lives: refused rather than left unguarded.
+  if (keys !== undefined && secret === undefined) throw permissionDenied('a Watch stream is opened with an API key (x-api-key or Authorization), not with a console session');
   const tenantId = requireString(req.tenantId, 'tenantId');
   assertTenantReach(principal, tenantId, 'tenantId');
   assertWholeTenantReach(principal, `the Watch stream of tenant ${tenantId}`, 'tenantId');

@@ -18,13 +18,14 @@ export interface WatchRuntime {
   close(): Promise<void>;
 }
 
-export function startWatch(db: Database, config: Config, registry: Registry, logger: Logger, limits: Partial<WatchLimits> = {}): WatchRuntime {
+/** `sweep` runs with each compaction (the deletion of timed-out console sessions). */
+export function startWatch(db: Database, config: Config, registry: Registry, logger: Logger, limits: Partial<WatchLimits> = {}, sweep?: () => Promise<number>): WatchRuntime {
   const hub = new WatchHub(db, knownRevisions(db), config.resourceScopeGate, {
     ...DEFAULT_LIMITS, heartbeatMs: config.watchHeartbeatMs, maxBufferedBytes: config.watchMaxBufferedBytes, snapshotCacheBytes: config.watchSnapshotCacheBytes, ...limits,
   });
   watchMetrics(registry, hub);
   const rule = { keepRevisions: config.changeLogRetentionRevisions, keepMs: config.changeLogRetentionHours * 3_600_000 };
-  const stopCompaction = config.changeLogCompactIntervalMs > 0 ? startCompaction(db, rule, config.changeLogCompactIntervalMs, logger) : async () => {};
+  const stopCompaction = config.changeLogCompactIntervalMs > 0 ? startCompaction(db, rule, config.changeLogCompactIntervalMs, logger, sweep) : async () => {};
   return {
     hub,
     async close() {
