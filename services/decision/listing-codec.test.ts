@@ -11,7 +11,7 @@ import { create, toBinary, toJsonString, type JsonObject, type JsonValue } from 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { LookupResourcesResponseSchema, LookupSubjectsResponseSchema } from '../../gen/authz/v1/decision_service_pb.js';
-import { lookupResources, lookupSubjects, TenantIndex, type SubjectGrant, type TenantSnapshot, type TraceStep } from '../engine/mod.js';
+import { lookupResources, lookupSubjects, TenantIndex, type ResourceRef, type SubjectGrant, type TenantSnapshot, type TraceStep } from '../engine/mod.js';
 import { int64ToNumbers } from '../transport/gateway/json.js';
 import { JSON_OPTIONS } from '../transport/server.js';
 import { resourceMessage, subjectMessage } from './connect.js';
@@ -47,7 +47,7 @@ function expectSameSubjects(page: LookupSubjectsOut): void {
 interface Table {
   defaults: { now: string };
   tenant: TenantSnapshot;
-  cases: { request: { scopeId: string; action: string; resource?: { resourceId?: string } }; expectError?: string }[];
+  cases: { request: { scopeId: string; action: string; resource?: ResourceRef }; expectError?: string }[];
 }
 
 describe('listing bytes without protobuf-es', () => {
