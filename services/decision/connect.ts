@@ -2,18 +2,19 @@
  * DecisionService as a Connect service implementation (gRPC, gRPC-Web, Connect and, through the
  * gateway, REST), over any DecisionSource: the control plane's and the sidecar's.
  */
-import { create, fromJson } from '@bufbuild/protobuf';
+import { create, fromJson, type MessageInitShape } from '@bufbuild/protobuf';
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from '@connectrpc/connect';
 import {
-  DecisionService, EffectivePermissionSchema, EvaluateResponseSchema, LookupResourceSchema, LookupSubjectSchema, PlanResourcesResponseSchema, type EvaluateResponse,
+  DecisionService, EffectivePermissionSchema, EvaluateResponseSchema, GrantSchema, LookupResourceSchema, LookupSubjectSchema, PlanResourcesResponseSchema,
+  type EvaluateResponse, type LookupResource, type LookupSubject,
 } from '../../gen/authz/v1/decision_service_pb.js';
 import { ResourcePolicySchema } from '../../gen/authz/v1/policy_pb.js';
 import type { Decision } from '../engine/mod.js';
 import { DomainError } from '../common/errors.js';
 import { setRevision } from '../transport/revision.js';
 import { decideAll, effectiveFor, parseEvaluate, type DecisionSource } from './decide.js';
-import { lookupResourcesFor, parseLookupResources } from './lookup.js';
-import { lookupSubjectsFor, parseLookupSubjects } from './lookup-subjects.js';
+import { lookupResourcesFor, parseLookupResources, type LookupResourceOut } from './lookup.js';
+import { lookupSubjectsFor, parseLookupSubjects, type LookupSubjectOut } from './lookup-subjects.js';
 import { parsePlanResources, planResourcesFor } from './plan.js';
 import { traceIdOf, type DecisionCall } from './log.js';
 import { spanKey, TENANT_ATTRIBUTE } from '../transport/tracing.js';
@@ -34,6 +35,24 @@ export function responseOf(d: Decision): EvaluateResponse {
     revision: BigInt(d.revision),
     trace: (d.trace ?? []).map((t) => ({ step: t.leg, result: t.outcome, message: t.message, details: plain(t.detail) })),
   });
+}
+
+/**
+ * A listed subject as its message, for connect-node; the lean path writes the same bytes with
+ * listing-codec.ts.
+ */
+export function subjectMessage(s: LookupSubjectOut): LookupSubject {
+  let grant: MessageInitShape<typeof GrantSchema> | undefined;
+  if (s.grant !== undefined) {
+    const { trace, ...ids } = s.grant;
+    grant = { ...ids, trace: trace.map((t) => ({ step: t.leg, result: t.outcome, message: t.message, details: plain(t.detail) })) };
+  }
+  return create(LookupSubjectSchema, { id: s.id, externalId: s.externalId, type: s.type, grant });
+}
+
+/** A listed resource as its message, for connect-node (the lean path: listing-codec.ts). */
+export function resourceMessage(r: LookupResourceOut): LookupResource {
+  return create(LookupResourceSchema, { id: r.id, externalResourceId: r.externalResourceId, resourceType: r.resourceType, ownerScopeId: r.ownerScopeId });
 }
 
 /** When the caller's deadline (`grpc-timeout`, `connect-timeout-ms`) ends, as epoch ms. */
@@ -98,14 +117,14 @@ export function decisionService<C>(source: DecisionSource<C>, callerOf: (ctx: Ha
       const input = parseLookupResources(req);
       const page = await orServerReason(ctx, () => lookupResourcesFor(source, callerOf(ctx), input, deadlineOf(ctx), ctx.signal, onTenant));
       setRevision(ctx, page.revision);
-      return { resources: page.resources.map((x) => create(LookupResourceSchema, x)), nextCursor: page.nextCursor, revision: BigInt(page.revision) };
+      return { resources: page.resources.map(resourceMessage), nextCursor: page.nextCursor, revision: BigInt(page.revision) };
     },
     async lookupSubjects(req, ctx) {
       const onTenant = callOf(source, ctx, 'LookupSubjects')?.onTenant;
       const input = parseLookupSubjects(req);
       const page = await orServerReason(ctx, () => lookupSubjectsFor(source, callerOf(ctx), input, deadlineOf(ctx), ctx.signal, onTenant));
       setRevision(ctx, page.revision);
-      return { subjects: page.subjects.map((x) => create(LookupSubjectSchema, x)), nextCursor: page.nextCursor, revision: BigInt(page.revision) };
+      return { subjects: page.subjects.map(subjectMessage), nextCursor: page.nextCursor, revision: BigInt(page.revision) };
     },
     async planResources(req, ctx) {
       const onTenant = callOf(source, ctx, 'PlanResources')?.onTenant;

@@ -3,7 +3,8 @@
  * node:http/http2, without connect-node's per-call machinery (handler contexts, interceptor
  * chains, async-iterable bodies, Headers objects), which cost far more than the engine's
  * microsecond. It takes:
- * - REST `POST /evaluate` and `POST /evaluate/batch` (JSON, no query string);
+ * - REST `POST /evaluate`, `POST /evaluate/batch`, `POST /lookup/resources` and
+ *   `POST /lookup/subjects` (JSON, no query string);
  * - Connect unary JSON and binary `POST /authz.v1.DecisionService/<Method>`;
  * - gRPC (HTTP/2, `application/grpc[+proto]`) and gRPC-Web (`application/grpc-web[+proto|+json]`,
  *   HTTP/1.1 or 2) for the same methods;
@@ -15,7 +16,7 @@
  * code and ErrorInfo, so that the surfaces cannot drift (the conformance tests compare them).
  */
 import { ServerResponse } from 'node:http';
-import { toBinary, toJsonString, type DescMessage, type JsonValue } from '@bufbuild/protobuf';
+import { fromJson, toBinary, toJsonString, type DescMessage, type JsonValue } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { codeToHttpStatus, codeToString, errorToJsonBytes, parseTimeout as parseConnectTimeout } from '@connectrpc/connect/protocol-connect';
 import { parseTimeout as parseGrpcTimeout, setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
@@ -24,7 +25,7 @@ import type { Counter } from 'prom-client';
 import type { RpcMetrics } from '../transport/observability.js';
 import {
   DecisionService, EvaluateBatchRequestSchema, EvaluateRequestSchema, GetEffectivePermissionsRequestSchema,
-  GetEffectivePermissionsResponseSchema, EffectivePermissionSchema, type GetEffectivePermissionsResponse,
+  GetEffectivePermissionsResponseSchema, EffectivePermissionSchema, LookupResourcesRequestSchema, LookupSubjectsRequestSchema, type GetEffectivePermissionsResponse,
 } from '../../gen/authz/v1/decision_service_pb.js';
 import { create } from '@bufbuild/protobuf';
 import type { Decision } from '../engine/mod.js';
@@ -43,6 +44,10 @@ import { REVISION_HEADER } from '../transport/revision.js';
 import { JSON_OPTIONS } from '../transport/server.js';
 import { decideAll, effectiveFor, parseEvaluate, type CallSignal, type DecisionSource, type EvaluateLike } from './decide.js';
 import { batchBinary, batchJson, decisionBinary, decisionJson } from './response-codec.js';
+import { resourcesBinary, resourcesJson, subjectsBinary, subjectsJson } from './listing-codec.js';
+import { lookupResourcesFor, parseLookupResources, type LookupResourcesLike, type LookupResourcesOut } from './lookup.js';
+import { lookupSubjectsFor, parseLookupSubjects, type LookupSubjectsLike, type LookupSubjectsOut } from './lookup-subjects.js';
+import { decodeFast } from '../transport/gateway/fast-decode.js';
 import { traceIdOf, type DecisionCall } from './log.js';
 import { endAfterTurn } from '../transport/turn-writes.js';
 import { startNodeRpcSpan, TENANT_ATTRIBUTE, type Surface as TraceSurface, type Tracing } from '../transport/tracing.js';
@@ -50,7 +55,7 @@ import { startNodeRpcSpan, TENANT_ATTRIBUTE, type Surface as TraceSurface, type 
 type Surface = 'rest' | 'connect-json' | 'connect-proto' | 'grpc' | 'grpc-web' | 'grpc-web-json';
 /** Surfaces whose message comes in a gRPC envelope, with `grpc-timeout` and the status in trailers. */
 const isGrpc = (s: Surface): s is 'grpc' | 'grpc-web' | 'grpc-web-json' => s === 'grpc' || s === 'grpc-web' || s === 'grpc-web-json';
-type MethodName = 'Evaluate' | 'EvaluateBatch' | 'GetEffectivePermissions';
+type MethodName = 'Evaluate' | 'EvaluateBatch' | 'GetEffectivePermissions' | 'LookupResources' | 'LookupSubjects';
 
 /** What every lean RPC path takes besides its own: limits, errors, and the process's logs, metrics and spans. */
 export interface LeanRpcOptions {
@@ -80,10 +85,16 @@ const INPUTS: Record<MethodName, DescMessage> = {
   Evaluate: EvaluateRequestSchema,
   EvaluateBatch: EvaluateBatchRequestSchema,
   GetEffectivePermissions: GetEffectivePermissionsRequestSchema,
+  LookupResources: LookupResourcesRequestSchema,
+  LookupSubjects: LookupSubjectsRequestSchema,
 };
+/** The listings: their JSON requests are decoded to messages, as connect-node decodes them (see decode). */
+const isListing = (m: MethodName): m is 'LookupResources' | 'LookupSubjects' => m === 'LookupResources' || m === 'LookupSubjects';
 const METHODS = new Set<string>(Object.keys(INPUTS));
 /** The REST routes the lean path takes (compared, not looked up: a property lookup by the request's fresh URL string first interns it). */
-const restMethod = (url: string): MethodName | undefined => (url === '/evaluate' ? 'Evaluate' : url === '/evaluate/batch' ? 'EvaluateBatch' : undefined);
+const restMethod = (url: string): MethodName | undefined =>
+  url === '/evaluate' ? 'Evaluate' : url === '/evaluate/batch' ? 'EvaluateBatch'
+    : url === '/lookup/resources' ? 'LookupResources' : url === '/lookup/subjects' ? 'LookupSubjects' : undefined;
 const TRACE_SURFACE: Record<Surface, TraceSurface> = {
   rest: 'rest', 'connect-json': 'connect', 'connect-proto': 'connect', grpc: 'grpc', 'grpc-web': 'grpc-web', 'grpc-web-json': 'grpc-web',
 };
@@ -254,8 +265,8 @@ function serve<C>(
   const deadline = deadlineOf(surface, req);
   // As on the other surfaces: the caller was checked before the body was read; the body is
   // checked, then (binary messages) the request guard.
-  const input = decode(surface, INPUTS[method], bytes);
-  if (surface === 'connect-proto' || surface === 'grpc' || surface === 'grpc-web') checkRequestMessage(INPUTS[method], input as Record<string, unknown>);
+  const input = decode(surface, INPUTS[method], bytes, isListing(method));
+  if (surface === 'connect-proto' || surface === 'grpc' || surface === 'grpc-web' || isListing(method)) checkRequestMessage(INPUTS[method], input as Record<string, unknown>);
   switch (method) {
     case 'Evaluate':
       return then(decideAll(opts.source, caller, [parseEvaluate(input as EvaluateLike)], false, deadline, signal, call), (ds) => {
@@ -274,6 +285,18 @@ function serve<C>(
         });
         reply(surface, res, { permissions: message }, String(revision));
       });
+    case 'LookupResources': {
+      const listing = parseLookupResources(input as LookupResourcesLike);
+      return lookupResourcesFor(opts.source, caller, listing, deadline, signal, call?.onTenant).then((page) => {
+        reply(surface, res, { resources: page }, String(page.revision), page.nextCursor);
+      });
+    }
+    case 'LookupSubjects': {
+      const listing = parseLookupSubjects(input as LookupSubjectsLike);
+      return lookupSubjectsFor(opts.source, caller, listing, deadline, signal, call?.onTenant).then((page) => {
+        reply(surface, res, { subjects: page }, String(page.revision), page.nextCursor);
+      });
+    }
   }
 }
 
@@ -290,9 +313,11 @@ function deadlineOf(surface: Surface, req: NodeServerRequest): number {
 /**
  * The request as the handlers read it: JSON checked like every JSON body (unknown fields, types,
  * storable strings and JSON, list bounds), or a binary message scanned and decoded (the guard
- * then runs after the caller is known, as the interceptor does elsewhere).
+ * then runs after the caller is known, as the interceptor does elsewhere). `asMessage`: checked
+ * JSON is decoded to the message too, as connect-node decodes it (a listing reads an int32 given
+ * as a string, or a field by its proto name, as connect-node does).
  */
-function decode(surface: Surface, desc: DescMessage, bytes: Buffer): unknown {
+function decode(surface: Surface, desc: DescMessage, bytes: Buffer, asMessage: boolean): unknown {
   let payload = bytes;
   if (isGrpc(surface)) payload = unaryMessage(bytes);
   if (surface === 'rest' || surface === 'connect-json' || surface === 'grpc-web-json') {
@@ -300,7 +325,15 @@ function decode(surface: Surface, desc: DescMessage, bytes: Buffer): unknown {
     const json = parseJsonBody(payload, { desc }) ?? (surface === 'grpc-web-json' ? undefined : {});
     if (json === undefined) throw invalidField('', 'the request message is not valid JSON: it is empty');
     checkMessage(desc, json, '', jsonStringsStorable(payload));
-    return json;
+    if (!asMessage) return json;
+    const fast = decodeFast(desc, json);
+    if (fast !== undefined) return fast;
+    try {
+      return fromJson(desc, json, JSON_OPTIONS);
+    } catch (err) {
+      // As connect-node answers a message its JSON decoder refuses.
+      throw ConnectError.from(err, Code.InvalidArgument);
+    }
   }
   return decodeBinaryRequest(desc, payload);
 }
@@ -311,19 +344,25 @@ function decode(surface: Surface, desc: DescMessage, bytes: Buffer): unknown {
  * are written by response-codec.ts; effective permissions through protobuf-es as connect-node
  * would.
  */
-function reply(surface: Surface, res: NodeServerResponse, answer: Answer, revisionHeader?: string): void {
+function reply(surface: Surface, res: NodeServerResponse, answer: Answer, revisionHeader?: string, nextCursor?: string): void {
   let message: string | Uint8Array;
   if (surface === 'rest' || surface === 'connect-json' || surface === 'grpc-web-json') {
     const asNumber = surface === 'rest';
-    if (answer.decisions === undefined) {
+    if (answer.resources !== undefined) {
+      message = resourcesJson(answer.resources, asNumber ? 'rest' : 'connect');
+    } else if (answer.subjects !== undefined) {
+      message = subjectsJson(answer.subjects, asNumber ? 'rest' : 'connect');
+    } else if (answer.decisions === undefined) {
       message = toJsonString(GetEffectivePermissionsResponseSchema, answer.permissions, JSON_OPTIONS);
       if (asNumber) message = JSON.stringify(int64ToNumbers(GetEffectivePermissionsResponseSchema, JSON.parse(message) as JsonValue));
     } else {
       message = answer.batch ? batchJson(answer.decisions, asNumber) : decisionJson(answer.decisions[0], asNumber);
     }
   } else {
-    message = answer.decisions === undefined ? toBinary(GetEffectivePermissionsResponseSchema, answer.permissions)
-      : answer.batch ? batchBinary(answer.decisions) : decisionBinary(answer.decisions[0]);
+    message = answer.resources !== undefined ? resourcesBinary(answer.resources)
+      : answer.subjects !== undefined ? subjectsBinary(answer.subjects)
+        : answer.decisions === undefined ? toBinary(GetEffectivePermissionsResponseSchema, answer.permissions!)
+          : answer.batch ? batchBinary(answer.decisions) : decisionBinary(answer.decisions[0]);
   }
   if (surface === 'rest' || surface === 'connect-json' || surface === 'connect-proto') {
     const headers: Record<string, string> = {
@@ -331,6 +370,8 @@ function reply(surface: Surface, res: NodeServerResponse, answer: Answer, revisi
       'content-length': String(typeof message === 'string' ? Buffer.byteLength(message) : message.length),
     };
     if (revisionHeader !== undefined) revisionHeaders(surface, headers, revisionHeader);
+    // REST moves a page's cursor to a header (the gateway's restPayload); absent on the last page.
+    if (surface === 'rest' && nextCursor) headers['x-next-cursor'] = nextCursor;
     sendAnswer(res, headers, message);
     return;
   }
@@ -375,10 +416,12 @@ function webTrailers(trailers: Record<string, string>): Buffer {
   return envelope(0x80, Buffer.from(text));
 }
 
-/** What a call answers: decisions (one, or a batch) or effective permissions. */
+/** What a call answers: decisions (one, or a batch), effective permissions or a listing's page. */
 type Answer =
-  | { decisions: readonly Decision[]; batch: boolean; permissions?: undefined }
-  | { decisions?: undefined; permissions: GetEffectivePermissionsResponse };
+  | { decisions: readonly Decision[]; batch: boolean; permissions?: undefined; resources?: undefined; subjects?: undefined }
+  | { decisions?: undefined; permissions: GetEffectivePermissionsResponse; resources?: undefined; subjects?: undefined }
+  | { decisions?: undefined; permissions?: undefined; resources: LookupResourcesOut; subjects?: undefined }
+  | { decisions?: undefined; permissions?: undefined; resources?: undefined; subjects: LookupSubjectsOut };
 
 /** The content types connect-node answers gRPC and gRPC-Web calls with. */
 const GRPC_CONTENT_TYPES = { grpc: 'application/grpc+proto', 'grpc-web': 'application/grpc-web+proto', 'grpc-web-json': 'application/grpc-web+json' } as const;

@@ -4,13 +4,12 @@
  * with the cursor and pinned revision of every listing (cursor.ts).
  */
 import type { JsonObject } from '@bufbuild/protobuf';
-import { lookupSubjects, ScopeNotFoundError, type LookupSubjectsQuery, type SubjectGrant, type TraceStep } from '../engine/mod.js';
+import { lookupSubjects, ScopeNotFoundError, type LookupSubjectsQuery, type SubjectGrant } from '../engine/mod.js';
 import { invalid, notFound } from '../common/errors.js';
 import { jsonObject, optionalString, requireString } from '../common/validate.js';
 import { freshnessOf, resourceRefOf, type CallSignal, type ConsistencyLike, type DecisionSource, type Freshness } from './decide.js';
 import { decodeCursor, encodeCursor, listingDigest, listingIndex, type Cursor } from './cursor.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './lookup.js';
-import { plain } from './response-codec.js';
 
 /** A LookupSubjects request as a decoded message or as its proto JSON. */
 export interface LookupSubjectsLike {
@@ -25,24 +24,15 @@ export interface LookupSubjectsLike {
   explain?: boolean;
 }
 
-/** A grant as the response carries it: the fields its reason sets (see SubjectGrant), the trace as Evaluate's. */
-export interface GrantOut {
-  reason: string;
-  roleId?: string;
-  membershipId?: string;
-  tagBindingId?: string;
-  ownershipGrantId?: string;
-  sourceScopeId?: string;
-  ancestorResourceId?: string;
-  policyId?: string;
-  trace: { step: string; result: string; message: string; details?: JsonObject }[];
-}
-
+/**
+ * A subject of a page as the response carries it; the grant is the engine's, whose fields are the
+ * message's (its trace steps are written as Evaluate's, see connect.ts and listing-codec.ts).
+ */
 export interface LookupSubjectOut {
   id: string;
   externalId: string;
   type: string;
-  grant?: GrantOut;
+  grant?: SubjectGrant;
 }
 
 export interface LookupSubjectsOut {
@@ -86,15 +76,6 @@ export function parseLookupSubjects(req: LookupSubjectsLike): LookupSubjectsInpu
   return { query, cursor, freshness, digest: d };
 }
 
-function traceOut(trace: readonly TraceStep[]): GrantOut['trace'] {
-  return trace.map((t) => ({ step: t.leg, result: t.outcome, message: t.message, details: plain(t.detail) }));
-}
-
-function grantOut(g: SubjectGrant): GrantOut {
-  const { trace, ...ids } = g;
-  return { ...ids, trace: traceOut(trace) };
-}
-
 /** One page of a LookupSubjects listing from `source`'s index. */
 export async function lookupSubjectsFor<C>(
   source: DecisionSource<C>, caller: C, input: LookupSubjectsInput, deadline: number, signal?: CallSignal, onTenant?: (tenantId: string) => void,
@@ -108,7 +89,7 @@ export async function lookupSubjectsFor<C>(
   try {
     const page = lookupSubjects(index, { ...query, after: cursor?.a }, { now: new Date(), gate: source.gate(index), onError: source.onEngineError });
     return {
-      subjects: page.subjects.map(({ subject, grant }) => ({ id: subject.id, externalId: subject.externalId, type: subject.type, ...(grant ? { grant: grantOut(grant) } : {}) })),
+      subjects: page.subjects.map(({ subject, grant }) => ({ id: subject.id, externalId: subject.externalId, type: subject.type, grant })),
       nextCursor: page.last === undefined ? '' : encodeCursor({ r: page.revision, a: page.last, q: input.digest }),
       revision: page.revision,
     };

@@ -5,9 +5,7 @@
  * The cursor and its pinned revision: cursor.ts (shared with LookupSubjects).
  */
 import type { JsonObject } from '@bufbuild/protobuf';
-import {
-  AmbiguousSubjectError, lookupResources, ScopeNotFoundError, type LookupResourcesQuery, type Resource, type TenantIndex,
-} from '../engine/mod.js';
+import { AmbiguousSubjectError, lookupResources, ScopeNotFoundError, type LookupResourcesQuery } from '../engine/mod.js';
 import { invalid, notFound } from '../common/errors.js';
 import { jsonObject, optionalString, requireString } from '../common/validate.js';
 import { ambiguous, freshnessOf, subjectRef, type CallSignal, type ConsistencyLike, type DecisionSource, type Freshness } from './decide.js';
@@ -28,7 +26,7 @@ export interface LookupResourcesLike {
   consistency?: ConsistencyLike | null;
 }
 
-/** One resource of a page, as the response carries it. */
+/** One resource of a page, as the response carries it (the engine's ListedResource is one). */
 export interface LookupResourceOut {
   id: string;
   externalResourceId: string;
@@ -78,10 +76,6 @@ export function parseLookupResources(req: LookupResourcesLike): LookupInput {
   return { query, cursor, freshness, digest: d };
 }
 
-function resourceOut(index: TenantIndex, r: Resource): LookupResourceOut {
-  return { id: r.id, externalResourceId: r.externalResourceId, resourceType: index.resourceType(r.resourceTypeId)?.key ?? '', ownerScopeId: r.ownerScopeId };
-}
-
 /** One page of a LookupResources listing from `source`'s index. */
 export async function lookupResourcesFor<C>(
   source: DecisionSource<C>, caller: C, input: LookupInput, deadline: number, signal?: CallSignal, onTenant?: (tenantId: string) => void,
@@ -95,7 +89,7 @@ export async function lookupResourcesFor<C>(
   try {
     const page = lookupResources(index, { ...query, after: cursor?.a }, { now: new Date(), gate: source.gate(index), onError: source.onEngineError });
     return {
-      resources: page.resources.map((r) => resourceOut(index, r)),
+      resources: page.resources,
       nextCursor: page.last === undefined ? '' : encodeCursor({ r: page.revision, a: page.last, q: input.digest }),
       revision: page.revision,
     };

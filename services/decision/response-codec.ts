@@ -42,7 +42,7 @@ function policyBytes(p: Policy): PolicyBytes {
 const REASON_JSON = new Map<string, string>();
 
 /** A trace step with TraceStep's JSON names, for JSON.stringify. */
-const stepOf = (t: TraceStep) => ({ step: t.leg, result: t.outcome, message: t.message, details: t.detail ?? {} });
+export const stepOf = (t: TraceStep) => ({ step: t.leg, result: t.outcome, message: t.message, details: t.detail ?? {} });
 
 /**
  * A decision as EvaluateResponse's proto JSON, with every implicit field (JSON_OPTIONS) and the
@@ -90,7 +90,7 @@ export function batchBinary(ds: readonly Decision[]): Uint8Array {
  * (protobuf-es's BinaryWriter spent most of its time on those, and on a TextEncoder call per
  * string).
  */
-class Writer {
+export class Writer {
   private buf: Buffer;
   private pos = 0;
 
@@ -222,7 +222,7 @@ function jsonValueOf(v: unknown, inArray: boolean): unknown {
 }
 
 // Struct: fields 1 (map<string, Value>: entry key 1, value 2).
-function writeStructFields(w: Writer, o: object): void {
+export function writeStructFields(w: Writer, o: object): void {
   for (const key of Object.keys(o)) {
     const v = jsonValueOf((o as Record<string, unknown>)[key], false);
     if (v === undefined) continue;

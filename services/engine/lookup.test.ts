@@ -231,6 +231,16 @@ describe('lookupResources', () => {
     expect(lookupResources(index, { ...q, after: 'resource_99' }, options)).toMatchObject({ resources: [], revision: 1 });
   });
 
+  it('lists each resource with only the fields the response carries (no row: no createdAt, no attributes)', () => {
+    const index = TenantIndex.fromSnapshot(snapshot);
+    const listed = lookupResources(index, q, options).resources;
+    expect(listed.length).toBe(7);
+    for (const r of listed) {
+      const row = resources.find((x) => x.id === r.id)!;
+      expect(r).toStrictEqual({ id: row.id, externalResourceId: row.externalResourceId, resourceTypeId: 'resource_type_doc', resourceType: 'doc', ownerScopeId: 'scope_0' });
+    }
+  });
+
   it('lists nothing for an unknown subject or another type, throws for an unknown scope or an ambiguous external id', () => {
     const index = TenantIndex.fromSnapshot(snapshot);
     expect(lookupResources(index, { ...q, actor: { subjectId: 'subject_zz' } }, options).resources).toEqual([]);

@@ -26,7 +26,7 @@ import { ScopeNotFoundError } from './errors.js';
 import { candidatesFor } from './lookup-candidates.js';
 import type { Resource } from './model.js';
 import { subjectByExternalId } from './subject-ref.js';
-import type { TenantIndex } from './tenant-index/mod.js';
+import type { ResourceNode, TenantIndex } from './tenant-index/mod.js';
 import { firstAfter } from './tenant-index/resource-order.js';
 
 export interface LookupResourcesQuery {
@@ -46,9 +46,24 @@ export interface LookupResourcesQuery {
 /** Decisions one page may make: a page ends there, short, with a cursor (about 20–40 ms). */
 export const LOOKUP_MAX_VISITS = 20_000;
 
+/**
+ * A listed resource: the fields a listing answers with, read from the resource's node (a full
+ * row would also build its `createdAt` string and copy its attributes, for nothing).
+ */
+export type ListedResource = Pick<Resource, 'id' | 'externalResourceId' | 'resourceTypeId' | 'ownerScopeId'> & {
+  /** The resource type's key. */
+  resourceType: string;
+};
+
+/** A node whose resource exists, as a listing answers it. */
+function listed(node: ResourceNode): ListedResource {
+  const type = node.type as NonNullable<ResourceNode['type']>;
+  return { id: node.id, externalResourceId: node.ext as string, resourceTypeId: type.id, resourceType: type.key ?? '', ownerScopeId: node.owner as string };
+}
+
 export interface LookupResourcesPage {
   /** The allowed resources of this page, by id. */
-  resources: Resource[];
+  resources: ListedResource[];
   /**
    * Set when more may follow: the `after` of the next page (the last resource visited, which a
    * page ended by its visit budget may not list).
@@ -95,13 +110,13 @@ export function lookupResources(
   const nodes = candidates ?? index.resourcesInIdOrder(query.resourceType);
   const request: EvaluateRequest = { actor, scopeId: query.scopeId, action: query.action, resource: { resourceId: '' }, context: query.context };
   const resourceRef = request.resource as { resourceId: string };
-  const resources: Resource[] = [];
+  const resources: ListedResource[] = [];
   const start = query.after === undefined ? 0 : firstAfter(nodes, query.after);
   let i = start;
   const end = Math.min(nodes.length, i + maxVisits);
   for (; i < end && resources.length < pageSize; i++) {
     resourceRef.resourceId = nodes[i].id;
-    if (evaluate(index, request, options).allowed) resources.push(index.resourceRow(nodes[i]));
+    if (evaluate(index, request, options).allowed) resources.push(listed(nodes[i]));
   }
   const page: LookupResourcesPage = { resources, revision, via: candidates === undefined ? 'walk' : 'candidates', visited: i - start };
   if (i < nodes.length) page.last = nodes[i - 1].id;

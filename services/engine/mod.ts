@@ -27,7 +27,7 @@ export {
   BATCH_MAX_OPERATIONS,
   BUDGET_EXHAUSTED,
 } from './budget.js';
-export { lookupResources, type LookupResourcesQuery, type LookupResourcesPage } from './lookup.js';
+export { lookupResources, type ListedResource, type LookupResourcesQuery, type LookupResourcesPage } from './lookup.js';
 export { grantOf, lookupSubjects, type LookupSubjectsQuery, type LookupSubjectsPage, type SubjectGrant } from './lookup-subjects.js';
 export { effectivePermissions, type EffectivePermission, type EffectivePermissionsQuery } from './effective.js';
 export {

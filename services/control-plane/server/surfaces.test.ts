@@ -10,7 +10,9 @@ import * as http2 from 'node:http2';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { create, fromJson, toBinary, type DescMessage, type JsonObject } from '@bufbuild/protobuf';
-import { EvaluateBatchRequestSchema, EvaluateRequestSchema, GetEffectivePermissionsRequestSchema } from '../../../gen/authz/v1/decision_service_pb.js';
+import {
+  EvaluateBatchRequestSchema, EvaluateRequestSchema, GetEffectivePermissionsRequestSchema, LookupResourcesRequestSchema, LookupSubjectsRequestSchema,
+} from '../../../gen/authz/v1/decision_service_pb.js';
 import { CreateMembershipRequestSchema } from '../../../gen/authz/v1/membership_service_pb.js';
 import { CreateRoleRequestSchema } from '../../../gen/authz/v1/role_service_pb.js';
 import { CreateTenantRequestSchema } from '../../../gen/authz/v1/tenancy_service_pb.js';
@@ -67,6 +69,10 @@ describeEachBackend('the control plane\'s decision surfaces on %s', (backend) =>
     await platform('POST', '/role-permissions', { roleId: role.id, permissionId: perm.id });
     const m = await platform('POST', '/memberships', { subjectId: ids.alice, scopeId: ids.root });
     await platform('POST', '/role-assignments', { membershipId: m.id, roleId: role.id });
+    // A second reader with a non-ASCII external id, for the listings.
+    ids.carol = (await platform('POST', '/subjects', { tenantId: ids.tenant, type: 'user', externalId: 'çarol-😀' })).id as string;
+    const mc = await platform('POST', '/memberships', { subjectId: ids.carol, scopeId: ids.root });
+    await platform('POST', '/role-assignments', { membershipId: mc.id, roleId: role.id });
     ids.role = role.id as string;
     const type = await platform('POST', '/resource-types', { name: 'Doc', key: 'doc', scopeId: ids.root });
     ids.doc1 = (await platform('POST', '/resources', { resourceTypeId: type.id, ownerScopeId: ids.root, externalResourceId: 'doc-1' })).id as string;
@@ -326,6 +332,47 @@ describeEachBackend('the control plane\'s decision surfaces on %s', (backend) =>
       ['gzip gRPC-Web two compressed messages', () => ['/authz.v1.DecisionService/Evaluate', { ...grpcWeb, ...auth(keys.service), 'grpc-encoding': 'gzip' }, Buffer.concat([0, 0].map(() => envelope(gzipSync(toBinary(EvaluateRequestSchema, create(EvaluateRequestSchema, evaluateBody() as never))), 1)))]],
       ['br gRPC-Web JSON bad field', () => ['/authz.v1.DecisionService/Evaluate', { 'content-type': 'application/grpc-web+json', 'x-grpc-web': '1', ...auth(keys.service), 'grpc-encoding': 'br' }, envelope(brotliCompressSync(JSON.stringify({ ...read(), bogus: 1 })), 1)]],
     ];
+    // The listings: pages with and without a cursor, the last (empty) page, explained grants.
+    const subjectsBody = (extra: Record<string, unknown> = {}) => ({ scopeId: ids.root, action: 'read', resource: { resourceId: ids.doc1 }, ...extra });
+    const resourcesBody = (extra: Record<string, unknown> = {}) => ({ actor: { subjectId: ids.alice }, scopeId: ids.root, action: 'read', ...extra });
+    /** The cursor of a first page of one (the listing's own, the same at both processes). */
+    const cursorOf = async (path: string, body: unknown) =>
+      (await fetch(cp.url + path, { method: 'POST', headers: { ...json, ...auth(keys.service) }, body: JSON.stringify(body) })).headers.get('x-next-cursor') ?? '';
+    const subjectsBinary = (extra: Record<string, unknown> = {}) => toBinary(LookupSubjectsRequestSchema, create(LookupSubjectsRequestSchema, subjectsBody(extra) as never));
+    const resourcesBinary = (extra: Record<string, unknown> = {}) => toBinary(LookupResourcesRequestSchema, create(LookupResourcesRequestSchema, resourcesBody(extra) as never));
+    const SUBJECTS = '/authz.v1.DecisionService/LookupSubjects';
+    const RESOURCES = '/authz.v1.DecisionService/LookupResources';
+    const listingCalls: [string, () => Promise<[string, Record<string, string>, string | Uint8Array]>][] = [
+      ['REST subjects explained', async () => ['/lookup/subjects', { ...json, ...auth(keys.service) }, JSON.stringify(subjectsBody({ explain: true }))]],
+      ['REST subjects, a first page with a cursor', async () => ['/lookup/subjects', { ...json, ...auth(keys.service) }, JSON.stringify(subjectsBody({ pageSize: 1 }))]],
+      ['REST subjects, the last page', async () => ['/lookup/subjects', { ...json, ...auth(keys.service) }, JSON.stringify(subjectsBody({ pageSize: 1, cursor: await cursorOf('/lookup/subjects', subjectsBody({ pageSize: 1 })) }))]],
+      ['REST subjects, an unknown resource (empty)', async () => ['/lookup/subjects', { ...json, ...auth(keys.service) }, JSON.stringify(subjectsBody({ resource: { resourceId: 'resource_nowhere' } }))]],
+      ['REST resources', async () => ['/lookup/resources', { ...json, ...auth(keys.service) }, JSON.stringify(resourcesBody())]],
+      ['REST resources, none', async () => ['/lookup/resources', { ...json, ...auth(keys.service) }, JSON.stringify(resourcesBody({ actor: { subjectId: ids.bob } }))]],
+      ['REST bad page size', async () => ['/lookup/subjects', { ...json, ...auth(keys.service) }, JSON.stringify(subjectsBody({ pageSize: 1001 }))]],
+      ['REST a cursor of another listing', async () => ['/lookup/resources', { ...json, ...auth(keys.service) }, JSON.stringify(resourcesBody({ cursor: await cursorOf('/lookup/subjects', subjectsBody({ pageSize: 1 })) }))]],
+      ['REST user key', async () => ['/lookup/subjects', { ...json, ...auth(keys.user) }, JSON.stringify(subjectsBody())]],
+      ['gzip REST subjects explained', async () => ['/lookup/subjects', { ...json, ...auth(keys.service), 'content-encoding': 'gzip' }, gzipSync(JSON.stringify(subjectsBody({ explain: true })))]],
+      ['Connect JSON subjects explained', async () => [SUBJECTS, { ...json, ...auth(keys.service) }, JSON.stringify(subjectsBody({ explain: true }))]],
+      ['Connect JSON subjects, proto names and an int32 as a string', async () => [SUBJECTS, { ...json, ...auth(keys.service) }, JSON.stringify({ scope_id: ids.root, action: 'read', page_size: '1', subject_type: 'user' })]],
+      ['Connect JSON resources, the last page', async () => [RESOURCES, { ...json, ...auth(keys.service) }, JSON.stringify(resourcesBody({ cursor: await cursorOf('/lookup/resources', resourcesBody({ pageSize: 1 })), pageSize: 1 }))]],
+      ['Connect JSON context too deep', async () => [SUBJECTS, { ...json, ...auth(keys.service) }, JSON.stringify(subjectsBody({ context: JSON.parse(`${'{"a":'.repeat(70)}1${'}'.repeat(70)}`) as unknown }))]],
+      ['Connect JSON a NUL byte in the context', async () => [RESOURCES, { ...json, ...auth(keys.service) }, JSON.stringify(resourcesBody({ context: { 'k\u0000': 1 } }))]],
+      ['Connect JSON another tenant', async () => [RESOURCES, { ...json, ...auth(keys.service) }, JSON.stringify(resourcesBody({ scopeId: ids.otherRoot }))]],
+      ['Connect binary subjects explained', async () => [SUBJECTS, { 'content-type': 'application/proto', ...auth(keys.service) }, subjectsBinary({ explain: true })]],
+      ['Connect binary resources with a cursor', async () => [RESOURCES, { 'content-type': 'application/proto', ...auth(keys.service) }, resourcesBinary({ pageSize: 1 })]],
+      ['gRPC-Web subjects explained', async () => [SUBJECTS, { ...grpcWeb, ...auth(keys.service) }, envelope(subjectsBinary({ explain: true, pageSize: 1 }))]],
+      ['gRPC-Web JSON resources', async () => [RESOURCES, { 'content-type': 'application/grpc-web+json', 'x-grpc-web': '1', ...auth(keys.service) }, envelope(Buffer.from(JSON.stringify(resourcesBody())))]],
+      ['gRPC-Web bad cursor', async () => [SUBJECTS, { ...grpcWeb, ...auth(keys.service) }, envelope(subjectsBinary({ cursor: 'not a cursor' }))]],
+    ];
+    for (const [name, call] of listingCalls) {
+      it(`listing: ${name}`, async ({ skip }) => {
+        if (!plain) return skip();
+        const [path, headers, body] = await call();
+        const [lean, reference] = [await h1(cp.url, path, headers, body), await h1(plain.server.url, path, headers, body)];
+        expect(lean).toEqual(reference);
+      });
+    }
     for (const [name, call] of calls) {
       it(name, async ({ skip }) => {
         if (!plain) return skip();
@@ -342,6 +389,10 @@ describeEachBackend('the control plane\'s decision surfaces on %s', (backend) =>
       ['gzip gRPC allow', () => ['Evaluate', gzipSync(toBinary(EvaluateRequestSchema, create(EvaluateRequestSchema, evaluateBody() as never))), { ...auth(keys.service), 'grpc-encoding': 'gzip' }, 1]],
       ['gzip gRPC explained batch', () => ['EvaluateBatch', gzipSync(toBinary(EvaluateBatchRequestSchema, create(EvaluateBatchRequestSchema, explainedBatch() as never))), { ...auth(keys.service), 'grpc-encoding': 'gzip' }, 1]],
       ['gzip gRPC not gzip', () => ['Evaluate', Buffer.from('not gzip'), { ...auth(keys.service), 'grpc-encoding': 'gzip' }, 1]],
+      ['gRPC subjects explained', () => ['LookupSubjects', subjectsBinary({ explain: true }), auth(keys.service)]],
+      ['gRPC subjects with a cursor', () => ['LookupSubjects', subjectsBinary({ pageSize: 1 }), auth(keys.service)]],
+      ['gRPC resources', () => ['LookupResources', resourcesBinary(), auth(keys.service)]],
+      ['gRPC resources, a bad page size', () => ['LookupResources', resourcesBinary({ pageSize: -1 }), auth(keys.service)]],
     ];
     for (const [name, call] of grpcCalls) {
       it(name, async ({ skip }) => {
