@@ -16,6 +16,19 @@ import type { TenantIndex } from '../engine/mod.js';
 import { constraint, invalid } from '../common/errors.js';
 import type { CallSignal, DecisionSource, Freshness } from './decide.js';
 
+/** A listing page's size when the request gives none, and the most it may ask. */
+export const DEFAULT_PAGE_SIZE = 100;
+export const MAX_PAGE_SIZE = 1000;
+
+/** A listing request's `pageSize`: 1 to MAX_PAGE_SIZE; 0 or absent means DEFAULT_PAGE_SIZE. */
+export function pageSizeOf(raw: unknown): number {
+  const size = raw ?? 0;
+  if (typeof size !== 'number' || !Number.isInteger(size) || size < 0 || size > MAX_PAGE_SIZE) {
+    throw invalid('pageSize', `must be an integer from 1 to ${MAX_PAGE_SIZE} (0 or absent: ${DEFAULT_PAGE_SIZE})`);
+  }
+  return size === 0 ? DEFAULT_PAGE_SIZE : size;
+}
+
 /** What a listing lists: part of every cursor's digest. */
 export type ListingKind = 'resources' | 'subjects';
 
@@ -69,10 +82,11 @@ export function decodeCursor(text: string, kind: ListingKind, q: string, fields:
  * The index a page of a listing answers from: for a first page, as fresh as asked; for a later
  * one, at its cursor's revision (a process behind it waits for it, the control plane reads it
  * from the history once it has moved past it, a sidecar past it refuses). Nothing awaits after
- * it returns, so the index cannot move under the page.
+ * it returns, so the index cannot move under the page. `onTenant` learns the index's tenant.
  */
 export async function listingIndex<C>(
   source: DecisionSource<C>, caller: C, scopeId: string, freshness: Freshness, cursor: Cursor | undefined, deadline: number, signal?: CallSignal,
+  onTenant?: (tenantId: string) => void,
 ): Promise<TenantIndex> {
   const wanted: Freshness = cursor === undefined ? freshness : { minRevision: cursor.r, fullyConsistent: false, pinned: cursor.r };
   const index = await source.indexFor(caller, scopeId, '', wanted, deadline, signal);
@@ -82,6 +96,10 @@ export async function listingIndex<C>(
         'pages of one listing answer at one revision, so start the listing again without a cursor',
       'cursor',
     );
+  }
+  if (onTenant !== undefined) {
+    const tenantId = index.scope(scopeId)?.tenantId;
+    if (tenantId !== undefined) onTenant(tenantId);
   }
   return index;
 }

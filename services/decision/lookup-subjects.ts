@@ -5,11 +5,10 @@
  */
 import type { JsonObject } from '@bufbuild/protobuf';
 import { lookupSubjects, ScopeNotFoundError, type LookupSubjectsQuery, type SubjectGrant } from '../engine/mod.js';
-import { invalid, notFound } from '../common/errors.js';
+import { notFound } from '../common/errors.js';
 import { jsonObject, optionalString, requireString } from '../common/validate.js';
 import { freshnessOf, resourceRefOf, type CallSignal, type ConsistencyLike, type DecisionSource, type Freshness } from './decide.js';
-import { decodeCursor, encodeCursor, listingDigest, listingIndex, type Cursor } from './cursor.js';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './lookup.js';
+import { decodeCursor, encodeCursor, listingDigest, listingIndex, pageSizeOf, type Cursor } from './cursor.js';
 
 /** A LookupSubjects request as a decoded message or as its proto JSON. */
 export interface LookupSubjectsLike {
@@ -62,14 +61,9 @@ export function parseLookupSubjects(req: LookupSubjectsLike): LookupSubjectsInpu
     resource: resourceRefOf(req.resource, 'resource'),
     context: jsonObject(req.context ?? undefined, 'context'),
     subjectType: optionalString(req.subjectType, 'subjectType'),
-    pageSize: DEFAULT_PAGE_SIZE,
+    pageSize: pageSizeOf(req.pageSize),
     explain: req.explain === true,
   };
-  const size = req.pageSize ?? 0;
-  if (typeof size !== 'number' || !Number.isInteger(size) || size < 0 || size > MAX_PAGE_SIZE) {
-    throw invalid('pageSize', `must be an integer from 1 to ${MAX_PAGE_SIZE} (0 or absent: ${DEFAULT_PAGE_SIZE})`);
-  }
-  if (size > 0) query.pageSize = size;
   const freshness = freshnessOf(req.consistency, 'consistency');
   const d = digest(query);
   const cursor = req.cursor ? decodeCursor(req.cursor, 'subjects', d, 'scopeId, action, resource, subjectType and context') : undefined;
@@ -81,11 +75,7 @@ export async function lookupSubjectsFor<C>(
   source: DecisionSource<C>, caller: C, input: LookupSubjectsInput, deadline: number, signal?: CallSignal, onTenant?: (tenantId: string) => void,
 ): Promise<LookupSubjectsOut> {
   const { query, cursor } = input;
-  const index = await listingIndex(source, caller, query.scopeId, input.freshness, cursor, deadline, signal);
-  if (onTenant !== undefined) {
-    const tenantId = index.scope(query.scopeId)?.tenantId;
-    if (tenantId !== undefined) onTenant(tenantId);
-  }
+  const index = await listingIndex(source, caller, query.scopeId, input.freshness, cursor, deadline, signal, onTenant);
   try {
     const page = lookupSubjects(index, { ...query, after: cursor?.a }, { now: new Date(), gate: source.gate(index), onError: source.onEngineError });
     return {

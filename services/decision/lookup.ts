@@ -6,13 +6,10 @@
  */
 import type { JsonObject } from '@bufbuild/protobuf';
 import { AmbiguousSubjectError, lookupResources, ScopeNotFoundError, type LookupResourcesQuery } from '../engine/mod.js';
-import { invalid, notFound } from '../common/errors.js';
+import { notFound } from '../common/errors.js';
 import { jsonObject, optionalString, requireString } from '../common/validate.js';
 import { ambiguous, freshnessOf, subjectRef, type CallSignal, type ConsistencyLike, type DecisionSource, type Freshness } from './decide.js';
-import { decodeCursor, encodeCursor, listingDigest, listingIndex, type Cursor } from './cursor.js';
-
-export const DEFAULT_PAGE_SIZE = 100;
-export const MAX_PAGE_SIZE = 1000;
+import { decodeCursor, encodeCursor, listingDigest, listingIndex, pageSizeOf, type Cursor } from './cursor.js';
 
 /** A LookupResources request as a decoded message or as its proto JSON. */
 export interface LookupResourcesLike {
@@ -63,13 +60,8 @@ export function parseLookupResources(req: LookupResourcesLike): LookupInput {
     action: requireString(req.action, 'action'),
     resourceType: optionalString(req.resourceType, 'resourceType'),
     context: jsonObject(req.context ?? undefined, 'context'),
-    pageSize: DEFAULT_PAGE_SIZE,
+    pageSize: pageSizeOf(req.pageSize),
   };
-  const size = req.pageSize ?? 0;
-  if (typeof size !== 'number' || !Number.isInteger(size) || size < 0 || size > MAX_PAGE_SIZE) {
-    throw invalid('pageSize', `must be an integer from 1 to ${MAX_PAGE_SIZE} (0 or absent: ${DEFAULT_PAGE_SIZE})`);
-  }
-  if (size > 0) query.pageSize = size;
   const freshness = freshnessOf(req.consistency, 'consistency');
   const d = digest(query);
   const cursor = req.cursor ? decodeCursor(req.cursor, 'resources', d, 'actor, scopeId, action, resourceType and context') : undefined;
@@ -81,11 +73,7 @@ export async function lookupResourcesFor<C>(
   source: DecisionSource<C>, caller: C, input: LookupInput, deadline: number, signal?: CallSignal, onTenant?: (tenantId: string) => void,
 ): Promise<LookupResourcesOut> {
   const { query, cursor } = input;
-  const index = await listingIndex(source, caller, query.scopeId, input.freshness, cursor, deadline, signal);
-  if (onTenant !== undefined) {
-    const tenantId = index.scope(query.scopeId)?.tenantId;
-    if (tenantId !== undefined) onTenant(tenantId);
-  }
+  const index = await listingIndex(source, caller, query.scopeId, input.freshness, cursor, deadline, signal, onTenant);
   try {
     const page = lookupResources(index, { ...query, after: cursor?.a }, { now: new Date(), gate: source.gate(index), onError: source.onEngineError });
     return {

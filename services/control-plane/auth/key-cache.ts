@@ -79,17 +79,30 @@ export class CachedKeyVerifier implements KeyVerifier {
   /** The key's principal; null for an unknown, revoked or expired secret. Synchronous on a hit. */
   verify(secret: string): Principal | null | Promise<Principal | null> {
     if (!plausibleSecret(secret)) return null;
-    const prefix = prefixOf(secret);
     const digest = secretDigest(secret);
+    return this.find(prefixOf(secret), (candidates, now) => matchKey(candidates, digest, now));
+  }
+
+  /**
+   * The principal of the key with this id and prefix when it is active and unexpired, else null:
+   * the same cache, kept exact the same way, answering by id instead of by secret (a session
+   * verifies the key it was opened with on every request; sessions.ts).
+   */
+  verifyKeyId(prefix: string, keyId: string): Principal | null | Promise<Principal | null> {
+    return this.find(prefix, (candidates, now) => matchKeyId(candidates, keyId, now));
+  }
+
+  /** The key `match` picks among the prefix's stored keys: from the cache when it holds it, else read. */
+  private find(prefix: string, match: (candidates: readonly KeyCandidate[], now: number) => Principal | null): Principal | null | Promise<Principal | null> {
     if (!this.db.notifications.live) {
       this.bypasses++;
-      return this.read(prefix, false).then((c) => matchKey(c, digest, this.now()));
+      return this.read(prefix, false).then((c) => match(c, this.now()));
     }
     const entry = this.entries.get(prefix);
     if (entry !== undefined) {
       const now = this.now();
       if (now - entry.readAt < this.maxAgeMs) {
-        const found = matchKey(entry.candidates, digest, now);
+        const found = match(entry.candidates, now);
         if (found) {
           this.hits++;
           // Most recently used last.
@@ -100,34 +113,7 @@ export class CachedKeyVerifier implements KeyVerifier {
       }
     }
     this.misses++;
-    return this.read(prefix, true).then((c) => matchKey(c, digest, this.now()));
-  }
-
-  /**
-   * The principal of the key with this id and prefix when it is active and unexpired, else null:
-   * the same cache, kept exact the same way, answering by id instead of by secret (a session
-   * verifies the key it was opened with on every request; sessions.ts).
-   */
-  verifyKeyId(prefix: string, keyId: string): Principal | null | Promise<Principal | null> {
-    if (!this.db.notifications.live) {
-      this.bypasses++;
-      return this.read(prefix, false).then((c) => matchKeyId(c, keyId, this.now()));
-    }
-    const entry = this.entries.get(prefix);
-    if (entry !== undefined) {
-      const now = this.now();
-      if (now - entry.readAt < this.maxAgeMs) {
-        const found = matchKeyId(entry.candidates, keyId, now);
-        if (found) {
-          this.hits++;
-          this.entries.delete(prefix);
-          this.entries.set(prefix, entry);
-          return found;
-        }
-      }
-    }
-    this.misses++;
-    return this.read(prefix, true).then((c) => matchKeyId(c, keyId, this.now()));
+    return this.read(prefix, true).then((c) => match(c, this.now()));
   }
 
   /** Forgets a prefix (a key with it was written). */
