@@ -86,7 +86,7 @@ try {
   const presentUs = micros(() => evaluate(present, request, { now, gate: 'off' }));
   console.log(`present: one decision ${presentUs.toFixed(2)} µs`);
 
-  const past = new PastIndexes(cp.db, { maxIndexes: 2 });
+  const past = new PastIndexes(cp.db, { maxIndexes: 2, maxRows: 10_000_000 });
   const at = { time: new Date(Date.now() - month + 60_000), field: 'consistency.atTime' };
   t = performance.now();
   const pastRevision = await past.revisionOf(tenantId, at);

@@ -72,7 +72,7 @@ export async function createTestApp(backend: Backend, options: { gate?: GateMode
   const db = await openTestDatabase(backend);
   const deps: Deps = {
     db,
-    decision: new ControlPlaneSource(new TenantIndexes(db, { minRevisionWaitMs: 200, maxRows: options.indexMaxRows ?? 5_000_000 }), new PastIndexes(db, { maxIndexes: 2 }), options.gate ?? 'off'),
+    decision: new ControlPlaneSource(new TenantIndexes(db, { minRevisionWaitMs: 200, maxRows: options.indexMaxRows ?? 5_000_000 }), new PastIndexes(db, { maxIndexes: 2, maxRows: 5_000_000 }), options.gate ?? 'off'),
   };
   return {
     db,

@@ -121,7 +121,7 @@ export async function startControlPlane(
     const watchKeys = new KeyGuard(verifier, db.notifications, internal.watchKeyCheckMs ?? 1_000, (err) => logger.debug({ err }, 'a Watch stream\'s key could not be checked; checked again later'));
     const deps: Deps = {
       db,
-      decision: new ControlPlaneSource(indexes, new PastIndexes(db, { maxIndexes: PAST_INDEXES_KEPT }), config.resourceScopeGate, (err) => logger.error({ err }, 'evaluation failed; denied'), decisionCounter(registry), decisionLog),
+      decision: new ControlPlaneSource(indexes, new PastIndexes(db, { maxIndexes: PAST_INDEXES_KEPT, maxRows: config.indexMaxRows }), config.resourceScopeGate, (err) => logger.error({ err }, 'evaluation failed; denied'), decisionCounter(registry), decisionLog),
       watch: watch.hub,
       watchKeys,
     };

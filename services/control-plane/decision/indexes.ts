@@ -200,7 +200,8 @@ export class TenantIndexes {
   }
 }
 
-function rowCount(index: TenantIndex): number {
+/** The rows an index holds, of every kind. */
+export function rowCount(index: TenantIndex): number {
   let n = 0;
   for (const kind of ENTITY_KINDS) n += index.count(kind);
   return n;

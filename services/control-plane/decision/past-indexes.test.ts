@@ -14,6 +14,7 @@ import { changesAfter } from '../../store/change-log.js';
 import { compactChangeLog } from '../../store/compaction.js';
 import { changeLogData, type KindName, type Row } from '../../store/kinds.js';
 import { runWrite } from '../../store/write.js';
+import { PastIndexes } from './past-indexes.js';
 import { createTestApp, describeEachBackend, seedTenant, type TestApp } from '../../../test/harness.js';
 import { mulberry32 } from '../../../test/seeded-random.js';
 
@@ -128,6 +129,9 @@ describeEachBackend('point-in-time decisions on %s (seed ' + SEED + ')', (backen
   const revisions: number[] = [];
 
   beforeAll(async () => {
+    // The rows each backend's database holds (the two backends' suites run one after the other).
+    on.clear();
+    stored.clear();
     app = await createTestApp(backend);
     await app.db.notifications.start();
     await seedTenant(app.db, TENANT);
@@ -211,6 +215,23 @@ describeEachBackend('point-in-time decisions on %s (seed ' + SEED + ')', (backen
       expect(ids).toEqual(RESOURCES.filter((_, i) => before[i].allowed).sort());
     }
   }, 120_000);
+
+  it('keeps past indexes within their row budget, the one just built always', async () => {
+    const [a, b] = [revisions[2], revisions[5]];
+    const tight = new PastIndexes(app.db, { maxIndexes: 4, maxRows: 1 });
+    await tight.at(TENANT, a, 'f');
+    await tight.at(TENANT, a, 'f');
+    expect(tight.builds).toBe(1);
+    await tight.at(TENANT, b, 'f');
+    await tight.at(TENANT, a, 'f');
+    expect(tight.builds).toBe(3);
+    const roomy = new PastIndexes(app.db, { maxIndexes: 4, maxRows: 1_000_000 });
+    for (const r of [a, b, a, b]) await roomy.at(TENANT, r, 'f');
+    expect(roomy.builds).toBe(2);
+    const few = new PastIndexes(app.db, { maxIndexes: 1, maxRows: 1_000_000 });
+    for (const r of [a, b, a]) await few.at(TENANT, r, 'f');
+    expect(few.builds).toBe(3);
+  });
 
   it('refuses what it cannot answer, naming the field', async () => {
     const c = app.client(DecisionService);

@@ -18,6 +18,7 @@ import { entitiesBefore, historyBounds, revisionAtTime, type HistoryBounds } fro
 import { changeLogData, messageToChangeData } from '../../store/kinds.js';
 import { tenantRows } from '../../store/tenant-rows.js';
 import { ENGINE_STORE_KINDS } from '../engine-kinds.js';
+import { rowCount } from './indexes.js';
 
 const ENGINE_KINDS = new Set<string>(ENTITY_KINDS);
 
@@ -30,12 +31,19 @@ export const PAST_INDEXES_KEPT = 4;
 export interface PastIndexOptions {
   /** Past indexes kept at once (each as large as its tenant's index). */
   maxIndexes: number;
+  /**
+   * Rows the kept past indexes may hold together (`SERVICE_INDEX_MAX_ROWS`, a budget of their own
+   * beside the present indexes'); the one just built is kept whatever its size.
+   */
+  maxRows: number;
 }
 
 /** Builds and keeps tenants' indexes at past revisions. */
 export class PastIndexes {
   /** `tenant@revision` → the index being built or built, least recently used first. */
-  private readonly kept = new Map<string, Promise<TenantIndex>>();
+  private readonly kept = new Map<string, { index: Promise<TenantIndex>; rows: number }>();
+  /** Rows of the kept indexes that are built. */
+  private rows = 0;
   /** Past indexes built since start (metrics and tests). */
   builds = 0;
 
@@ -66,19 +74,37 @@ export class PastIndexes {
   /** The tenant's index at `revision` (a revision revisionOf returned, or a listing's). */
   at(tenantId: string, revision: number, field: string): Promise<TenantIndex> {
     const key = `${tenantId}@${revision}`;
-    let p = this.kept.get(key);
-    if (p !== undefined) {
+    const hit = this.kept.get(key);
+    if (hit !== undefined) {
       this.kept.delete(key);
-      this.kept.set(key, p);
-      return p;
+      this.kept.set(key, hit);
+      return hit.index;
     }
-    p = this.build(tenantId, revision, field);
-    this.kept.set(key, p);
-    p.catch(() => {
-      if (this.kept.get(key) === p) this.kept.delete(key);
-    });
-    while (this.kept.size > this.opts.maxIndexes) this.kept.delete(this.kept.keys().next().value as string);
-    return p;
+    const entry = { index: this.build(tenantId, revision, field), rows: 0 };
+    this.kept.set(key, entry);
+    entry.index.then(
+      (index) => {
+        if (this.kept.get(key) !== entry) return;
+        entry.rows = rowCount(index);
+        this.rows += entry.rows;
+        this.trim(key);
+      },
+      () => {
+        if (this.kept.get(key) === entry) this.kept.delete(key);
+      },
+    );
+    this.trim(key);
+    return entry.index;
+  }
+
+  /** Drops the least recently used past indexes beyond `maxIndexes` or `maxRows`, never `keep`. */
+  private trim(keep: string): void {
+    for (const [key, e] of this.kept) {
+      if (this.kept.size <= this.opts.maxIndexes && this.rows <= this.opts.maxRows) return;
+      if (key === keep) continue;
+      this.kept.delete(key);
+      this.rows -= e.rows;
+    }
   }
 
   private async bounds(tenantId: string): Promise<HistoryBounds> {
