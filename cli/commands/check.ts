@@ -68,17 +68,34 @@ export async function resolved<T>(option: string, value: string, idOption: strin
   }
 }
 
-async function check(ctx: CliContext, o: CheckOptions): Promise<number> {
+/** The options that name who asks and where (`check`, `plan-resources`). */
+export interface ActorScopeOptions {
+  subject?: string;
+  subjectType?: string;
+  subjectId?: string;
+  scope?: string;
+  scopeId?: string;
+}
+
+/** The request's actor and scope id from the options, a scope path resolved in the tenant. */
+export async function actorAndScope(ctx: CliContext, o: ActorScopeOptions): Promise<{ actor: { subjectId?: string; externalId?: string; subjectType?: string }; scopeId: string }> {
   if (o.subject === undefined && o.subjectId === undefined) throw new UsageError('give the subject: --subject EXTERNAL_ID or --subject-id ID');
   if (o.scope === undefined && o.scopeId === undefined) throw new UsageError('give the scope: --scope PATH (with --tenant) or --scope-id ID');
   const tenant = o.scope !== undefined ? ctx.requireTenant('--scope PATH') : undefined;
   const client = ctx.client();
   const scopeId = o.scopeId ?? (await resolved('--scope', o.scope!, '--scope-id', () => client.resolveScopePath(tenant!, o.scope!))).id;
+  const actor = {
+    ...(o.subjectId !== undefined ? { subjectId: o.subjectId } : { externalId: o.subject! }),
+    ...(o.subjectType !== undefined ? { subjectType: o.subjectType } : {}),
+  };
+  return { actor, scopeId };
+}
+
+async function check(ctx: CliContext, o: CheckOptions): Promise<number> {
+  const { actor, scopeId } = await actorAndScope(ctx, o);
+  const client = ctx.client();
   const request: MessageInitShape<typeof EvaluateRequestSchema> = {
-    actor: {
-      ...(o.subjectId !== undefined ? { subjectId: o.subjectId } : { externalId: o.subject! }),
-      ...(o.subjectType !== undefined ? { subjectType: o.subjectType } : {}),
-    },
+    actor,
     scopeId,
     action: o.action,
     explain: o.explain === true,

@@ -10,14 +10,9 @@ import { PlanResourcesResponseSchema, type PlanResourcesRequestSchema } from '..
 import type { CliContext } from '../context.js';
 import { UsageError } from '../exit.js';
 import { positiveInteger, type CliCommand } from '../command.js';
-import { contextOption, resolved } from './check.js';
+import { actorAndScope, contextOption, type ActorScopeOptions } from './check.js';
 
-interface PlanResourcesOptions {
-  subject?: string;
-  subjectType?: string;
-  subjectId?: string;
-  scope?: string;
-  scopeId?: string;
+interface PlanResourcesOptions extends ActorScopeOptions {
   action: string;
   type: string;
   context?: JsonObject;
@@ -64,17 +59,11 @@ export function conditionText(node: JsonObject, indent = ''): string {
 }
 
 async function planResources(ctx: CliContext, o: PlanResourcesOptions): Promise<void> {
-  if (o.subject === undefined && o.subjectId === undefined) throw new UsageError('give the subject: --subject EXTERNAL_ID or --subject-id ID');
-  if (o.scope === undefined && o.scopeId === undefined) throw new UsageError('give the scope: --scope PATH (with --tenant) or --scope-id ID');
   const columns = columnsOf(o.column);
-  const tenant = o.scope !== undefined ? ctx.requireTenant('--scope PATH') : undefined;
+  const { actor, scopeId } = await actorAndScope(ctx, o);
   const client = ctx.client();
-  const scopeId = o.scopeId ?? (await resolved('--scope', o.scope!, '--scope-id', () => client.resolveScopePath(tenant!, o.scope!))).id;
   const request: MessageInitShape<typeof PlanResourcesRequestSchema> = {
-    actor: {
-      ...(o.subjectId !== undefined ? { subjectId: o.subjectId } : { externalId: o.subject! }),
-      ...(o.subjectType !== undefined ? { subjectType: o.subjectType } : {}),
-    },
+    actor,
     scopeId,
     action: o.action,
     resourceType: o.type,
