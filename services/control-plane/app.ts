@@ -29,6 +29,7 @@ import type { WatchLimits } from './watch/stream.js';
 import { DecisionLog } from '../decision/log.js';
 import { startTracing, type Tracing } from '../transport/tracing.js';
 import openApi from './openapi.json' with { type: 'json' };
+import { consoleRoute, loadConsoleAssets, type ConsoleAssets } from './console/assets.js';
 
 /** The lean paths in order (each takes its requests or returns false); undefined when none is on. */
 function leanPaths(paths: (StartServerOptions['leanPath'] | undefined)[]): StartServerOptions['leanPath'] {
@@ -115,7 +116,7 @@ export async function startControlPlane(
     const verifier = new CachedKeyVerifier(db);
     keyCacheMetrics(registry, verifier);
     const sessions = new Sessions(db, verifier, {
-      idleMs: config.sessionIdleMinutes * 60_000, maxMs: config.sessionMaxHours * 3_600_000, secure: tls !== undefined, now: internal.sessionClock,
+      idleMs: config.sessionIdleMinutes * 60_000, maxMs: config.sessionMaxHours * 3_600_000, secure: config.sessionSecureCookie ?? tls !== undefined, now: internal.sessionClock,
     });
     const watch = startWatch(db, config, registry, logger, internal.watch, () => sessions.sweep());
     const watchKeys = new KeyGuard(verifier, db.notifications, internal.watchKeyCheckMs ?? 1_000, (err) => logger.debug({ err }, 'a Watch stream\'s key could not be checked; checked again later'));
@@ -134,6 +135,7 @@ export async function startControlPlane(
       authenticate: apiKeyCaller(verifier, sessions),
       interceptors: [authInterceptor(verifier, sessions)],
       httpRoutes: { [SESSION_PATH]: sessionRoute(sessions) },
+      pages: config.console ? consoleRoute(consoleAssets(logger)) : undefined,
       direct: internal.directWrites === false ? undefined : directMethods(deps),
       leanPath: leanPaths([
         internal.leanDecisions === false ? undefined : controlPlaneLeanPath({ source: deps.decision, verifier, sessions, logger, registry, tracing }),
@@ -175,4 +177,11 @@ export async function startControlPlane(
 /** Exports the last spans and writes the last decision-log lines. */
 async function shutdownObservability(tracing: Tracing | undefined, decisionLog: DecisionLog | undefined): Promise<void> {
   await Promise.all([tracing?.shutdown(), decisionLog?.close()]);
+}
+
+/** The console's build, read once; a warning (and a 503 page) when it is missing. */
+function consoleAssets(logger: Logger): ConsoleAssets | undefined {
+  const assets = loadConsoleAssets();
+  if (assets === undefined) logger.warn('the console is not built (no dist/console/index.html): run `npm run build:console`; /console/ answers 503 until then');
+  return assets;
 }

@@ -20,6 +20,7 @@ describe('loadConfig', () => {
       indexMaxRows: 5_000_000,
       sessionIdleMinutes: 30,
       sessionMaxHours: 12,
+      console: true,
       logLevel: 'info',
       decisionLog: { kind: 'off' },
       decisionLogSample: 1,

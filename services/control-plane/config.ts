@@ -51,6 +51,13 @@ export interface Config {
   readonly sessionIdleMinutes: number;
   /** A console session ends this long after sign-in, however much it is used, hours. */
   readonly sessionMaxHours: number;
+  /**
+   * Mark the session cookie `Secure` (and name it `__Host-…`): undefined follows the listener
+   * (TLS on: yes); true behind a proxy that terminates TLS.
+   */
+  readonly sessionSecureCookie?: boolean;
+  /** Serve the web console under /console/. */
+  readonly console: boolean;
   readonly logLevel: LogLevel;
   /** Where decisions are logged, one JSON line each (services/decision/log.ts); off by default. */
   readonly decisionLog: DecisionLogTarget;
@@ -94,6 +101,8 @@ const SETTINGS = [
   { key: 'corsOrigins', variable: 'SERVICE_CORS_ORIGINS', parse: origins },
   { key: 'sessionIdleMinutes', variable: 'SERVICE_SESSION_IDLE_MINUTES', parse: integer(1, 10_080), default: 30 },
   { key: 'sessionMaxHours', variable: 'SERVICE_SESSION_MAX_HOURS', parse: integer(1, 720), default: 12 },
+  { key: 'sessionSecureCookie', variable: 'SERVICE_SESSION_SECURE_COOKIE', parse: bool },
+  { key: 'console', variable: 'SERVICE_CONSOLE', parse: bool, default: true },
   { key: 'logLevel', variable: 'SERVICE_LOG_LEVEL', parse: oneOf(LOG_LEVELS), default: 'info' },
   { key: 'decisionLog', variable: 'SERVICE_DECISION_LOG', parse: decisionLogTarget, default: { kind: 'off' } },
   { key: 'decisionLogSample', variable: 'SERVICE_DECISION_LOG_SAMPLE', parse: decimal(0, 1), default: 1 },

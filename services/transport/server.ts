@@ -117,6 +117,11 @@ export interface StartServerOptions {
    * its own credentials included.
    */
   httpRoutes?: Readonly<Record<string, (req: NodeServerRequest, res: NodeServerResponse) => Promise<void>>>;
+  /**
+   * Pages by path prefix (the console's static files, console/assets.ts), tried after
+   * `httpRoutes`: true when it answered the request.
+   */
+  pages?: (req: NodeServerRequest, res: NodeServerResponse, path: string) => boolean;
   /** The OpenAPI document (JSON text) served at `GET /openapi.json` without credentials; none when unset. */
   openApi?: string;
   /** Origins allowed to call from a browser (CORS, see cors.ts); none: no CORS headers. */
@@ -521,6 +526,7 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
       });
       return;
     }
+    if (opts.pages !== undefined && opts.pages(req, res, path)) return;
     const probe = probes[path];
     if (probe) {
       if (req.method !== 'GET' && req.method !== 'HEAD') {

@@ -1,0 +1,16 @@
+/**
+ * The views of a tenant, in the order the navigation shows them. Each loads on demand, so the
+ * console's first load carries only the shell and the sign-in.
+ */
+import { lazy, type ComponentType, type LazyExoticComponent } from 'react';
+
+export interface TenantView {
+  /** The path under `/console/t/<tenant>/`. */
+  readonly path: string;
+  readonly title: string;
+  readonly component: LazyExoticComponent<ComponentType>;
+}
+
+export const TENANT_VIEWS: readonly TenantView[] = [
+  { path: 'scopes', title: 'Scopes', component: lazy(() => import('./scopes.js')) },
+];
