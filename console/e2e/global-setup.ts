@@ -18,7 +18,7 @@ import type { Backend, Backends } from './backends.js';
 const ROOT = resolve(import.meta.dirname, '../..');
 const PLATFORM_KEY = `azk_console_e2e_${'k'.repeat(32)}`;
 
-async function api<T>(url: string, path: string, body: unknown, key = PLATFORM_KEY): Promise<T> {
+export async function api<T>(url: string, path: string, body: unknown, key = PLATFORM_KEY): Promise<T> {
   const res = await fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify(body) });
   if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
   return (await res.json()) as T;
@@ -29,7 +29,7 @@ async function seed(url: string, name: string): Promise<Backend> {
   await promisify(execFile)(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'apply', '-f', 'examples/documents/model.yaml', '--yes'], {
     cwd: ROOT, env: { ...process.env, AUTHZ_URL: url, AUTHZ_API_KEY: PLATFORM_KEY, AUTHZ_TENANT: tenant.id },
   });
-  const user = await api<{ secretKey: string; apiKey: { id: string } }>(url, '/api-keys', { name: 'console e2e user', kind: 'user', tenantId: tenant.id });
+  const user = await api<{ secretKey: string; id: string }>(url, '/api-keys', { name: 'console e2e user', kind: 'user', tenantId: tenant.id });
   return { url, platformKey: PLATFORM_KEY, tenantId: tenant.id, rootScopeId: tenant.scopeId, userKey: user.secretKey };
 }
 
