@@ -2,7 +2,9 @@
  * `GET /` on both processes: a small JSON pointer to the API document and the probes instead of
  * a bare 404, without credentials; every path it names answers.
  */
+import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { defaultConsoleDir } from '../control-plane/console/assets.js';
 import { pino } from 'pino';
 import { startSidecar, type Sidecar } from '../../sidecar/app.js';
 import { ROWS, TENANT, scriptedControlPlane, snapshot } from '../../test/scripted-control-plane.js';
@@ -40,13 +42,21 @@ describe('GET / points at the API document and the probes', () => {
     await cp?.close();
   });
 
-  it('on the control plane: the OpenAPI document, health, readiness and metrics, with no key', async () => {
+  it('on the control plane: the OpenAPI document, health, readiness, metrics and the console, with no key', async () => {
+    // `npm test` builds the console first; run alone without a build, /console/ says so with a 503.
+    const built = existsSync(`${defaultConsoleDir()}/index.html`);
     expect(await followPointer(cp.server.url)).toEqual({
       status: 200,
       type: 'application/json',
-      body: { service: 'authz control plane', docs: '/openapi.json', health: '/healthz', ready: '/readyz', metrics: '/metrics' },
-      linked: { '/openapi.json': 200, '/healthz': 200, '/readyz': 200, '/metrics': 200 },
+      body: { service: 'authz control plane', docs: '/openapi.json', health: '/healthz', ready: '/readyz', metrics: '/metrics', console: '/console/' },
+      linked: { '/openapi.json': 200, '/healthz': 200, '/readyz': 200, '/metrics': 200, '/console/': built ? 200 : 503 },
     });
+  });
+
+  it('on the control plane, a browser asking for a page is sent to the console', async () => {
+    const res = await fetch(`${cp.server.url}/`, { headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' }, redirect: 'manual' });
+    expect(res.status).toBe(302);
+    expect(res.headers.get('location')).toBe('/console/');
   });
 
   it('on the sidecar: health, readiness and metrics (it serves no API document)', async () => {

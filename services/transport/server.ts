@@ -119,7 +119,7 @@ export interface StartServerOptions {
   httpRoutes?: Readonly<Record<string, (req: NodeServerRequest, res: NodeServerResponse) => Promise<void>>>;
   /**
    * Pages by path prefix (the console's static files, console/assets.ts), tried after
-   * `httpRoutes`: true when it answered the request.
+   * `httpRoutes`: true when it answered the request. `GET /`'s pointer then names `/console/`.
    */
   pages?: (req: NodeServerRequest, res: NodeServerResponse, path: string) => boolean;
   /** The OpenAPI document (JSON text) served at `GET /openapi.json` without credentials; none when unset. */
@@ -480,6 +480,7 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
     health: '/healthz',
     ready: '/readyz',
     metrics: '/metrics',
+    ...(opts.pages !== undefined ? { console: '/console/' } : {}),
   };
   probes['/'] = (res) => sendJson(res, 200, pointer);
 

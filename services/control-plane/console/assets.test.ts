@@ -44,9 +44,10 @@ describe('the console\'s static files', () => {
     rmSync(join(dir, '..', 'outside.txt'), { force: true });
   });
 
-  it('redirects / and /console to /console/, and leaves other paths to the server', async () => {
+  it('redirects / (for a browser) and /console to /console/, and leaves other paths to the server', async () => {
+    expect(await (await fetch(`${built.url}/`, { headers: { accept: 'application/json' } })).text()).toBe('not the console');
     for (const path of ['/', '/console']) {
-      const res = await fetch(`${built.url}${path}`, { redirect: 'manual' });
+      const res = await fetch(`${built.url}${path}`, { redirect: 'manual', headers: { accept: 'text/html' } });
       expect(res.status).toBe(302);
       expect(res.headers.get('location')).toBe('/console/');
     }

@@ -117,14 +117,17 @@ function plain(res: NodeServerResponse, status: number, text: string, headers: R
 }
 
 /**
- * The handler of `/`, `/console` and every `/console/…` path but the ones the server routes
- * first (`/console/session`): GET and HEAD only. `/` and `/console` redirect to `/console/`; a
+ * The handler of `/` (for a browser: `Accept` names text/html), `/console` and every `/console/…`
+ * path but the ones the server routes first (`/console/session`): GET and HEAD only. `/` and
+ * `/console` redirect to `/console/`; a
  * file of the build is served as is; any other path is the single-page app's own (a view's URL),
  * answered with index.html so that a link to a view loads it.
  */
 export function consoleRoute(assets: ConsoleAssets | undefined): (req: NodeServerRequest, res: NodeServerResponse, path: string) => boolean {
   return (req, res, path) => {
     if (path !== '/' && path !== '/console' && !path.startsWith(CONSOLE_PREFIX)) return false;
+    // `GET /` from a browser opens the console; any other client gets the server's JSON pointer.
+    if (path === '/' && !String(req.headers.accept ?? '').includes('text/html')) return false;
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       plain(res, 405, `${req.method} is not allowed on ${path}; allowed: GET, HEAD\n`, { allow: 'GET, HEAD' });
       return true;
