@@ -170,3 +170,12 @@ test('at a phone\'s width each view shows its content and the page does not scro
   await expectAccessible(page, 'the resources view at 390 px');
   await screenshot(page, 'resources-phone');
 });
+
+test('a key that may not read roles sees the server\'s refusal, not an empty view', async ({ page, backend }) => {
+  await signIn(page, backend, backend.userKey);
+  await openView(page, backend, 'roles');
+  await expect(page.getByRole('heading', { name: 'Roles', level: 1 })).toBeVisible();
+  const refusal = page.getByRole('region', { name: /^Roles defined at/ }).getByRole('alert');
+  await expect(refusal).toContainText('Not allowed with this key');
+  await expect(refusal).toContainText('RoleService.ListRoles');
+});

@@ -35,7 +35,7 @@ function TypesAtScope({ scopeId }: { scopeId: string }) {
   });
   return (
     <>
-      <h2 id="types-title">Types defined at <ScopeName id={scopeId} /></h2>
+      <h2>Types defined at <ScopeName id={scopeId} /></h2>
       <Paged paged={types} what="resource types at this scope">
         {(items) => (
           <>
