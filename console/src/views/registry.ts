@@ -13,4 +13,9 @@ export interface TenantView {
 
 export const TENANT_VIEWS: readonly TenantView[] = [
   { path: 'scopes', title: 'Scopes', component: lazy(() => import('./scopes.js')) },
+  { path: 'roles', title: 'Roles', component: lazy(() => import('./roles.js')) },
+  { path: 'resource-types', title: 'Resource types', component: lazy(() => import('./resource-types.js')) },
+  { path: 'resources', title: 'Resources', component: lazy(() => import('./resources.js')) },
+  { path: 'subjects', title: 'Subjects', component: lazy(() => import('./subjects.js')) },
+  { path: 'policies', title: 'Policies', component: lazy(() => import('./policies.js')) },
 ];
