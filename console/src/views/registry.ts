@@ -13,4 +13,6 @@ export interface TenantView {
 
 export const TENANT_VIEWS: readonly TenantView[] = [
   { path: 'scopes', title: 'Scopes', component: lazy(() => import('./scopes.js')) },
+  { path: 'history', title: 'History', component: lazy(() => import('./history.js')) },
+  { path: 'model', title: 'Model as code', component: lazy(() => import('./model.js')) },
 ];
