@@ -36,20 +36,17 @@ function captionOf(action: 'create' | 'update' | 'delete'): string {
   return 'Fields before and after the change';
 }
 
-const CHANGE_WORDS: Record<FieldDiff['change'], string> = { added: 'added', removed: 'removed', changed: 'changed', unchanged: 'unchanged' };
-
 function DiffTable({ fields, caption }: { fields: readonly FieldDiff[]; caption: string }) {
   return (
     <table className="diff">
       <caption>{caption}</caption>
       <thead>
-        <tr><th scope="col">Field</th><th scope="col">Change</th><th scope="col">Before</th><th scope="col">After</th></tr>
+        <tr><th scope="col">Field</th><th scope="col">Before</th><th scope="col">After</th></tr>
       </thead>
       <tbody>
         {fields.map((f) => (
           <tr key={f.path.join('\u0000')} className={`diff-${f.change}`}>
-            <th scope="row"><code>{f.path.join('.')}</code></th>
-            <td>{CHANGE_WORDS[f.change]}</td>
+            <th scope="row"><code>{f.path.join('.')}</code> <span className="change-word">{f.change}</span></th>
             <td>{f.before !== undefined ? <code className="before">{formatValue(f.before)}</code> : <span className="muted">none</span>}</td>
             <td>{f.after !== undefined ? <code className="after">{formatValue(f.after)}</code> : <span className="muted">none</span>}</td>
           </tr>

@@ -36,10 +36,11 @@ export function ExportPanel({ tenantId, onEdit }: { tenantId: string; onEdit: (d
             The tenant at revision <strong data-testid="export-revision">{String(exported.revision)}</strong>, in normal form: applying it unchanged plans nothing.
           </p>
           <div className="button-row">
-            <button type="button" className="primary" onClick={() => download(exported.document, fileName)}>Download {fileName}</button>
+            <button type="button" className="primary" aria-describedby="download-file-name" onClick={() => download(exported.document, fileName)}>Download</button>
             <button type="button" onClick={() => onEdit(exported.document, fileName)}>Edit a copy below</button>
             <button type="button" onClick={() => void query.refetch()} disabled={query.isFetching}>{query.isFetching ? 'Exporting…' : 'Export again'}</button>
           </div>
+          <p className="help">Downloads as <code id="download-file-name">{fileName}</code>.</p>
           <pre className="model-export" tabIndex={0} aria-label="The exported model (YAML)">{exported.document}</pre>
         </>
       )}

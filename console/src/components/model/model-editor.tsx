@@ -28,8 +28,10 @@ export function ModelEditor(p: EditorProps) {
     <form className="model-editor" onSubmit={submit}>
       <label htmlFor="model-file">Model file (YAML or JSON)</label>
       <input id="model-file" type="file" accept=".yaml,.yml,.json,application/yaml,application/json,text/yaml" onChange={(e) => void choose(e)} />
-      <label htmlFor="model-text">Model text{p.fileName ? <span className="muted"> ({p.fileName})</span> : null}</label>
-      <p id="model-text-help" className="help">Paste a model here, or edit the file you chose or the exported copy.</p>
+      <label htmlFor="model-text">Model text</label>
+      <p id="model-text-help" className="help">
+        Paste a model here, or edit the file you chose or the exported copy. Messages call it <code>{p.fileName || 'model.yaml'}</code>.
+      </p>
       <textarea
         id="model-text" className="code" rows={16} spellCheck={false} autoComplete="off" wrap="off"
         value={p.text} onChange={(e) => p.onText(e.target.value)}
