@@ -44,7 +44,9 @@ test('history shows revision 2, the model apply, with its entity changes and the
   await expect(rev2.getByRole('link', { name: 'Evaluate a check as of revision 2' })).toHaveAttribute('href', `/console/t/${backend.tenantId}/playground?atRevision=2`);
   // The scope eng: created, so every field is added and there is no before.
   const eng = rev2.getByRole('listitem').filter({ has: page.locator('summary', { hasText: /^create scope eng scope_/ }) });
-  await eng.locator('summary').click();
+  // Opened from the keyboard: a summary is a real control.
+  await eng.locator('summary').focus();
+  await page.keyboard.press('Enter');
   const created = eng.getByRole('table', { name: 'Created with these fields (there is no before)' });
   await expect(created.getByRole('row', { name: /^name added none eng$/ })).toBeVisible();
   await expect(created.getByRole('row', { name: /^parentId added none scope_/ })).toBeVisible();
@@ -118,17 +120,26 @@ test('the export downloads as a file, and pasted back unchanged plans no changes
   await expectAccessible(page, 'the model view');
   await screenshot(page, 'model');
 
+  // A JSON file chosen from disk: its sections alone are compared, and they match the tenant.
+  const scopes = { apiVersion: 'authz/v1', kind: 'TenantModel', scopes: ['/eng', '/eng/platform', '/legal', '/sales'].map((path) => ({ path, type: 'team' })) };
+  await page.getByLabel('Model file (YAML or JSON)').setInputFiles({ name: 'scopes.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(scopes, null, 2)) });
+  await expect(page.getByLabel('Model text')).toHaveValue(/"path": "\/eng\/platform"/);
+  await expect(page.getByText('Messages call it scopes.json.')).toBeVisible();
+  await page.getByRole('button', { name: 'Plan', exact: true }).click();
+  await expect(page.getByText(/^No changes[.;]/)).toBeVisible();
+  await expect(page.locator('.plan-change')).toHaveCount(0);
+
   // A syntax error is found in the browser, with its line and column; nothing is planned.
   await page.getByLabel('Model text').fill('apiVersion: authz/v1\nkind: TenantModel\nscopes:\n  - path: /eng\n   type: team\n');
   await page.getByRole('button', { name: 'Plan', exact: true }).click();
   await expect(page.getByRole('alert')).toContainText('The model cannot be read');
-  await expect(page.getByRole('alert')).toContainText('model.yaml:5:');
+  await expect(page.getByRole('alert')).toContainText('scopes.json:5:');
   await expect(page.getByRole('heading', { name: /^Plan at revision/ })).toHaveCount(0);
   await expect(page.getByLabel('Model text')).toHaveAttribute('aria-invalid', 'true');
   // A file the server refuses shows the server's message, with the file's line.
   await page.getByLabel('Model text').fill('apiVersion: authz/v1\nkind: TenantModel\nroles:\n  - key: x\n    permissions: [nope]\n');
   await page.getByRole('button', { name: 'Plan', exact: true }).click();
-  await expect(page.getByRole('alert')).toContainText(`model.yaml:5:19: roles[0].permissions[0]: no permission "nope" is defined at / or above it`);
+  await expect(page.getByRole('alert')).toContainText(`scopes.json:5:19: roles[0].permissions[0]: no permission "nope" is defined at / or above it`);
   await page.setViewportSize({ width: 390, height: 844 });
   await expectAccessible(page, 'the model view on a phone');
   await screenshot(page, 'model-phone');

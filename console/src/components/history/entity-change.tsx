@@ -13,7 +13,7 @@ export function EntityChangeItem({ change, open }: { change: EntityChange; open:
     <li className="entity-change">
       <details open={open}>
         <summary>
-          <span className={`badge badge-${action}`}>{action}</span> {change.kind} {name && <strong>{name}</strong>} <code>{change.entityId}</code>
+          <span className={`badge badge-${action}`}>{action}</span> {change.kind}{name && <> <strong>{name}</strong></>} <code>{change.entityId}</code>
         </summary>
         <p className="change-links">
           <Link href={`/history?entityId=${encodeURIComponent(change.entityId)}`}>Every change of this entity</Link>
