@@ -33,8 +33,10 @@ export function Timeline({ tenantId, filters, queryKey }: { tenantId: string; fi
       <Paged paged={paged} what="changes">
         {(changes) => {
           const groups = groupByRevision(changes);
-          if (groups.length > 0) lastRevisionOfPage.current.set(paged.page, groups[groups.length - 1].revision);
-          const previousLast = lastRevisionOfPage.current.get(paged.page - 1);
+          // While the next page loads, the previous one is still shown: it is not this page's.
+          const settled = !paged.query.isPlaceholderData;
+          if (settled && groups.length > 0) lastRevisionOfPage.current.set(paged.page, groups[groups.length - 1].revision);
+          const previousLast = settled ? lastRevisionOfPage.current.get(paged.page - 1) : undefined;
           return (
             <ol className="timeline" aria-label="Revisions">
               {groups.map((g, i) => (
