@@ -18,4 +18,6 @@ export const TENANT_VIEWS: readonly TenantView[] = [
   { path: 'resources', title: 'Resources', component: lazy(() => import('./resources.js')) },
   { path: 'subjects', title: 'Subjects', component: lazy(() => import('./subjects.js')) },
   { path: 'policies', title: 'Policies', component: lazy(() => import('./policies.js')) },
+  { path: 'history', title: 'History', component: lazy(() => import('./history.js')) },
+  { path: 'model', title: 'Model as code', component: lazy(() => import('./model.js')) },
 ];
