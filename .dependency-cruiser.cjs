@@ -71,6 +71,14 @@ module.exports = {
     onlyImports('control-plane', CONTROL_PLANE, [STORE, MODEL, ENGINE, DECISION, TRANSPORT, COMMON, part('gen')], 'The control plane sits on top.'),
     onlyImports('client-stands-alone', CLIENT, [part('gen')], 'Applications import the client: it needs the generated code and Connect, nothing of the service.'),
     onlyImports('cli-through-the-client', CLI, [CLIENT, IMPORT_CLIENT, MODEL, ENGINE, TRANSPORT, COMMON, part('gen')], 'The command line reaches the service only through the client; offline work (the model file, decision tests) may use the model module and the engine.'),
+    onlyImports('console-over-the-contract', part('console'), [part('gen'), '^services/model/parse\\.ts$'], 'The console calls the API through the generated code and reads model files with the server\'s own reader (lines and columns alike); nothing else of the product.'),
+    {
+      name: 'console-on-top',
+      comment: 'The console is a browser application, built apart; nothing of the product imports it.',
+      severity: 'error',
+      from: { path: '^(services|sidecar|client|cli|cmd)/' },
+      to: { path: '^console/' },
+    },
     {
       name: 'cli-on-top',
       comment: 'The command line composes the client; nothing of the product imports it.',

@@ -34,6 +34,10 @@ describe('the architecture\'s import rules', () => {
     expect(await violations(ROOT, ['cmd', 'services', 'sidecar', 'client', 'cli'], 'tsconfig.json')).toEqual([]);
   }, 120_000);
 
+  it('hold for the console\'s sources', async () => {
+    expect(await violations(ROOT, ['console/src'], 'console/tsconfig.json')).toEqual([]);
+  }, 120_000);
+
   describe('catch what breaks them', () => {
     const planted = mkdtempSync(join(tmpdir(), 'authz-architecture-'));
     afterAll(() => rmSync(planted, { recursive: true, force: true }));
