@@ -13,4 +13,6 @@ export interface TenantView {
 
 export const TENANT_VIEWS: readonly TenantView[] = [
   { path: 'scopes', title: 'Scopes', component: lazy(() => import('./scopes.js')) },
+  { path: 'playground', title: 'Playground', component: lazy(() => import('./playground.js')) },
+  { path: 'access', title: 'Access', component: lazy(() => import('./access.js')) },
 ];
