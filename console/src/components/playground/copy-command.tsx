@@ -16,7 +16,7 @@ export function CopyCommand({ id, title, command }: { id: string; title: string;
     <div className="command">
       <div className="command-head">
         <h3 id={`${id}-title`}>{title}</h3>
-        <button type="button" onClick={() => void copy()} aria-describedby={`${id}-title`}>Copy</button>
+        <button type="button" onClick={() => void copy()} aria-label={`Copy the ${title} command`}>Copy</button>
       </div>
       <pre id={id} tabIndex={0}><code>{command}</code></pre>
       <p className="help copy-status" role="status" aria-live="polite">{said}</p>

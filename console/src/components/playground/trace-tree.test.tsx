@@ -78,3 +78,12 @@ describe('TraceTree', () => {
     expect(screen.getByText('The answer carries no trace.')).toBeTruthy();
   });
 });
+
+describe('names in sentences', () => {
+  it('does not repeat a name the engine wrote after the id', () => {
+    const names = new Map([['permission_01a22358-8484-7303-a744-8b2cfb9cbde7', 'document:write:*'], ['role_01a22358-8484-7305-95bd-7e55448cd862', 'editor']]);
+    const step: StepLike = { step: 'role', result: 'allow', message: 'role role_01a22358-8484-7305-95bd-7e55448cd862 has permission permission_01a22358-8484-7303-a744-8b2cfb9cbde7 (document:write:*) covering the request' };
+    render(withInputs(<TraceTree trace={[step]} names={names} />));
+    expect(document.querySelector('.trace-message')?.textContent).toBe('role editor has permission document:write:* covering the request');
+  });
+});

@@ -109,14 +109,22 @@ export function Outcome({ result }: { result: string }) {
 
 function Message({ text, names, rawMessages }: { text: string } & Opts) {
   if (rawMessages) return <span className="trace-message">{text}</span>;
+  const parts = splitIds(text);
   return (
     <span className="trace-message">
-      {splitIds(text).map((part, i) => {
+      {parts.map((part, i) => {
         const name = part.id ? names.get(part.text) : undefined;
-        return name === undefined ? <span key={i}>{part.text}</span> : <strong key={i} className="ref-name">{name}</strong>;
+        if (name === undefined) return <span key={i}>{dropRepeat(part.text, parts[i - 1], names)}</span>;
+        return <strong key={i} className="ref-name">{name}</strong>;
       })}
     </span>
   );
+}
+
+/** The text after a named id without the name the engine wrote after it (`permission p_1 (document:read:*)`). */
+function dropRepeat(text: string, before: { text: string; id?: boolean } | undefined, names: ReadonlyMap<string, string>): string {
+  const name = before?.id ? names.get(before.text) : undefined;
+  return name !== undefined && text.startsWith(` (${name})`) ? text.slice(name.length + 3) : text;
 }
 
 /** An id with its name when one is known. */
