@@ -196,6 +196,8 @@ test('access: what alice holds in /eng, who may write the roadmap, what alice ma
   const alice = subjects.locator('tbody tr').filter({ hasText: 'alice' });
   await expect(alice).toHaveCount(1);
   await expect(alice.locator('td').nth(2)).toContainText(/^role role editor role_\S+ through membership membership_\S+ at \/eng/);
+  await alice.locator('.grant-trace > summary').click();
+  await expect(alice.getByRole('list', { name: "Trace of alice's decision" })).toContainText('role editor has permission document:write:* covering the request');
 
   const what = page.getByRole('region', { name: 'What can', exact: true });
   await what.getByLabel('Subject external id').fill('alice');

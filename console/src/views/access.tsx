@@ -14,7 +14,7 @@ import { QueryState } from '../components/states.js';
 import { playgroundHref, type CheckLink, type ResourceBy, type SubjectBy } from '../components/playground/check-state.js';
 import { ErrorSummary, SelectField, SuggestionProblems, TextField } from '../components/playground/fields.js';
 import { useTenantLists, type TenantLists } from '../components/playground/tenant-lists.js';
-import { Ref } from '../components/playground/trace-tree.js';
+import { Ref, TraceTree } from '../components/playground/trace-tree.js';
 import { useTenant } from '../tenant.js';
 
 export default function Access() {
@@ -251,7 +251,15 @@ function WhoCanResults({ ask, names }: { ask: WhoAsk; names: ReadonlyMap<string,
               <tr key={s.id}>
                 <td><strong>{s.externalId}</strong> <code>{s.id}</code></td>
                 <td>{s.type}</td>
-                <td>{s.grant ? <GrantText grant={s.grant} names={names} /> : '-'}</td>
+                <td>
+                  {s.grant ? <GrantText grant={s.grant} names={names} /> : '-'}
+                  {s.grant && s.grant.trace.length > 0 && (
+                    <details className="grant-trace">
+                      <summary>Trace<span className="visually-hidden"> of {s.externalId}</span></summary>
+                      <TraceTree trace={s.grant.trace} names={names} label={`Trace of ${s.externalId}'s decision`} />
+                    </details>
+                  )}
+                </td>
                 <td><CheckLinkCell row={s.externalId} link={{ subjectId: s.id, scopeId: ask.scopeId, action: ask.action, ...resource }} /></td>
               </tr>
             ))}

@@ -68,6 +68,8 @@ export default function Playground() {
         <p className="help">Asks Evaluate whether the subject may perform the action, and shows the steps that led to the answer. The address of this page holds the check: share it to reproduce it.</p>
         <CheckForm form={form} onChange={setForm} errors={errors} lists={lists} onSubmit={ask} busy={evaluation.isFetching} />
       </section>
+      {/* The answer is read out where the focus stays (on the button), without reading the whole trace. */}
+      <p className="visually-hidden" role="status">{announcement(evaluation)}</p>
       {check && (
         <>
           <section aria-labelledby="decision-title" className="decision">
@@ -81,6 +83,13 @@ export default function Playground() {
       )}
     </Page>
   );
+}
+
+function announcement(evaluation: { isFetching: boolean; isError: boolean; data?: { allowed: boolean; reason: string } }): string {
+  if (evaluation.isFetching) return 'Checking…';
+  if (evaluation.isError) return 'The check failed.';
+  if (evaluation.data) return `${evaluation.data.allowed ? 'Allowed' : 'Denied'} (${evaluation.data.reason}).`;
+  return '';
 }
 
 function Commands({ check }: { check: Check }) {

@@ -3,7 +3,7 @@ import { useState } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import type { EvaluateResponse } from '../../../../gen/authz/v1/decision_service_pb.js';
 import { SubjectService } from '../../../../gen/authz/v1/subject_service_pb.js';
-import { client } from '../../api/transport.js';
+import { client, describeError } from '../../api/transport.js';
 import type { Check } from './check-state.js';
 import { ConditionInputsProvider } from './policy-conditions.js';
 import { Ref, TraceTree } from './trace-tree.js';
@@ -37,7 +37,10 @@ export function DecisionResult({ response, check, names }: { response: EvaluateR
           <input type="checkbox" checked={rawMessages} onChange={(e) => setRawMessages(e.target.checked)} /> Sentences with ids instead of names
         </label>
       </div>
-      <ConditionInputsProvider value={{ knownPolicies, subject: subject.data, context: check.context, past: check.atRevision !== undefined }}>
+      <ConditionInputsProvider value={{
+        knownPolicies, subject: subject.data, subjectProblem: subject.isError ? describeError(subject.error).detail : undefined,
+        context: check.context, past: check.atRevision !== undefined,
+      }}>
         <TraceTree trace={response.trace} names={names} rawMessages={rawMessages} withConditions label="Trace of the decision" />
       </ConditionInputsProvider>
     </>

@@ -19,6 +19,8 @@ export interface ConditionInputs {
   /** The policies the answer carries already (its deciding policy), by id. */
   readonly knownPolicies: ReadonlyMap<string, ResourcePolicy>;
   readonly subject?: Subject;
+  /** Why the subject could not be read, when it could not. */
+  readonly subjectProblem?: string;
   readonly context?: JsonObject;
   /** The check asked about a past revision: the subject shown is today's. */
   readonly past: boolean;
@@ -59,6 +61,7 @@ export function PolicyConditions({ policyId, details }: { policyId: string; deta
           result={details.subjectCondition}
           data={inputs.subject ? subjectConditionData(inputs.subject) : undefined}
           source={inputs.subject ? (inputs.past ? 'the subject as it is now (the check was at a past revision)' : 'the subject') : undefined}
+          problem={inputs.subjectProblem}
         />
       )}
       {policy.contextCondition && (
@@ -68,8 +71,8 @@ export function PolicyConditions({ policyId, details }: { policyId: string; deta
   );
 }
 
-function Condition({ name, rule, result, data, source, contextual = false }: {
-  name: string; rule: JsonObject; result: JsonValue | undefined; data: JsonObject | undefined; source: string | undefined; contextual?: boolean;
+function Condition({ name, rule, result, data, source, problem, contextual = false }: {
+  name: string; rule: JsonObject; result: JsonValue | undefined; data: JsonObject | undefined; source: string | undefined; problem?: string; contextual?: boolean;
 }) {
   const variables = logicVariables(rule);
   return (
@@ -78,7 +81,8 @@ function Condition({ name, rule, result, data, source, contextual = false }: {
         <code>{name}</code>{' '}
         {typeof result === 'boolean' && <span className={result ? 'outcome outcome-good' : 'outcome outcome-bad'}>{result ? 'passed' : 'failed'}</span>}
       </p>
-      <pre className="condition-rule">{prettyJson(rule)}</pre>
+      <pre className="condition-rule" tabIndex={0}>{prettyJson(rule)}</pre>
+      {data === undefined && problem && <p className="help">The values it read are not shown: {problem}</p>}
       {variables.length > 0 && data !== undefined && (
         <>
           <p className="help">Values it read, from {source}:</p>
