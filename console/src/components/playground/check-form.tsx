@@ -105,7 +105,9 @@ export function CheckForm({ form, onChange, errors, lists, onSubmit, busy }: {
         </div>
       </fieldset>
       <SuggestionProblems queries={{ subjects: lists.queries.subjects, scopes: lists.queries.scopes, actions: lists.queries.permissions, 'resource types': lists.queries.types, resources: lists.queries.resources }} />
-      <button type="submit" className="primary" disabled={busy}>{busy ? 'Checking…' : 'Check'}</button>
+      {/* Never disabled while checking: a focused button that is disabled drops the keyboard focus. */}
+      <button type="submit" className="primary">Check</button>
+      {busy && <span className="muted"> Checking…</span>}
     </form>
   );
 }
