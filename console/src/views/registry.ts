@@ -18,6 +18,8 @@ export const TENANT_VIEWS: readonly TenantView[] = [
   { path: 'resources', title: 'Resources', component: lazy(() => import('./resources.js')) },
   { path: 'subjects', title: 'Subjects', component: lazy(() => import('./subjects.js')) },
   { path: 'policies', title: 'Policies', component: lazy(() => import('./policies.js')) },
+  { path: 'playground', title: 'Playground', component: lazy(() => import('./playground.js')) },
+  { path: 'access', title: 'Access', component: lazy(() => import('./access.js')) },
   { path: 'history', title: 'History', component: lazy(() => import('./history.js')) },
   { path: 'model', title: 'Model as code', component: lazy(() => import('./model.js')) },
 ];
