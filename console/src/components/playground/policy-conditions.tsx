@@ -12,6 +12,7 @@ import type { ResourcePolicy } from '../../../../gen/authz/v1/policy_pb.js';
 import type { Subject } from '../../../../gen/authz/v1/subject_pb.js';
 import { client } from '../../api/transport.js';
 import { prettyJson } from '../../format.js';
+import { formatLogic } from '../logic.js';
 import { ErrorBox, Loading } from '../states.js';
 import { logicVariables, valueAt } from './trace-model.js';
 
@@ -81,7 +82,11 @@ function Condition({ name, rule, result, data, source, problem, contextual = fal
         <code>{name}</code>{' '}
         {typeof result === 'boolean' && <span className={result ? 'outcome outcome-good' : 'outcome outcome-bad'}>{result ? 'passed' : 'failed'}</span>}
       </p>
-      <pre className="condition-rule" tabIndex={0}>{prettyJson(rule)}</pre>
+      <p className="condition-rule"><code>{formatLogic(rule)}</code></p>
+      <details className="raw-json">
+        <summary>The rule as JSON Logic</summary>
+        <pre tabIndex={0}>{prettyJson(rule)}</pre>
+      </details>
       {data === undefined && problem && <p className="help">The values it read are not shown: {problem}</p>}
       {variables.length > 0 && data !== undefined && (
         <>

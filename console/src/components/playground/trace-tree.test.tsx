@@ -63,7 +63,7 @@ describe('TraceTree', () => {
     render(withInputs(<TraceTree trace={BOB_DENIED} names={NAMES} withConditions />));
     const condition = document.querySelector('.condition')!;
     expect(condition.querySelector('.condition-head')?.textContent).toBe('subjectCondition passed');
-    expect(condition.querySelector('.condition-rule')?.textContent).toContain('"var": "subject.meta.employment"');
+    expect(condition.querySelector('.condition-rule')?.textContent).toBe('subject.meta.employment == "contractor"');
     const values = condition.querySelector('.condition-values')!;
     expect(values.querySelector('dt')?.textContent).toBe('subject.meta.employment');
     expect(values.querySelector('dd')?.textContent).toBe('"contractor"');
