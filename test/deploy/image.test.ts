@@ -77,13 +77,14 @@ describe('deploy/Dockerfile', () => {
     for (const [, lines] of stages) expect(lines[0]).toMatch(/^FROM \$\{NODE_IMAGE\} AS \w+$/);
   });
 
-  it('the build stage compiles with `npm run build` after copying everything tsconfig.build.json includes', () => {
+  it('the build stage compiles with `npm run build` after copying everything tsconfig.build.json includes and the console', () => {
     const build = stage('build');
     const runBuild = build.findIndex((l) => l === 'RUN npm run build');
     expect(runBuild, 'RUN npm run build').toBeGreaterThan(0);
-    expect(pkg.scripts.build).toBe('tsc -p tsconfig.build.json');
+    expect(pkg.scripts.build).toBe('tsc -p tsconfig.build.json && npm run build:console');
+    expect(pkg.scripts['build:console']).toBe('vite build --config console/vite.config.ts');
     const copiedBefore = copies(build.slice(0, runBuild)).flatMap((c) => c.sources);
-    for (const s of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', ...buildConfig.include]) expect(copiedBefore, s).toContain(s);
+    for (const s of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', ...buildConfig.include, 'console']) expect(copiedBefore, s).toContain(s);
     expect(build.find((l) => /\bnpm ci\b/.test(l))).not.toMatch(/--omit=dev/);
     // the ignore file lets every copied path through
     const ignore = readFileSync(join(DEPLOY, 'Dockerfile.dockerignore'), 'utf8').split('\n').map((l) => l.trim());
