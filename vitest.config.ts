@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['cmd/**/*.test.ts', 'services/**/*.test.ts', 'sidecar/**/*.test.ts', 'client/**/*.test.ts', 'cli/**/*.test.ts', 'test/**/*.test.ts', 'console/src/**/*.test.{ts,tsx}'],
+    include: ['cmd/**/*.test.ts', 'services/**/*.test.ts', 'sidecar/**/*.test.ts', 'client/**/*.test.ts', 'cli/**/*.test.ts', 'test/**/*.test.ts', 'console/src/**/*.test.{ts,tsx}', 'console/build/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',

@@ -55,3 +55,30 @@ test('a user key sees its own tenant only, and sign-out ends the session on the 
   const res = await fetch(`${backend.url}/console/session`, { headers: { cookie: `${cookie.name}=${cookie.value}` } });
   expect(res.status).toBe(401);
 });
+
+test('works from the keyboard alone: sign in, open a tenant and a view, each view\'s heading takes the focus', async ({ page, backend }) => {
+  await page.goto('/console/');
+  await expect(page.getByLabel('API key')).toBeFocused();
+  await page.keyboard.type(backend.platformKey);
+  await page.keyboard.press('Enter');
+  await expect(page.getByRole('heading', { name: 'Tenants', level: 1 })).toBeFocused();
+  /** Presses Tab (or Shift+Tab) until `name` has the focus; fails after 60 presses. */
+  const tabTo = async (role: 'link' | 'button', name: string, back = false) => {
+    const target = page.getByRole(role, { name, exact: true }).first();
+    for (let i = 0; i < 60; i++) {
+      if (await target.evaluate((el) => el === document.activeElement)) return;
+      await page.keyboard.press(back ? 'Shift+Tab' : 'Tab');
+    }
+    throw new Error(`${role} ${name} never took the focus`);
+  };
+  await tabTo('link', 'acme');
+  await page.keyboard.press('Enter');
+  await expect(page.getByRole('heading', { name: 'Scopes', level: 1 })).toBeFocused();
+  await tabTo('link', 'Roles');
+  await page.keyboard.press('Enter');
+  await expect(page.getByRole('heading', { name: 'Roles', level: 1 })).toBeFocused();
+  await expect(page.getByRole('link', { name: 'Roles' })).toHaveAttribute('aria-current', 'page');
+  await tabTo('button', 'Sign out', true);
+  await page.keyboard.press('Enter');
+  await expect(page.getByRole('status')).toContainText('You have signed out.');
+});

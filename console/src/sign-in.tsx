@@ -38,7 +38,7 @@ export function SignIn({ message }: { message?: string }) {
       {message && <p className="notice" role="status">{message}</p>}
       <form onSubmit={submit} aria-describedby="sign-in-help">
         <label htmlFor="api-key">API key</label>
-        <input id="api-key" name="api-key" type="password" autoComplete="off" spellCheck={false} required aria-invalid={error !== undefined} aria-errormessage={error ? 'sign-in-error' : undefined} />
+        <input ref={field} id="api-key" name="api-key" type="password" autoComplete="off" spellCheck={false} required aria-invalid={error !== undefined} aria-errormessage={error ? 'sign-in-error' : undefined} />
         <p id="sign-in-help" className="help">
           A <code>platform</code> or <code>user</code> key. <code>npm start</code> prints one and keeps it in <code>data/bootstrap-api-key</code>.
           The console opens a session with it and does not keep the key.

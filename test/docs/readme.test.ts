@@ -155,6 +155,17 @@ describe('the README quick start', () => {
       expect(statSync(keyFile).mode & 0o777).toBe(0o600);
     }, 180_000);
 
+    it('serves the console the README opens, and signs in with the printed key', async () => {
+      const url = `http://127.0.0.1:${env.SERVICE_PORT}`;
+      const page = await fetch(`${url}/console/`);
+      expect(page.status).toBe(200);
+      expect(await page.text()).toContain('<div id="root">');
+      const key = readFileSync(join(dataDir, 'bootstrap-api-key'), 'utf8').trim();
+      const session = await fetch(`${url}/console/session`, { method: 'POST', headers: { 'x-api-key': key, origin: url } });
+      expect(session.status).toBe(200);
+      expect(session.headers.get('set-cookie')).toMatch(/^authz_session=[^;]+;.*HttpOnly/);
+    });
+
     it('recovers from the bootstrap-key trap: a restart with SERVICE_BOOTSTRAP_API_KEY on the same data warns, and the key file still works', async () => {
       await controlPlane!.stop();
       const chosen = 'azk_local_dev_key_please_change_0123456789';
