@@ -156,7 +156,7 @@ function summarizeLog(line: string): string {
 
 /** Whether an `unavailable` is the contract's answer to a `minRevision` ahead of the tenant (contract §5). */
 function minRevisionAhead(c: CaseRecord): boolean {
-  if (!/\.(Evaluate(Batch)?|GetEffectivePermissions)$/.test(c.m.name) || c.answer.code !== 'unavailable') return false;
+  if (!/\.(Evaluate(Batch)?|GetEffectivePermissions|LookupResources|LookupSubjects|PlanResources)$/.test(c.m.name) || c.answer.code !== 'unavailable') return false;
   const m = /^(?:requests\[\d+\]\.)?(?:.*?)revision (\d+) of tenant \S+ is not available yet \(at (\d+)\)/.exec(c.answer.message ?? '');
   return !!m && BigInt(m[1]) > BigInt(m[2]);
 }
