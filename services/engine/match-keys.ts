@@ -77,36 +77,35 @@ export function keyText(k: MatchKey): string {
  */
 function keysOfAll(def: Record<string, unknown>): Keys | undefined {
   let best: Keys | undefined;
-  let bestText = '';
-  const offer = (keys: Keys | undefined): void => {
-    if (keys === undefined || keys.length > MAX_MATCH_KEYS) return;
-    if (best !== undefined && keys.length > best.length) return;
-    const text = keys.map(keyText).sort().join('\n');
-    if (best === undefined || keys.length < best.length || text < bestText) {
-      best = keys;
-      bestText = text;
-    }
-  };
   for (const [part, v] of Object.entries(def)) {
     switch (part) {
       case 'fields':
-        for (const [field, spec] of Object.entries(v as Record<string, unknown>)) offer(fieldKeys(field, spec));
+        for (const [field, spec] of Object.entries(v as Record<string, unknown>)) best = fewer(best, fieldKeys(field, spec));
         break;
       case 'tags':
-        for (const [group, want] of Object.entries(v as Record<string, unknown>)) {
-          const ids = typeof want === 'string' ? [want] : [...new Set(want as string[])];
-          offer(ids.map((identifier) => ({ tagGroup: group, identifier })));
-        }
+        for (const [group, want] of Object.entries(v as Record<string, unknown>)) best = fewer(best, tagKeys(group, want as string | string[]));
         break;
       case 'all':
-        for (const sub of v as unknown[]) offer(keysOfAll(sub as Record<string, unknown>));
+        for (const sub of v as unknown[]) best = fewer(best, keysOfAll(sub as Record<string, unknown>));
         break;
       case 'any':
-        offer(keysOfAny(v as unknown[]));
+        best = fewer(best, keysOfAny(v as unknown[]));
         break;
     }
   }
   return best;
+}
+
+/** The one of two key lists to keep: the shorter, within the bound; on a tie, the first by text. */
+function fewer(best: Keys | undefined, keys: Keys | undefined): Keys | undefined {
+  if (keys === undefined || keys.length > MAX_MATCH_KEYS) return best;
+  if (best === undefined || keys.length < best.length) return keys;
+  if (keys.length > best.length) return best;
+  return listText(keys) < listText(best) ? keys : best;
+}
+
+function listText(keys: Keys): string {
+  return keys.map(keyText).sort().join('\n');
 }
 
 /** Keys of an OR: every branch's, when every branch has some. */
@@ -123,18 +122,18 @@ function keysOfAny(branches: readonly unknown[]): Keys | undefined {
 
 /** Values a field must equal under `eq` and `in` (all of them, so their intersection), or undefined when it has neither. */
 function fieldKeys(field: string, spec: unknown): Keys | undefined {
+  if (!isPlainObject(spec)) return [{ field, value: spec as KeyValue }];
   let values: KeyValue[] | undefined;
-  const require = (allowed: readonly KeyValue[]): void => {
+  for (const [op, x] of Object.entries(spec)) {
+    if (op !== 'eq' && op !== 'in') continue;
     // A Set compares as strict equality does on finite scalars (0 and -0 alike).
-    const set = new Set(allowed);
-    values = values === undefined ? [...set] : values.filter((x) => set.has(x));
-  };
-  if (!isPlainObject(spec)) require([spec as KeyValue]);
-  else {
-    for (const [op, x] of Object.entries(spec)) {
-      if (op === 'eq') require([x as KeyValue]);
-      else if (op === 'in') require(x as KeyValue[]);
-    }
+    const allowed = new Set(op === 'eq' ? [x as KeyValue] : (x as KeyValue[]));
+    values = values === undefined ? [...allowed] : values.filter((y) => allowed.has(y));
   }
   return values?.map((value) => ({ field, value }));
+}
+
+function tagKeys(group: string, want: string | string[]): Keys {
+  if (typeof want === 'string') return [{ tagGroup: group, identifier: want }];
+  return [...new Set(want)].map((identifier) => ({ tagGroup: group, identifier }));
 }

@@ -11,20 +11,13 @@ import { resourceField, type ResourceTags } from '../match.js';
 import type { Collection, Resource } from '../model.js';
 import { bagRows, rbWith, rbWithout, type MutableRowBag, type RowBag } from './bags.js';
 
-/** Keys per definition object (rows are immutable once indexed): a delete finds what its upsert filed. null: none. */
-const keysByDefinition = new WeakMap<object, readonly MatchKey[] | null>();
-
-/** The keys a collection is filed under, or undefined when it is tried on every resource. */
+/**
+ * The keys a collection is filed under, or undefined when it is tried on every resource. Worked
+ * out again when it is removed (rows are immutable once indexed, so the same): keeping them
+ * would cost memory for every collection to spare a few microseconds per change.
+ */
 export function collectionKeys(c: Collection): readonly MatchKey[] | undefined {
-  const def = c.matchDefinition;
-  // Not an object: invalid, it errors against every resource.
-  if (def === null || typeof def !== 'object') return undefined;
-  let keys = keysByDefinition.get(def);
-  if (keys === undefined) {
-    keys = requiredMatchKeys(def) ?? null;
-    keysByDefinition.set(def, keys);
-  }
-  return keys ?? undefined;
+  return requiredMatchKeys(c.matchDefinition);
 }
 
 const byId = (a: Collection, b: Collection): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
