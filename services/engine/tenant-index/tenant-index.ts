@@ -48,6 +48,7 @@
  */
 import { InvalidChangeError } from '../errors.js';
 import type { IdTable } from '../id-table.js';
+import type { ResourceTags } from '../match.js';
 import {
   ENTITY_KINDS,
   type Change,
@@ -508,7 +509,7 @@ export class TenantIndex {
    * field value or tag the resource has, and those requiring none (see collection-files.ts).
    * Returns how many other collections of the type are defined there: they cannot match it.
    */
-  collectionsToTry(resourceTypeId: string, scopeId: string, resource: Resource, tags: () => ReadonlyMap<string, ReadonlySet<string>>, out: Collection[]): number {
+  collectionsToTry(resourceTypeId: string, scopeId: string, resource: Resource, tags: () => ResourceTags, out: Collection[]): number {
     return this.policies.collectionsToTry(resourceTypeId, scopeId, resource, tags, out);
   }
 
