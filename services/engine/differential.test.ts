@@ -14,6 +14,7 @@ import { TenantIndex } from './tenant-index/mod.js';
 import { ENTITY_KINDS, type Change, type EntityKind, type RowsByKind, type TenantSnapshot } from './model.js';
 import { CANARY, GENERATED_CONDITIONS, UNKNOWN_SUBJECT, genMatch, genRequest, genTenant, int, chance, type GenCase, type Rng } from './testdata/generate.js';
 import { mulberry32 } from '../../test/seeded-random.js';
+import { withManyCollections } from './testdata/many-collections.js';
 import { derivedState } from './testdata/derived-state.js';
 import { RefScopeNotFound, referenceEvaluate, type RefDecision } from './testdata/reference.js';
 import { refApplyLogic, refJsonLogicError, refTruthy } from './testdata/reference-logic.js';
@@ -50,6 +51,9 @@ function refOutcome(t: TenantSnapshot, c: GenCase): Outcome {
   }
 }
 
+/** Half the tenants get many collections per type, filed by the collection index (testdata/many-collections.ts). */
+const maybeMany = (r: Rng, t: TenantSnapshot): TenantSnapshot => (chance(r, 0.5) ? withManyCollections(r, t) : t);
+
 let casesRun = 0;
 /** Requests replayed with the subject's external id instead of its id. */
 let externalCases = 0;
@@ -68,7 +72,7 @@ describe.each(seeds)('engine vs reference (%s seed %i)', (_label, seed) => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), (tenantSeed) => {
         const r = mulberry32(tenantSeed);
-        const t = genTenant(r);
+        const t = maybeMany(r, genTenant(r));
         const index = TenantIndex.fromSnapshot(t);
         for (let i = 0; i < REQUESTS; i++) {
           const c = genRequest(r, t);
@@ -162,14 +166,14 @@ describe.each(seeds)('incremental index equals a rebuilt one (%s seed %i)', (_la
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), (s) => {
         const r = mulberry32(s);
-        const a = genTenant(r);
+        const a = maybeMany(r, genTenant(r));
         const inc = TenantIndex.fromSnapshot(a);
         // Warm the lazy caches so invalidation is exercised too.
         for (let i = 0; i < 6; i++) engineOutcome(inc, genRequest(r, a));
         let current = a;
         const steps = int(r, 1, 3);
         for (let step = 0; step < steps; step++) {
-          const b = genTenant(r);
+          const b = maybeMany(r, genTenant(r));
           const changes = diff(r, current, b);
           // Split into several revisions.
           let rev = inc.revision;

@@ -508,6 +508,16 @@ export function validateMatchDefinition(def: unknown, path = 'match'): string | 
   return validateAt(def, path, 1, { defs: MATCH_MAX_DEFINITIONS, regex: 0, compile: true, patterns: [] });
 }
 
+/**
+ * The regular expressions of a definition as the engine checks it (without compiling them), or
+ * null when the definition is invalid: then it errors against every resource, and so does it
+ * when one of these does not compile ({@link compileRegex} is null).
+ */
+export function definitionPatterns(def: unknown): string[] | null {
+  const checked: ValidationBudget = { defs: MATCH_MAX_DEFINITIONS, regex: 0, compile: false, patterns: [] };
+  return validateAt(def, 'match', 1, checked) === null ? checked.patterns.map((p) => p.pattern) : null;
+}
+
 /** What validating one definition has used up (nested definitions, program estimates), and how. */
 interface ValidationBudget {
   defs: number;

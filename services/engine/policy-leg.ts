@@ -7,14 +7,14 @@
  * definition errors brings in its deny policies, not its allows.
  */
 import { DecisionBudget, type EvaluationBudget } from './budget.js';
-import { bagRows, type ScopePath, type TenantIndex } from './tenant-index/mod.js';
+import { bagRows, type RowBag, type ScopePath, type TenantIndex } from './tenant-index/mod.js';
 import { isPlainObject } from './json.js';
 import { applyJsonLogic, logicTruthy, missingVariables } from './jsonlogic.js';
 import { matchOutcome, type MatchSubject, type ResourceTags } from './match.js';
 import type { Collection, Policy, Resource, Subject } from './model.js';
-import { cmp, inIdOrder } from './order.js';
+import { cmp } from './order.js';
 import { nodeOf, type KnownTarget } from './target.js';
-import { collectionStep, policyStep, type TraceStep } from './trace.js';
+import { collectionStep, policyStep, ruledOutStep, type TraceStep } from './trace.js';
 
 /** What the policy leg reads, built once by a decision that reaches it. */
 export interface PolicyLeg {
@@ -162,17 +162,25 @@ function decidePolicies(leg: PolicyLeg, budget: DecisionBudget): Policy | undefi
  * Policies of the matching collections defined at S or an ancestor for the resource's type. A
  * collection whose match definition errors fails closed: its deny policies are considered (as if
  * it matched, still subject to their action, window and conditions), its allow policies are not.
+ * Only the collections the index leaves to try are matched (those whose definitions require a
+ * value or tag the resource lacks can neither match nor error), and of those only the ones with
+ * a policy of the action (or `*`) on the decision's budget: another's policies cannot match.
  */
 function collectionCandidates(leg: PolicyLeg, resource: Resource, out: Candidate[], budget: DecisionBudget, spare: DecisionBudget | undefined): void {
-  const { index, trace } = leg;
+  const { index, trace, action } = leg;
   let tags: ResourceTags | undefined;
   const subject: MatchSubject = { resource, tags: (): ResourceTags => (tags ??= index.resourceTags(resource.id)) };
+  const toTry: Collection[] = [];
+  let ruledOut = 0;
   for (const s of leg.path.ids) {
-    for (const c of inIdOrder<Collection>(index.collectionsAt(resource.resourceTypeId, s))) {
+    toTry.length = 0;
+    ruledOut += index.collectionsToTry(resource.resourceTypeId, s, resource, subject.tags, toTry);
+    for (const c of toTry) {
       const policies = index.collectionPolicies(c.id);
-      if (policies === undefined && !trace) continue;
+      const decides = hasPolicyOf(policies, action);
+      if (!decides && !trace) continue;
       // Matched only for the explanation: drawn from the spare budget, never the decision's.
-      subject.budget = policies === undefined ? spare : budget;
+      subject.budget = decides ? budget : spare;
       const outcome = matchOutcome(c.matchDefinition, subject);
       trace?.push(collectionStep(c.id, s, outcome, subject.error));
       if (outcome === 'no_match') continue;
@@ -180,6 +188,13 @@ function collectionCandidates(leg: PolicyLeg, resource: Resource, out: Candidate
       for (const p of bagRows<Policy>(policies)) if (outcome === 'match' || p.effect === 'deny') out.push({ policy: p, via });
     }
   }
+  if (trace && ruledOut > 0) trace.push(ruledOutStep(ruledOut));
+}
+
+/** Whether a policy of the bag names the action or `*` (the action check of decidePolicies). */
+function hasPolicyOf(policies: RowBag<Policy> | undefined, action: string): boolean {
+  for (const p of bagRows<Policy>(policies)) if (p.actions.includes(action) || p.actions.includes('*')) return true;
+  return false;
 }
 
 function validTime(iso: string | null | undefined): number | null {

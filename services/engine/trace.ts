@@ -117,6 +117,19 @@ export function collectionStep(collectionId: string, scopeId: string, outcome: M
   };
 }
 
+/**
+ * The collections of the resource's type along the scope path that the collection index left
+ * out: each requires a field value or tag (one of several) that the resource does not have.
+ */
+export function ruledOutStep(count: number): TraceStep {
+  return {
+    leg: 'policy',
+    outcome: 'info',
+    message: `${count} other collection${count === 1 ? '' : 's'} of the resource's type at the scope or its ancestors not tried: the collection index rules ${count === 1 ? 'it' : 'them'} out, as ${count === 1 ? 'its' : 'their'} match definition${count === 1 ? ' requires' : 's require'} a field value or tag the resource does not have (so ${count === 1 ? 'it' : 'they'} can neither match nor error)`,
+    detail: { collectionsRuledOut: count },
+  };
+}
+
 /** What the policy leg found for one policy (undefined conditions: absent, or not run). */
 export interface PolicyCheck {
   /** `direct`, or the collection that brought the policy in. */

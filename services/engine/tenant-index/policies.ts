@@ -1,14 +1,17 @@
 /**
  * Policies and collections. A policy on a resource hangs off the resource's node; a policy on a
- * collection is filed under the collection, and collections by resource type and scope.
+ * collection is filed under the collection, and collections by resource type and scope, then by
+ * the keys their match definitions require (collection-files.ts).
  */
-import type { Collection, Policy } from '../model.js';
-import { rbAdd, rbAdd2, rbDelete, rbDelete2, rbWith, rbWithout, type MutableRowBag, type RowBag } from './bags.js';
+import type { Collection, Policy, Resource } from '../model.js';
+import type { ResourceTags } from '../match.js';
+import { rbAdd, rbDelete, rbWith, rbWithout, type MutableRowBag, type RowBag } from './bags.js';
+import { CollectionFile } from './collection-files.js';
 import type { ResourceNodes } from './resource-nodes.js';
 import { RowTable } from './row-table.js';
 
 export class PolicyFamily {
-  readonly collectionsByTypeScope = new Map<string, Map<string, MutableRowBag<Collection>>>();
+  readonly collectionsByTypeScope = new Map<string, Map<string, CollectionFile>>();
   readonly policiesByCollection = new Map<string, MutableRowBag<Policy>>();
   /** Action (as a policy names it, `*` included) → the allow policies targeting a resource directly. */
   readonly directAllowsByAction = new Map<string, MutableRowBag<Policy>>();
@@ -20,11 +23,21 @@ export class PolicyFamily {
   readonly collections = new RowTable<'collection'>({
     required: ['id', 'scopeId', 'resourceTypeId'],
     index: (c) => {
-      rbAdd2(this.collectionsByTypeScope, c.resourceTypeId, c.scopeId, c);
+      let byScope = this.collectionsByTypeScope.get(c.resourceTypeId);
+      if (byScope === undefined) this.collectionsByTypeScope.set(c.resourceTypeId, (byScope = new Map()));
+      let file = byScope.get(c.scopeId);
+      if (file === undefined) byScope.set(c.scopeId, (file = new CollectionFile()));
+      file.add(c);
       this.resources.typeSlot(c.resourceTypeId).collections++;
     },
     unindex: (c) => {
-      rbDelete2(this.collectionsByTypeScope, c.resourceTypeId, c.scopeId, c.id);
+      const byScope = this.collectionsByTypeScope.get(c.resourceTypeId);
+      const file = byScope?.get(c.scopeId);
+      if (byScope !== undefined && file !== undefined) {
+        file.remove(c);
+        if (file.size === 0) byScope.delete(c.scopeId);
+        if (byScope.size === 0) this.collectionsByTypeScope.delete(c.resourceTypeId);
+      }
       this.resources.typeSlot(c.resourceTypeId).collections--;
     },
   });
@@ -67,7 +80,16 @@ export class PolicyFamily {
 
   /** Collections of a resource type defined at exactly this scope. */
   collectionsAt(resourceTypeId: string, scopeId: string): RowBag<Collection> | undefined {
-    return this.collectionsByTypeScope.get(resourceTypeId)?.get(scopeId);
+    return this.collectionsByTypeScope.get(resourceTypeId)?.get(scopeId)?.all;
+  }
+
+  /**
+   * Pushes onto `out`, in id order, the collections of a resource type defined at exactly this
+   * scope that may match `resource` (see CollectionFile.candidates); returns how many others
+   * are defined there.
+   */
+  collectionsToTry(resourceTypeId: string, scopeId: string, resource: Resource, tags: () => ResourceTags, out: Collection[]): number {
+    return this.collectionsByTypeScope.get(resourceTypeId)?.get(scopeId)?.candidates(resource, tags, out) ?? 0;
   }
 
   /** True when some collection exists for this resource type (lets a check skip the scope walk). */

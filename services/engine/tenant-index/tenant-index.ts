@@ -48,6 +48,7 @@
  */
 import { InvalidChangeError } from '../errors.js';
 import type { IdTable } from '../id-table.js';
+import type { ResourceTags } from '../match.js';
 import {
   ENTITY_KINDS,
   type Change,
@@ -500,6 +501,16 @@ export class TenantIndex {
   /** Collections of a resource type defined at exactly this scope. */
   collectionsAt(resourceTypeId: string, scopeId: string): RowBag<Collection> | undefined {
     return this.policies.collectionsAt(resourceTypeId, scopeId);
+  }
+
+  /**
+   * Pushes onto `out`, in id order, the collections of the resource's type defined at exactly
+   * this scope that may match it or error against it: those whose match definitions require a
+   * field value or tag the resource has, and those requiring none (see collection-files.ts).
+   * Returns how many other collections of the type are defined there: they cannot match it.
+   */
+  collectionsToTry(resourceTypeId: string, scopeId: string, resource: Resource, tags: () => ResourceTags, out: Collection[]): number {
+    return this.policies.collectionsToTry(resourceTypeId, scopeId, resource, tags, out);
   }
 
   /** True when some collection exists for this resource type (lets a check skip the scope walk). */

@@ -7,6 +7,7 @@
  */
 import { ENTITY_KINDS } from '../model.js';
 import { type Bag, type Identified, type RowBag, bagRows } from '../tenant-index/bags.js';
+import type { CollectionFile } from '../tenant-index/collection-files.js';
 import { factFlags, type MutableResourceNode, type ResourceNodes } from '../tenant-index/resource-nodes.js';
 import { RowTable } from '../tenant-index/row-table.js';
 import type { SubjectGrants } from '../tenant-index/subject-grants.js';
@@ -41,6 +42,17 @@ function ids(b: RowBag<Identified> | Bag | undefined): unknown[] {
 /** A map of bags `depth` maps deep, sorted by key at every level. */
 function canon(m: Deep, depth: number): unknown {
   return byKey([...m.entries()].map(([k, v]) => [k, depth > 1 ? canon(v as Deep, depth - 1) : ids(v as Bag)]));
+}
+
+/** A collection file's collections as filed: every one, by field value (a value's JSON tells 1 from "1"), by tag, and those without keys. */
+function collectionFileCanonical(file: CollectionFile): unknown {
+  const byValue = (m: ReadonlyMap<unknown, RowBag<Identified>>) => byKey([...m.entries()].map(([v, bag]) => [JSON.stringify(v), ids(bag)]));
+  return {
+    all: ids(file.all),
+    byField: byKey([...file.byField.entries()].map(([field, m]) => [field, byValue(m)])),
+    byTag: byKey([...file.byTag.entries()].map(([group, m]) => [group, byValue(m)])),
+    unkeyed: ids(file.unkeyed),
+  };
 }
 
 /** The entries of a flat assignment list, one array of four strings each, by id. */
@@ -231,7 +243,9 @@ export function derivedState(index: TenantIndex): Record<string, unknown> {
     ),
     resourcesByExternal: externalCanonical(nodes),
     patternCounts: byKey([...nodes.patternCounts.entries()]),
-    collectionsByTypeScope: canon(policies.collectionsByTypeScope as Deep, 2),
+    collectionsByTypeScope: byKey(
+      [...policies.collectionsByTypeScope.entries()].map(([type, byScope]) => [type, byKey([...byScope.entries()].map(([scope, file]) => [scope, collectionFileCanonical(file)]))]),
+    ),
     policiesByCollection: canon(policies.policiesByCollection as Deep, 1),
     directAllowsByAction: canon(policies.directAllowsByAction as Deep, 1),
     directDeniesByAction: canon(policies.directDeniesByAction as Deep, 1),
