@@ -4,7 +4,7 @@
  * disclosure that names the scope chosen. The choice lives in the URL (`?scope=<id>`), so a link
  * reopens the same listing.
  */
-import { useState } from 'react';
+import { useState, type ReactNode } from 'react';
 import { useQuery } from '@tanstack/react-query';
 import { ScopeService } from '../../../gen/authz/v1/scope_service_pb.js';
 import type { Scope } from '../../../gen/authz/v1/scope_pb.js';
@@ -51,19 +51,20 @@ function PickerNode({ scope, selected, onSelect, open: initiallyOpen = false }: 
           {scope.name}
         </button>
       </div>
-      {open && <PickerChildren parent={scope} selected={selected} onSelect={onSelect} />}
+      {open && <ScopeChildren parent={scope} node={(c) => <PickerNode key={c.id} scope={c} selected={selected} onSelect={onSelect} />} />}
     </li>
   );
 }
 
-function PickerChildren({ parent, ...rest }: { parent: Scope; selected: string; onSelect: (id: string) => void }) {
+/** One level of the scope tree under `parent`, paged; `node` draws each child. Shared with the scopes view. */
+export function ScopeChildren({ parent, node }: { parent: Scope; node: (child: Scope) => ReactNode }) {
   const paged = usePaged(['scope-children', parent.id], async (cursor) => {
     const r = await client(ScopeService).listScopeChildren({ id: parent.id, limit: PAGE_SIZE, cursor });
     return { items: r.scopes, nextCursor: r.nextCursor };
   });
   return (
     <Paged paged={paged} what={`scopes under ${parent.name}`}>
-      {(children) => <ul>{children.map((c) => <PickerNode key={c.id} scope={c} {...rest} />)}</ul>}
+      {(children) => <ul>{children.map(node)}</ul>}
     </Paged>
   );
 }

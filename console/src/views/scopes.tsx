@@ -10,6 +10,7 @@ import type { Scope } from '../../../gen/authz/v1/scope_pb.js';
 import { client } from '../api/transport.js';
 import { Page } from '../components/page.js';
 import { PAGE_SIZE, Paged, usePaged } from '../components/paged.js';
+import { ScopeChildren } from '../components/scope-picker.js';
 import { QueryState } from '../components/states.js';
 import { formatTime } from '../format.js';
 import { useTenant } from '../tenant.js';
@@ -83,22 +84,11 @@ function ScopeNode({ scope, typeName, selected, onSelect, open: initiallyOpen = 
           {scope.name} <span className="muted">{typeName(scope.typeId)}</span>
         </button>
       </div>
-      {open && <Children parent={scope} typeName={typeName} selected={selected} onSelect={onSelect} />}
+      {open && <ScopeChildren parent={scope} node={(c) => <ScopeNode key={c.id} scope={c} typeName={typeName} selected={selected} onSelect={onSelect} />} />}
     </li>
   );
 }
 
-function Children({ parent, ...rest }: { parent: Scope; typeName: (id: string) => string; selected?: string; onSelect: (s: Scope) => void }) {
-  const paged = usePaged(['scope-children', parent.id], async (cursor) => {
-    const r = await client(ScopeService).listScopeChildren({ id: parent.id, limit: PAGE_SIZE, cursor });
-    return { items: r.scopes, nextCursor: r.nextCursor };
-  });
-  return (
-    <Paged paged={paged} what={`scopes under ${parent.name}`}>
-      {(children) => <ul>{children.map((c) => <ScopeNode key={c.id} scope={c} {...rest} />)}</ul>}
-    </Paged>
-  );
-}
 
 function ScopeDetail({ scope, typeName }: { scope: Scope; typeName: (id: string) => string }) {
   const overrides = usePaged(['scope-overrides', scope.id], async (cursor) => {
