@@ -40,6 +40,22 @@ test('an idle session ends: the next request goes back to sign-in with the reaso
   await expect(page.getByLabel('API key')).toBeVisible();
 });
 
+test('a session ends when its key expires, on either database: back to sign-in with the reason', async ({ page, backend }) => {
+  const expiresAt = new Date(Date.now() + 6_000).toISOString();
+  const res = await fetch(`${backend.url}/api-keys`, { method: 'POST', headers: { ...json, 'x-api-key': backend.platformKey }, body: JSON.stringify({ name: 'short-lived', kind: 'platform', expiresAt }) });
+  expect(res.status).toBe(200);
+  const key = (await res.json()) as { secretKey: string };
+  await signIn(page, backend, key.secretKey);
+  await openView(page, backend, 'roles');
+  await expect(page.getByRole('heading', { name: 'Roles', level: 1 })).toBeVisible();
+  const session = await (await page.request.get('/console/session')).json() as { expiresAt: string };
+  expect(Date.parse(session.expiresAt)).toBeLessThanOrEqual(Date.parse(expiresAt));
+  await page.waitForTimeout(Math.max(0, Date.parse(expiresAt) - Date.now() + 500));
+  await page.getByRole('link', { name: 'Subjects' }).click();
+  await expect(page.getByRole('status')).toContainText('Your session has ended');
+  await expect(page.getByLabel('API key')).toBeVisible();
+});
+
 test('a user key is told which tier a refused call needs; revoking the key ends its session at once', async ({ page, backend }) => {
   const res = await fetch(`${backend.url}/api-keys`, { method: 'POST', headers: { ...json, 'x-api-key': backend.platformKey }, body: JSON.stringify({ name: 'to revoke', kind: 'user', tenantId: backend.tenantId }) });
   const key = (await res.json()) as { id: string; secretKey: string };
