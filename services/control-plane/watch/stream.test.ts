@@ -10,7 +10,8 @@ import { SnapshotChunkSchema, WatchResponseSchema, type SnapshotChunk } from '..
 import { chunkBytes } from './snapshot.js';
 import { ChunkRowBlocks } from './row-blocks.js';
 import { snapshotParts } from './stream.js';
-import { framesOf, takesWatch } from './lean-watch.js';
+import { takesWatch } from './lean-watch.js';
+import { framesOf } from './frames.js';
 import type { NodeServerRequest } from '../../transport/node-types.js';
 import { RevisionChangesSchema, HeartbeatSchema } from '../../../gen/authz/v1/snapshot_service_pb.js';
 

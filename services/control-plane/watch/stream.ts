@@ -14,14 +14,14 @@
  */
 import { create, toBinary } from '@bufbuild/protobuf';
 import { WireType } from '@bufbuild/protobuf/wire';
-import { timestampNow } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError } from '@connectrpc/connect';
 import type { Database } from '../../store/db.js';
 import { compactedThrough } from '../../store/compaction.js';
 import { committedRevision } from '../../store/tenants.js';
-import { HeartbeatSchema, WatchResponseSchema, type SnapshotChunk, type WatchResponse } from '../../../gen/authz/v1/snapshot_service_pb.js';
+import { WatchResponseSchema, type RevisionChanges, type SnapshotChunk, type WatchResponse } from '../../../gen/authz/v1/snapshot_service_pb.js';
 import type { KnownRevisions } from '../known-revisions.js';
 import { revisionBytes } from './changes.js';
+import { heartbeatMessage, type FeedStream, type TenantFeed } from './fanout.js';
 import type { SharedRevisionReads } from './shared-reads.js';
 import { chunkBytes, snapshotChunks } from './snapshot.js';
 import type { SnapshotCache, SnapshotFormat } from './snapshot-cache.js';
@@ -66,6 +66,35 @@ export interface StreamEnv {
   reads: SharedRevisionReads;
   /** Snapshots kept for the next streams of a tenant (snapshot-cache.ts). */
   snapshots: SnapshotCache<SnapshotPart>;
+  /** The tenant's streams in this process: a stream with a sink parks there once caught up (fanout.ts). */
+  feed?: TenantFeed<WatchStream>;
+}
+
+/**
+ * Where a stream writes its messages itself, instead of being pulled by `next()` (the lean path's
+ * HTTP/2 response). A message is written only once the previous one was written through, as
+ * connect-node does, so the transport holds at most one message of the stream.
+ */
+export interface StreamSink {
+  /** Writes one message; false when the transport holds it until `onDrain`. */
+  write(msg: WatchResponse): boolean;
+  /** Calls `fn` once, when what the transport holds is written through (after a write returned false). */
+  onDrain(fn: () => void): void;
+  /** The stream ended with `err`: after what was written, the call ends with it. */
+  end(err: Error): void;
+}
+
+/**
+ * A revision as a message and its estimated size, made once per revision for every stream of the
+ * process (revisions are shared by the streams and never modified: shared-reads.ts), so that the
+ * lean path encodes it once too (frames.ts keeps the encoding by the same object).
+ */
+const changeMessages = new WeakMap<RevisionChanges, { msg: WatchResponse; bytes: number }>();
+
+export function changesMessage(r: RevisionChanges): { msg: WatchResponse; bytes: number } {
+  let m = changeMessages.get(r);
+  if (m === undefined) changeMessages.set(r, (m = { msg: create(WatchResponseSchema, { event: { case: 'changes', value: r } }), bytes: revisionBytes(r) }));
+  return m;
 }
 
 interface Queued {
@@ -116,9 +145,9 @@ export async function* snapshotParts(chunks: AsyncIterable<SnapshotChunk>, json:
 /** Ends the stream: the producer stops where it is. */
 class Ended extends Error {}
 
-export class WatchStream {
+export class WatchStream implements FeedStream {
   /** The last revision queued (the snapshot's, then each revision's). */
-  private sent = 0;
+  sent = 0;
   /** The last revision handed to the transport whole (0: none yet, e.g. during the snapshot). */
   private delivered = 0;
   private readonly outbox: Queued[] = [];
@@ -129,10 +158,16 @@ export class WatchStream {
   peakBufferedBytes = 0;
   private failure: Error | undefined;
   private closed = false;
-  private lastTakenAt = Date.now();
+  lastTakenAt = Date.now();
   private wakeConsumer: (() => void) | undefined;
   private wakeProducer: (() => void) | undefined;
   private woken = false;
+  /** Where the stream writes itself (the lean path); undefined: pulled by `next()` (connect-node). */
+  private sink: StreamSink | undefined;
+  /** The sink's transport holds a message and has not said it drained. */
+  private transportBusy = false;
+  /** Releases the producer from its wait while parked in the feed. */
+  private unparked: (() => void) | undefined;
   /** The producer, for close() to wait on. */
   readonly done: Promise<void>;
 
@@ -161,6 +196,26 @@ export class WatchStream {
     return Math.max(0, committed - this.delivered);
   }
 
+  /** Nothing queued, nothing held by the transport. */
+  get quiet(): boolean {
+    return this.outbox.length === 0 && this.inTransport === 0;
+  }
+
+  /** Whether the tenant's feed sends this stream its revisions now (it is caught up, with a sink). */
+  get parked(): boolean {
+    return this.unparked !== undefined;
+  }
+
+  /**
+   * From now on the stream writes its messages to `sink` itself, each once the previous one was
+   * written through, and ends it when it ends. Called once, right after the stream is opened.
+   */
+  attach(sink: StreamSink): void {
+    this.sink = sink;
+    if (this.closed) return sink.end(this.failure!);
+    this.flush();
+  }
+
   /** A commit (or a resync) may have made the log longer. */
   wake(): void {
     this.woken = true;
@@ -173,8 +228,47 @@ export class WatchStream {
     this.closed = true;
     this.failure ??= reason ?? new ConnectError('the Watch stream was closed; resume from the last revision held', Code.Unavailable);
     this.drop();
+    this.resume();
     this.wakeProducer?.();
     this.wakeConsumer?.();
+    this.sink?.end(this.failure);
+  }
+
+  /** Leaves the feed: the producer goes on (a gap to snapshot over), or stops (closed). */
+  resume(): void {
+    const release = this.unparked;
+    if (release === undefined) return;
+    this.unparked = undefined;
+    this.env.feed?.unpark(this);
+    release();
+  }
+
+  /** FeedStream.offer: the revisions the tenant's feed read, queued after `sent`. */
+  offer(revisions: readonly RevisionChanges[]): boolean {
+    for (const r of revisions) {
+      if (this.closed) return true;
+      const n = Number(r.revision);
+      if (n <= this.sent) continue;
+      if (n !== this.sent + 1) return false;
+      const { msg, bytes } = changesMessage(r);
+      try {
+        this.put(msg, bytes, n);
+      } catch (err) {
+        if (err instanceof Ended) return true;
+        throw err;
+      }
+      this.sent = n;
+    }
+    return true;
+  }
+
+  /** FeedStream.heartbeat: a heartbeat made once for the tenant's parked streams. */
+  heartbeat(msg: WatchResponse): void {
+    try {
+      this.put(msg, 64);
+    } catch (err) {
+      if (!(err instanceof Ended)) throw err;
+    }
   }
 
   /**
@@ -205,7 +299,8 @@ export class WatchStream {
       await this.start();
       while (!this.closed) {
         await this.pump();
-        await this.idle();
+        if (this.sink !== undefined && this.env.feed !== undefined) await this.park(this.env.feed);
+        else await this.idle();
       }
     } catch (err) {
       if (!(err instanceof Ended)) this.close(err as Error);
@@ -282,12 +377,26 @@ export class WatchStream {
           await this.snapshot(true);
           break;
         }
-        this.put(create(WatchResponseSchema, { event: { case: 'changes', value: r } }), revisionBytes(r), Number(r.revision));
+        const { msg, bytes } = changesMessage(r);
+        this.put(msg, bytes, Number(r.revision));
         this.sent++;
       }
       const k = this.env.known.get(this.tenantId);
       if (k !== undefined && k <= this.sent) return;
     }
+  }
+
+  /**
+   * Waits in the tenant's feed, which sends the stream its revisions and heartbeats from now on,
+   * until it hands the stream back (a gap in the log: the next pump snapshots) or the stream ends.
+   */
+  private park(feed: TenantFeed<WatchStream>): Promise<void> {
+    if (this.closed) throw new Ended();
+    this.woken = false;
+    return new Promise<void>((resolve) => {
+      this.unparked = resolve;
+      feed.park(this);
+    });
   }
 
   /** Waits for a wake-up, a poll tick (notifications down) or the heartbeat; sends the heartbeat. */
@@ -303,7 +412,7 @@ export class WatchStream {
       const quiet = this.outbox.length === 0 && this.inTransport === 0;
       const due = this.lastTakenAt + heartbeatMs;
       if (quiet && now >= due) {
-        this.put(this.heartbeat(), 64);
+        this.put(this.ownHeartbeat(), 64);
         continue;
       }
       const live = this.env.live();
@@ -313,11 +422,8 @@ export class WatchStream {
     }
   }
 
-  private heartbeat(): WatchResponse {
-    const revision = Math.max(this.sent, this.env.known.get(this.tenantId) ?? 0);
-    return create(WatchResponseSchema, {
-      event: { case: 'heartbeat', value: create(HeartbeatSchema, { tenantId: this.tenantId, revision: BigInt(revision), sentAt: timestampNow(), resourceScopeGate: this.env.gate }) },
-    });
+  private ownHeartbeat(): WatchResponse {
+    return heartbeatMessage(this.tenantId, Math.max(this.sent, this.env.known.get(this.tenantId) ?? 0), this.env.gate);
   }
 
   /** Resolves true after `ms`, false when woken first. */
@@ -336,7 +442,7 @@ export class WatchStream {
   }
 
   /** Queues a message, or ends the stream when it would pass the bound (the client does not read). */
-  private put(msg: WatchResponse, bytes: number, revision?: number): void {
+  private put(msg: WatchResponse, bytes: number, revision?: number, taken?: () => void): void {
     if (this.closed) throw new Ended();
     const after = this.bufferedBytes + bytes;
     if (this.outbox.length > 0 && after > this.env.limits.maxBufferedBytes) {
@@ -347,19 +453,41 @@ export class WatchStream {
       ));
       throw new Ended();
     }
-    this.outbox.push({ msg, bytes, revision });
+    this.outbox.push({ msg, bytes, revision, taken });
     this.outboxBytes += bytes;
     this.peakBufferedBytes = Math.max(this.peakBufferedBytes, this.bufferedBytes);
-    this.wakeConsumer?.();
+    if (this.sink !== undefined) this.flush();
+    else this.wakeConsumer?.();
+  }
+
+  /**
+   * Writes queued messages to the sink while its transport takes them; a message it holds
+   * (write returned false) counts as in the transport until it drains.
+   */
+  private flush(): void {
+    const sink = this.sink!;
+    while (!this.transportBusy && !this.closed) {
+      const q = this.outbox.shift();
+      if (q === undefined) return;
+      this.outboxBytes -= q.bytes;
+      this.lastTakenAt = Date.now();
+      if (q.revision !== undefined) this.delivered = q.revision;
+      q.taken?.();
+      if (sink.write(q.msg)) continue;
+      this.inTransport = q.bytes;
+      this.transportBusy = true;
+      sink.onDrain(() => {
+        this.transportBusy = false;
+        this.inTransport = 0;
+        this.flush();
+      });
+    }
   }
 
   /** Queues a message and waits until the transport takes it (at most `stallMs`). */
   private async putAndWait(msg: WatchResponse, bytes: number, revision?: number): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
-    const taken = new Promise<void>((resolve) => {
-      this.put(msg, bytes, revision);
-      this.outbox[this.outbox.length - 1].taken = resolve;
-    });
+    const taken = new Promise<void>((resolve) => this.put(msg, bytes, revision, resolve));
     const stalled = new Promise<'stalled'>((resolve) => (timer = setTimeout(() => resolve('stalled'), this.env.limits.stallMs)));
     const closed = new Promise<'closed'>((resolve) => {
       const prev = this.wakeProducer;
