@@ -22,6 +22,7 @@
  *   --idle-sec 5 --built --cpu-prof DIR]
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createScratchDatabase } from '../test/databases.js';
 import { cpuMs, postgresCpuMs, startProcess, threadCpuMs, type RunningProcess } from '../test/processes.js';
@@ -135,6 +136,12 @@ class Clients {
   }
 }
 
+/** User and system CPU ms of a process so far (/proc, clock ticks of 10 ms): how much of its cost is the kernel's. */
+function userSystemMs(pid: number | undefined): { user: number; system: number } {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+  return { user: Number(fields[11]) * 10, system: Number(fields[12]) * 10 };
+}
+
 async function metric(url: string, name: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
   return Number(new RegExp(`^${name} ([0-9.e+]+)`, 'm').exec(text)?.[1] ?? NaN);
@@ -200,6 +207,7 @@ async function main() {
       const reads0 = await logReads(url);
       const drop0 = clients.dropped.length;
       const cpu0 = threadCpuMs(pid)!;
+      const us0 = userSystemMs(pid);
       const pg0 = postgresCpuMs();
       const cl0 = clients.cpuMs();
       const wall0 = now();
@@ -213,6 +221,8 @@ async function main() {
       }
       const wallSec = (now() - wall0) / 1000;
       const cpuPerWrite = (threadCpuMs(pid)! - cpu0) / WRITES;
+      const us1 = userSystemMs(pid);
+      const systemShare = (us1.system - us0.system) / Math.max(1, us1.user - us0.user + us1.system - us0.system);
       const pgPerWrite = (postgresCpuMs() - pg0) / WRITES;
       const clientsPerWrite = (clients.cpuMs() - cl0) / WRITES;
       const reads1 = await logReads(url);
@@ -223,6 +233,7 @@ async function main() {
         writeSentToEveryStreamMs: { p50: pct(sinceSent, 0.5), p99: pct(sinceSent, 0.99) },
         controlPlaneCpuMsPerWrite: f2(cpuPerWrite),
         controlPlaneCpuUsPerStreamPerWrite: f2(perStreamUs),
+        controlPlaneSystemShare: f2(systemShare),
         postgresCpuMsPerWrite: f2(pgPerWrite),
         clientsCpuMsPerWrite: f2(clientsPerWrite),
         logReads: { database: reads1.database - reads0.database, shared: reads1.shared - reads0.shared },
@@ -230,7 +241,7 @@ async function main() {
       };
       console.log(`${streams} streams (${open} open at the control plane, ready in ${(readyMs / 1000).toFixed(1)} s): idle ${idleMsPerSec.toFixed(1)} ms CPU/s; ` +
         `${WRITES} writes one at a time: every stream holds it p50 ${serial.writeAnsweredToEveryStreamMs.p50} ms, p99 ${serial.writeAnsweredToEveryStreamMs.p99} ms; ` +
-        `control plane ${serial.controlPlaneCpuMsPerWrite} ms CPU per write, ${serial.controlPlaneCpuUsPerStreamPerWrite} µs per stream per write; ` +
+        `control plane ${serial.controlPlaneCpuMsPerWrite} ms CPU per write (${Math.round(systemShare * 100)}% in the kernel), ${serial.controlPlaneCpuUsPerStreamPerWrite} µs per stream per write; ` +
         `clients ${serial.clientsCpuMsPerWrite} ms, PostgreSQL ${serial.postgresCpuMsPerWrite} ms; log reads ${serial.logReads.database} + ${serial.logReads.shared} shared; dropped ${serial.dropped}`);
 
       let sustained;

@@ -9,8 +9,10 @@
  * Each stream still applies its own rules as it queues the message: its order (a revision not
  * next to what it holds sends it back to its producer for a fresh snapshot), its buffer bound
  * (resource_exhausted) and its transport's backpressure. Heartbeats of parked streams come from
- * one timer per tenant, the message made once per tick and revision; while notifications are
- * down the same timer polls the log every `pollMs`.
+ * one timer per tenant, the message made once per tick and revision; the timer fires on a grid
+ * of a quarter heartbeat, so that streams that fell quiet at different moments get theirs in one
+ * pass (each a heartbeat after its last message, at most a quarter heartbeat late). While
+ * notifications are down the same timer polls the log every `pollMs`.
  *
  * Streams not parked (sending a snapshot or catching up, or connect-node's, which pull their
  * messages) are woken as before and read the log through the same shared reads.
@@ -29,6 +31,8 @@ export interface FeedStream {
   readonly lastTakenAt: number;
   /** Nothing queued and nothing held by the transport. */
   readonly quiet: boolean;
+  /** Its messages are compressed: a revision's frames are prepared before it is offered. */
+  readonly compressed: boolean;
   /**
    * Queues the revisions after `sent` (ignoring older ones); false when the first it lacks is
    * not `sent + 1` (the log was compacted past it): the stream must leave the feed and snapshot.
@@ -51,6 +55,8 @@ export interface FeedEnv {
   heartbeatMs: number;
   pollMs: number;
   logRows: number;
+  /** Makes the revisions' compressed frames, once for every compressed stream (frames.ts prepareFrames). */
+  prepareCompressed(revisions: readonly RevisionChanges[]): Promise<unknown>;
 }
 
 export class TenantFeed<S extends FeedStream = FeedStream> {
@@ -149,6 +155,15 @@ export class TenantFeed<S extends FeedStream = FeedStream> {
       if (revisions.length === 0) return;
       // Counted as if each stream had read: one of them asked, the others shared it.
       this.env.reads.shareWith(this.parked.size - 1);
+      let compressed = false;
+      for (const s of this.parked) if ((compressed = s.compressed)) break;
+      if (compressed) {
+        try {
+          await this.env.prepareCompressed(revisions);
+        } catch {
+          // Compressed on the event loop as each is written instead (frames.ts framesOf).
+        }
+      }
       // A copy: a stream that ends or leaves takes itself out of the set.
       for (const s of [...this.parked]) {
         if (!this.parked.has(s)) continue;
@@ -169,8 +184,10 @@ export class TenantFeed<S extends FeedStream = FeedStream> {
     this.timerAt = Number.POSITIVE_INFINITY;
   }
 
-  /** Sets the tenant's one timer to fire at `at` at the latest. */
+  /** Sets the tenant's one timer to fire at `at`, rounded up to the heartbeat grid, at the latest. */
   private schedule(at: number): void {
+    const step = Math.max(1, Math.floor(this.env.heartbeatMs / 4));
+    at = Math.ceil(at / step) * step;
     if (this.closed || this.parked.size === 0 || at >= this.timerAt) return;
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timerAt = at;

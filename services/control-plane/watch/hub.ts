@@ -14,7 +14,8 @@ import { readRevisions } from './changes.js';
 import { SharedRevisionReads } from './shared-reads.js';
 import { SnapshotCache } from './snapshot-cache.js';
 import { TenantFeed } from './fanout.js';
-import { WatchStream, type SnapshotPart, type WatchLimits } from './stream.js';
+import { prepareFrames } from './frames.js';
+import { changesMessage, WatchStream, type SnapshotPart, type WatchLimits } from './stream.js';
 
 export interface WatchStats {
   streams: number;
@@ -64,6 +65,7 @@ export class WatchHub {
       const { heartbeatMs, pollMs, logRows } = this.limits;
       this.byTenant.set(tenantId, (feed = new TenantFeed<WatchStream>(tenantId, {
         known: this.known, reads: this.reads, live: () => this.db.notifications.live, gate: this.gate, heartbeatMs, pollMs, logRows,
+        prepareCompressed: (revisions) => Promise.all(revisions.map((r) => prepareFrames(changesMessage(r).msg, 'gzip'))),
       })));
     }
     const stream = new WatchStream(

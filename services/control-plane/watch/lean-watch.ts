@@ -1,14 +1,17 @@
 /**
  * The lean path of `SnapshotService/Watch` for the calls sidecars make: gRPC over HTTP/2, binary,
- * nothing compressed either way. connect-node serializes every message it sends (a snapshot
+ * the request not compressed, the answers plain or gzipped. connect-node serializes every message it sends (a snapshot
  * chunk already encoded once, see snapshotParts, is copied into a new 4 MiB buffer by protobuf-es,
  * then into another by its envelope), and runs its async-iterable machinery per message. Here:
  * - a snapshot chunk's kept bytes are written as they are, after a 6-byte head (envelope and tag);
  * - a revision's message, and a heartbeat of a tenant's caught-up streams, is encoded once for
  *   every stream of this process (frames.ts), and written to them in one pass (fanout.ts);
- * - the stream writes to the response itself (a StreamSink), without an async loop per message.
- * Every other call (Connect, gRPC-Web, JSON, a compressed request, a client that accepts
- * compressed answers) goes to connect-node. The checks are the same (`leanCaller` for the key
+ * - the stream writes to the response itself (a StreamSink), without an async loop per message;
+ * - compression is chosen per stream as connect-node chooses it (the first of the client's
+ *   `grpc-accept-encoding` the server knows), and a revision is gzipped once for all the streams
+ *   that chose gzip (frames.ts).
+ * Every other call (Connect, gRPC-Web, JSON, a compressed request, a client that prefers brotli)
+ * goes to connect-node. The checks are the same (`leanCaller` for the key
  * and tier, the request guard, `openWatch`), errors take connect-node's shape (status, message
  * and ErrorInfo in trailers), and the RPC metrics and spans are recorded alike.
  *
@@ -34,15 +37,15 @@ import type { LeanRpcOptions } from '../../decision/lean.js';
 import { credentialsOfNode } from '../auth/interceptor.js';
 import type { Principal } from '../auth/principal.js';
 import type { WatchHub } from './hub.js';
-import { framesOf } from './frames.js';
+import { framesOf, prepareFrames, type FrameEncoding } from './frames.js';
 import type { KeyGuard } from './key-guard.js';
 import { openWatch } from './service.js';
 import type { StreamSink } from './stream.js';
 
 const PATH = `/${SnapshotService.typeName}/Watch`;
 const CONTENT_TYPE = 'application/grpc+proto';
-/** The encodings connect-node compresses answers with (server.ts acceptCompression). */
-const COMPRESSIONS = new Set(['gzip', 'br']);
+/** The encodings connect-node compresses answers with (server.ts acceptCompression), in its order. */
+const COMPRESSIONS = ['gzip', 'br'];
 
 /**
  * `rejected` also counts streams the client canceled, as the server counts other calls a client
@@ -56,6 +59,16 @@ export interface LeanWatchOptions extends LeanRpcOptions {
   caller: (req: NodeServerRequest, method: string) => Principal | Promise<Principal>;
 }
 
+/**
+ * How connect-node would compress the answers: the first of the client's `grpc-accept-encoding`
+ * that the server knows, else none (the request itself is not compressed: see takesWatch).
+ */
+export function responseEncoding(req: NodeServerRequest): string {
+  const accept = headerOf(req, 'grpc-accept-encoding');
+  if (accept === undefined) return 'identity';
+  return accept.split(',').map((e) => e.trim()).find((e) => COMPRESSIONS.includes(e)) ?? 'identity';
+}
+
 /** Whether the lean path takes the request (see the module comment). */
 export function takesWatch(req: NodeServerRequest): boolean {
   if (req.method !== 'POST' || req.url !== PATH || req.httpVersionMajor !== 2) return false;
@@ -64,8 +77,8 @@ export function takesWatch(req: NodeServerRequest): boolean {
   if (headerOf(req, 'content-encoding') !== undefined) return false;
   const encoding = headerOf(req, 'grpc-encoding');
   if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') return false;
-  const accept = headerOf(req, 'grpc-accept-encoding');
-  return accept === undefined || !accept.split(',').some((e) => COMPRESSIONS.has(e.trim().toLowerCase()));
+  const answers = responseEncoding(req);
+  return answers === 'identity' || answers === 'gzip';
 }
 
 /**
@@ -76,6 +89,8 @@ export function leanWatch(opts: LeanWatchOptions): (req: NodeServerRequest, res:
   const service = SnapshotService.typeName;
   return (req, res, shutdown) => {
     if (!takesWatch(req)) return false;
+    const encoding = responseEncoding(req) as FrameEncoding;
+    const head: Record<string, string> = encoding === 'gzip' ? { 'content-type': CONTENT_TYPE, 'grpc-encoding': 'gzip' } : { 'content-type': CONTENT_TYPE };
     const h2 = res as Http2ServerResponse;
     const start = performance.now();
     const span = opts.tracing === undefined ? undefined : startNodeRpcSpan(opts.tracing, service, 'Watch', 'grpc', req.headers);
@@ -111,7 +126,7 @@ export function leanWatch(opts: LeanWatchOptions): (req: NodeServerRequest, res:
       const trailers: Record<string, string> = {};
       setTrailerStatus(new Headers(), ce).forEach((v, k) => (trailers[k] = v));
       // Before any message: headers then trailers, as connect-node answers a stream that failed at once.
-      if (!res.headersSent) h2.writeHead(200, { 'content-type': CONTENT_TYPE });
+      if (!res.headersSent) h2.writeHead(200, head);
       h2.addTrailers(trailers);
       h2.end();
     }
@@ -156,13 +171,14 @@ export function leanWatch(opts: LeanWatchOptions): (req: NodeServerRequest, res:
     function sink(): StreamSink {
       const out = h2.stream;
       return {
-        write(msg: WatchResponse): boolean {
+        write(msg: WatchResponse, frames?: Buffer[]): boolean {
           if (ended || out.destroyed) return true;
-          if (!res.headersSent) h2.writeHead(200, { 'content-type': CONTENT_TYPE });
+          if (!res.headersSent) h2.writeHead(200, head);
           let flushed = true;
-          for (const frame of framesOf(msg)) flushed = out.write(frame);
+          for (const frame of frames ?? framesOf(msg, encoding)) flushed = out.write(frame);
           return flushed;
         },
+        prepare: encoding === 'identity' ? undefined : (msg) => prepareFrames(msg, encoding),
         onDrain(fn: () => void): void {
           const done = () => {
             out.off('drain', done);

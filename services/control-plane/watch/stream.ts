@@ -76,8 +76,13 @@ export interface StreamEnv {
  * connect-node does, so the transport holds at most one message of the stream.
  */
 export interface StreamSink {
-  /** Writes one message; false when the transport holds it until `onDrain`. */
-  write(msg: WatchResponse): boolean;
+  /** Writes one message (as `frames` when prepared); false when the transport holds it until `onDrain`. */
+  write(msg: WatchResponse, frames?: Buffer[]): boolean;
+  /**
+   * For a stream whose messages are compressed: a message's frames, made off the event loop
+   * before it is queued (frames.ts prepareFrames); a revision's are made once for every stream.
+   */
+  prepare?(msg: WatchResponse): Promise<Buffer[]> | undefined;
   /** Calls `fn` once, when what the transport holds is written through (after a write returned false). */
   onDrain(fn: () => void): void;
   /** The stream ended with `err`: after what was written, the call ends with it. */
@@ -104,6 +109,8 @@ interface Queued {
   revision?: number;
   /** Resolves when the transport takes it. */
   taken?: () => void;
+  /** Its frames, when made beforehand (compressed). */
+  frames?: Buffer[];
 }
 
 /**
@@ -199,6 +206,11 @@ export class WatchStream implements FeedStream {
   /** Nothing queued, nothing held by the transport. */
   get quiet(): boolean {
     return this.outbox.length === 0 && this.inTransport === 0;
+  }
+
+  /** Whether its messages are compressed (the feed then prepares a revision's frames first). */
+  get compressed(): boolean {
+    return this.sink?.prepare !== undefined;
   }
 
   /** Whether the tenant's feed sends this stream its revisions now (it is caught up, with a sink). */
@@ -353,7 +365,8 @@ export class WatchStream implements FeedStream {
         if (part.index === 0) this.sent = Number(part.revision);
         ahead = part.last ? Promise.resolve({ done: true, value: undefined }) : chunks.next();
         ahead.catch(() => undefined);
-        await this.putAndWait(part.msg, part.bytes, part.last ? Number(part.revision) : undefined);
+        const frames = await this.sink?.prepare?.(part.msg);
+        await this.putAndWait(part.msg, part.bytes, part.last ? Number(part.revision) : undefined, frames);
       }
     } finally {
       // Ends the snapshot's transaction (after the chunk being made, if any).
@@ -378,7 +391,9 @@ export class WatchStream implements FeedStream {
           break;
         }
         const { msg, bytes } = changesMessage(r);
-        this.put(msg, bytes, Number(r.revision));
+        const frames = await this.sink?.prepare?.(msg);
+        if (this.closed) throw new Ended();
+        this.put(msg, bytes, Number(r.revision), undefined, frames);
         this.sent++;
       }
       const k = this.env.known.get(this.tenantId);
@@ -442,7 +457,7 @@ export class WatchStream implements FeedStream {
   }
 
   /** Queues a message, or ends the stream when it would pass the bound (the client does not read). */
-  private put(msg: WatchResponse, bytes: number, revision?: number, taken?: () => void): void {
+  private put(msg: WatchResponse, bytes: number, revision?: number, taken?: () => void, frames?: Buffer[]): void {
     if (this.closed) throw new Ended();
     const after = this.bufferedBytes + bytes;
     if (this.outbox.length > 0 && after > this.env.limits.maxBufferedBytes) {
@@ -453,7 +468,7 @@ export class WatchStream implements FeedStream {
       ));
       throw new Ended();
     }
-    this.outbox.push({ msg, bytes, revision, taken });
+    this.outbox.push({ msg, bytes, revision, taken, frames });
     this.outboxBytes += bytes;
     this.peakBufferedBytes = Math.max(this.peakBufferedBytes, this.bufferedBytes);
     if (this.sink !== undefined) this.flush();
@@ -473,7 +488,7 @@ export class WatchStream implements FeedStream {
       this.lastTakenAt = Date.now();
       if (q.revision !== undefined) this.delivered = q.revision;
       q.taken?.();
-      if (sink.write(q.msg)) continue;
+      if (sink.write(q.msg, q.frames)) continue;
       this.inTransport = q.bytes;
       this.transportBusy = true;
       sink.onDrain(() => {
@@ -485,9 +500,9 @@ export class WatchStream implements FeedStream {
   }
 
   /** Queues a message and waits until the transport takes it (at most `stallMs`). */
-  private async putAndWait(msg: WatchResponse, bytes: number, revision?: number): Promise<void> {
+  private async putAndWait(msg: WatchResponse, bytes: number, revision?: number, frames?: Buffer[]): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
-    const taken = new Promise<void>((resolve) => this.put(msg, bytes, revision, resolve));
+    const taken = new Promise<void>((resolve) => this.put(msg, bytes, revision, resolve, frames));
     const stalled = new Promise<'stalled'>((resolve) => (timer = setTimeout(() => resolve('stalled'), this.env.limits.stallMs)));
     const closed = new Promise<'closed'>((resolve) => {
       const prev = this.wakeProducer;
