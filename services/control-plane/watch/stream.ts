@@ -365,7 +365,8 @@ export class WatchStream implements FeedStream {
         if (part.index === 0) this.sent = Number(part.revision);
         ahead = part.last ? Promise.resolve({ done: true, value: undefined }) : chunks.next();
         ahead.catch(() => undefined);
-        const frames = await this.sink?.prepare?.(part.msg);
+        const preparing = this.sink?.prepare?.(part.msg);
+        const frames = preparing && (await preparing);
         await this.putAndWait(part.msg, part.bytes, part.last ? Number(part.revision) : undefined, frames);
       }
     } finally {
@@ -391,7 +392,8 @@ export class WatchStream implements FeedStream {
           break;
         }
         const { msg, bytes } = changesMessage(r);
-        const frames = await this.sink?.prepare?.(msg);
+        const preparing = this.sink?.prepare?.(msg);
+        const frames = preparing && (await preparing);
         if (this.closed) throw new Ended();
         this.put(msg, bytes, Number(r.revision), undefined, frames);
         this.sent++;
