@@ -5,11 +5,12 @@
  * HTTP/2 clients, one connection per stream as separate sidecars have), so that the control
  * plane's CPU, read from /proc for its process alone, is its own.
  *
- * First the writes alone (no stream open) price a write itself. Then, for each count of
- * `--streams`: the clients open their streams and wait for the snapshot; `--idle-sec` seconds with
- * no write price the heartbeats and key checks; `--writes` writes one after another, each waited
- * for until every stream holds it (write answered → every stream holds it, p50/p99, and the
- * control plane's CPU per write beyond a write's own, per stream); at the largest count, also
+ * For each count of `--streams`: the clients open their streams and wait for the snapshot;
+ * `--idle-sec` seconds with no write price the heartbeats and key checks; `--writes` writes one
+ * after another, each waited for until every stream holds it (write answered → every stream holds
+ * it, p50/p99), in blocks of 10 alternating with 10 writes to a tenant no stream follows, which
+ * price a write itself under the same conditions: the control plane's CPU per write beyond that,
+ * divided by the streams, is the fan-out's cost per stream and write. At the largest count, also
  * `--rate` writes per second for `--sustained-sec` seconds, sent on a clock whether or not the
  * last one has reached every stream. Streams dropped (ended by the server) are counted in every
  * phase; a dropped stream resumes from its revision, as a sidecar does.
@@ -19,13 +20,21 @@
  *
  * Usage: DATABASE_URL=postgres://… npm run bench:watch-fanout [-- --streams 100,400,1000
  *   --writes 200 --client-processes 4 --per-connection 1 --rate 10 --sustained-sec 60
- *   --idle-sec 5 --built --cpu-prof DIR]
+ *   --idle-sec 5 --built --cpu-prof DIR --control-plane DIR --out NAME]
+ *
+ * `--control-plane DIR` runs another checkout's control plane from its sources (a "before"), and
+ * `--out NAME` writes bench/results/NAME.json instead. `--nice N` (e.g. -10, as root) runs the
+ * control plane and the clients at that scheduling priority: on a machine shared with other work
+ * the latencies are then those of the processes measured, as on nodes where they have their own
+ * CPU; the CPU figures do not depend on it.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { setPriority } from 'node:os';
+import pg from 'pg';
 import { resolve } from 'node:path';
 import { createScratchDatabase } from '../test/databases.js';
-import { cpuMs, postgresCpuMs, startProcess, threadCpuMs, type RunningProcess } from '../test/processes.js';
+import { cpuMs, postgresCpuMs, rssOf, startProcess, threadCpuMs, type RunningProcess } from '../test/processes.js';
 import { populate, restClient } from '../test/watch-fixtures.js';
 import { loadAverageNow, writeResults } from './results-file.js';
 import type { ClientConfig, ClientReport } from './watch-fanout-clients.js';
@@ -46,6 +55,9 @@ const SUSTAINED_SEC = Number(args.get('sustained-sec') ?? 60);
 const IDLE_SEC = Number(args.get('idle-sec') ?? 5);
 const BUILT = args.get('built') === 'true';
 const CPU_PROF = args.get('cpu-prof');
+const OTHER = args.get('control-plane');
+const NICE = args.get('nice') === undefined ? undefined : Number(args.get('nice'));
+const OUT = args.get('out') ?? 'watch-fanout-processes';
 const KEY = 'azk_bench_watch_fanout_bootstrap_0123456789';
 
 const f2 = (x: number) => Math.round(x * 100) / 100;
@@ -74,6 +86,7 @@ class Clients {
       const config: ClientConfig = { url, key, tenantId, streams: share, perConnection: PER_CONNECTION };
       const child = fork(resolve(import.meta.dirname, 'watch-fanout-clients.ts'), [JSON.stringify(config)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
       this.children.push(child);
+      if (NICE !== undefined) setPriority(child.pid!, NICE);
       readies.push(new Promise((ok) => child.on('message', (r: ClientReport) => {
         if (r.type === 'ready') ok(r.minHeld);
         else if (r.type === 'held') this.onHeld(r.revision, r.at);
@@ -142,6 +155,39 @@ function userSystemMs(pid: number | undefined): { user: number; system: number }
   return { user: Number(fields[11]) * 10, system: Number(fields[12]) * 10 };
 }
 
+/**
+ * What a replica costs PostgreSQL, measured on the backends' own CPU (/proc): a change-log read of
+ * one revision (a tenant's feed makes one per commit on each replica holding its streams), and a
+ * LISTEN connection per write (each replica has one, and every commit notifies them all).
+ */
+async function databaseCosts(url: string, tenantId: string, write: () => Promise<unknown>): Promise<{ logReadUs: number; listenerUsPerWrite: number }> {
+  const connect = async () => {
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    const pid = Number((await c.query('select pg_backend_pid() as pid')).rows[0].pid);
+    return { c, pid };
+  };
+  const reader = await connect();
+  const head = Number((await reader.c.query('select revision from tenants where id = $1', [tenantId])).rows[0].revision);
+  const read = () => reader.c.query('select * from change_log where tenant_id = $1 and revision > $2 order by revision, seq limit 2000', [tenantId, head - 1]);
+  for (let k = 0; k < 100; k++) await read();
+  const r0 = threadCpuMs(reader.pid)!;
+  const READS = 2_000;
+  for (let k = 0; k < READS; k++) await read();
+  const logReadUs = ((threadCpuMs(reader.pid)! - r0) * 1000) / READS;
+  await reader.c.end();
+  const listeners = await Promise.all(Array.from({ length: 8 }, connect));
+  for (const l of listeners) await l.c.query('listen authz_changes');
+  await sleep(200);
+  const l0 = listeners.reduce((a, l) => a + threadCpuMs(l.pid)!, 0);
+  const WRITES = 300;
+  for (let k = 0; k < WRITES; k++) await write();
+  await sleep(200);
+  const listenerUsPerWrite = ((listeners.reduce((a, l) => a + threadCpuMs(l.pid)!, 0) - l0) * 1000) / (listeners.length * WRITES);
+  for (const l of listeners) await l.c.end();
+  return { logReadUs: f2(logReadUs), listenerUsPerWrite: f2(listenerUsPerWrite) };
+}
+
 async function metric(url: string, name: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
   return Number(new RegExp(`^${name} ([0-9.e+]+)`, 'm').exec(text)?.[1] ?? NaN);
@@ -162,30 +208,45 @@ async function main() {
   try {
     cp = await startProcess('control-plane', {
       DATABASE_URL: scratch.url, SERVICE_PORT: '0', SERVICE_BOOTSTRAP_API_KEY: KEY, SERVICE_LOG_LEVEL: 'info',
-    }, { built: BUILT, nodeArgs: CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : [] });
+    }, {
+      built: BUILT,
+      nodeArgs: [...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : []), ...(OTHER ? ['--import', 'tsx'] : [])],
+      entry: OTHER ? resolve(OTHER, 'cmd/control-plane/main.ts') : undefined,
+    });
     const url = cp.url;
     const pid = cp.child.pid;
+    if (NICE !== undefined) {
+      // Every thread of the control plane (libuv's pool and V8's helpers are threads of their own).
+      for (const tid of readdirSync(`/proc/${pid}/task`)) setPriority(Number(tid), NICE);
+    }
     const rest = restClient(url, KEY);
     const t = await populate(rest, 'fanout');
     // The sidecars of one app share one service key (one Kubernetes secret).
     const serviceKey = (await rest('POST', '/api-keys', { name: 'sidecars', kind: 'service', tenantId: t.tenantId })).secretKey as string;
+    // A second tenant with no stream: its writes, interleaved with the watched tenant's, price a
+    // write itself under the same conditions, so the difference is the fan-out's.
+    const quiet = await populate(rest, 'quiet');
     let i = 0;
-    const write = async (): Promise<{ revision: number; sent: number; answered: number }> => {
+    const write = async (tenant = t): Promise<{ revision: number; sent: number; answered: number }> => {
       const sent = now();
-      const res = await fetch(`${url}/resources/${t.resourceIds[i % t.resourceIds.length]}`, {
+      const res = await fetch(`${url}/resources/${tenant.resourceIds[i % tenant.resourceIds.length]}`, {
         method: 'PATCH', headers: { 'content-type': 'application/json', 'x-api-key': KEY }, body: JSON.stringify({ attributes: { i: i++ } }),
       });
       await res.text();
       if (res.status !== 200) throw new Error(`write: ${res.status}`);
       return { revision: Number(res.headers.get('x-revision')), sent, answered: now() };
     };
+    /** What the control plane, its kernel share, PostgreSQL and the clients have used so far. */
+    const counters = (c?: Clients) => ({ cp: threadCpuMs(pid)!, ...userSystemMs(pid), pg: postgresCpuMs(), clients: c?.cpuMs() ?? 0 });
+    type Counters = ReturnType<typeof counters>;
+    const add = (sum: Counters, a: Counters, b: Counters) => {
+      for (const k of Object.keys(sum) as (keyof Counters)[]) sum[k] += b[k] - a[k];
+    };
+    const zero = (): Counters => ({ cp: 0, user: 0, system: 0, pg: 0, clients: 0 });
 
-    // Warm the write path, then price a write with no stream open.
-    for (let w = 0; w < 50; w++) await write();
-    const c0 = threadCpuMs(pid)!;
-    for (let w = 0; w < WRITES; w++) await write();
-    const writeAloneMs = (threadCpuMs(pid)! - c0) / WRITES;
-    console.log(`no streams: ${WRITES} writes, control plane ${writeAloneMs.toFixed(2)} ms CPU per write`);
+    // Warm the write path up.
+    for (let w = 0; w < 50; w++) await write(w % 2 === 0 ? t : quiet);
+    let writeAloneMs = NaN;
 
     const phases = [];
     for (const streams of STREAMS) {
@@ -195,6 +256,7 @@ async function main() {
       const readyMs = now() - readyStart;
       await sleep(1000);
       const open = await metric(url, 'authz_watch_streams');
+      const rssMiB = (await rssOf(url)) / 2 ** 20;
 
       // Idle: heartbeats and key checks only.
       const idle0 = threadCpuMs(pid)!;
@@ -202,36 +264,44 @@ async function main() {
       await sleep(IDLE_SEC * 1000);
       const idleMsPerSec = (threadCpuMs(pid)! - idle0) / ((now() - idleWall0) / 1000);
 
-      // One write at a time, each waited for on every stream (a few first to warm the path up).
+      // One write at a time, each waited for on every stream (a few first to warm the path up), in
+      // blocks of 10 alternating with 10 writes to the quiet tenant.
       for (let w = 0; w < 20; w++) await clients.heldAt((await write()).revision);
       const reads0 = await logReads(url);
       const drop0 = clients.dropped.length;
-      const cpu0 = threadCpuMs(pid)!;
-      const us0 = userSystemMs(pid);
-      const pg0 = postgresCpuMs();
-      const cl0 = clients.cpuMs();
+      const watched = zero();
+      const alone = zero();
       const wall0 = now();
       const sinceAnswer: number[] = [];
       const sinceSent: number[] = [];
-      for (let w = 0; w < WRITES; w++) {
-        const r = await write();
-        const at = await clients.heldAt(r.revision);
-        sinceAnswer.push(at - r.answered);
-        sinceSent.push(at - r.sent);
+      for (let w = 0; w < WRITES; w += 10) {
+        const a = counters(clients);
+        for (let k = 0; k < 10; k++) {
+          const r = await write();
+          const at = await clients.heldAt(r.revision);
+          sinceAnswer.push(at - r.answered);
+          sinceSent.push(at - r.sent);
+        }
+        const b = counters(clients);
+        add(watched, a, b);
+        for (let k = 0; k < 10; k++) await write(quiet);
+        add(alone, b, counters(clients));
       }
       const wallSec = (now() - wall0) / 1000;
-      const cpuPerWrite = (threadCpuMs(pid)! - cpu0) / WRITES;
-      const us1 = userSystemMs(pid);
-      const systemShare = (us1.system - us0.system) / Math.max(1, us1.user - us0.user + us1.system - us0.system);
-      const pgPerWrite = (postgresCpuMs() - pg0) / WRITES;
-      const clientsPerWrite = (clients.cpuMs() - cl0) / WRITES;
+      const writes = sinceAnswer.length;
+      const cpuPerWrite = watched.cp / writes;
+      writeAloneMs = alone.cp / writes;
+      const systemShare = watched.system / Math.max(1, watched.user + watched.system);
+      const pgPerWrite = watched.pg / writes;
+      const clientsPerWrite = watched.clients / writes;
       const reads1 = await logReads(url);
       const perStreamUs = ((cpuPerWrite - writeAloneMs) * 1000) / streams;
       const serial = {
-        writes: WRITES, wallSec: f2(wallSec),
+        writes, wallSec: f2(wallSec),
         writeAnsweredToEveryStreamMs: { p50: pct(sinceAnswer, 0.5), p99: pct(sinceAnswer, 0.99), max: pct(sinceAnswer, 1) },
         writeSentToEveryStreamMs: { p50: pct(sinceSent, 0.5), p99: pct(sinceSent, 0.99) },
         controlPlaneCpuMsPerWrite: f2(cpuPerWrite),
+        writeAloneCpuMs: f2(writeAloneMs),
         controlPlaneCpuUsPerStreamPerWrite: f2(perStreamUs),
         controlPlaneSystemShare: f2(systemShare),
         postgresCpuMsPerWrite: f2(pgPerWrite),
@@ -239,9 +309,9 @@ async function main() {
         logReads: { database: reads1.database - reads0.database, shared: reads1.shared - reads0.shared },
         dropped: clients.dropped.length - drop0,
       };
-      console.log(`${streams} streams (${open} open at the control plane, ready in ${(readyMs / 1000).toFixed(1)} s): idle ${idleMsPerSec.toFixed(1)} ms CPU/s; ` +
-        `${WRITES} writes one at a time: every stream holds it p50 ${serial.writeAnsweredToEveryStreamMs.p50} ms, p99 ${serial.writeAnsweredToEveryStreamMs.p99} ms; ` +
-        `control plane ${serial.controlPlaneCpuMsPerWrite} ms CPU per write (${Math.round(systemShare * 100)}% in the kernel), ${serial.controlPlaneCpuUsPerStreamPerWrite} µs per stream per write; ` +
+      console.log(`${streams} streams (${open} open at the control plane, ready in ${(readyMs / 1000).toFixed(1)} s, RSS ${Math.round(rssMiB)} MiB): idle ${idleMsPerSec.toFixed(1)} ms CPU/s; ` +
+        `${writes} writes one at a time: every stream holds it p50 ${serial.writeAnsweredToEveryStreamMs.p50} ms, p99 ${serial.writeAnsweredToEveryStreamMs.p99} ms; ` +
+        `control plane ${serial.controlPlaneCpuMsPerWrite} ms CPU per write (${Math.round(systemShare * 100)}% in the kernel; a write alone ${serial.writeAloneCpuMs} ms), ${serial.controlPlaneCpuUsPerStreamPerWrite} µs per stream per write; ` +
         `clients ${serial.clientsCpuMsPerWrite} ms, PostgreSQL ${serial.postgresCpuMsPerWrite} ms; log reads ${serial.logReads.database} + ${serial.logReads.shared} shared; dropped ${serial.dropped}`);
 
       let sustained;
@@ -282,7 +352,7 @@ async function main() {
       }
       const recv = await clients.received();
       phases.push({
-        streams, clientProcesses: clients.children.length, streamsPerConnection: PER_CONNECTION, readySec: f2(readyMs / 1000),
+        streams, clientProcesses: clients.children.length, streamsPerConnection: PER_CONNECTION, readySec: f2(readyMs / 1000), controlPlaneRssMiB: Math.round(rssMiB),
         idle: { seconds: IDLE_SEC, controlPlaneCpuMsPerSec: f2(idleMsPerSec), perStreamUsPerSec: f2((idleMsPerSec * 1000) / streams) },
         serial, sustained: sustained ?? null,
         received: recv,
@@ -294,9 +364,11 @@ async function main() {
       for (let w = 0; w < 100 && (await metric(url, 'authz_watch_streams')) > 0; w++) await sleep(100);
     }
 
-    const results = { controlPlane: BUILT ? 'dist/' : 'sources (tsx)', writeAloneCpuMs: f2(writeAloneMs), phases };
+    const database = await databaseCosts(scratch.url, t.tenantId, () => write(quiet));
+    console.log(`PostgreSQL: ${database.logReadUs} µs of a backend's CPU per change-log read of one revision, ${database.listenerUsPerWrite} µs per LISTEN connection per write`);
+    const results = { database, nice: NICE ?? null, controlPlane: OTHER ? `another checkout's sources (tsx)` : BUILT ? 'dist/' : 'sources (tsx)', phases };
     const command = ['DATABASE_URL=… npm run bench:watch-fanout', ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : [])].join(' ');
-    if (!CPU_PROF) console.log(`wrote ${writeResults('watch-fanout-processes', { command, results, loadAtStart })}`);
+    if (!CPU_PROF) console.log(`wrote ${writeResults(OUT, { command, results, loadAtStart })}`);
   } finally {
     await clients?.stop();
     await cp?.stop('SIGTERM');
