@@ -84,6 +84,11 @@ export class TenantFeed<S extends FeedStream = FeedStream> {
     return this.parked.has(s);
   }
 
+  /** Whether streams may park here (not once the feed was closed). */
+  get open(): boolean {
+    return !this.closed;
+  }
+
   /** A stream caught up with what it read: from now on the feed sends it revisions and heartbeats. */
   park(s: S): void {
     if (this.closed) return s.resume();

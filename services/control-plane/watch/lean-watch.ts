@@ -1,8 +1,9 @@
 /**
  * The lean path of `SnapshotService/Watch` for the calls sidecars make: gRPC over HTTP/2, binary,
- * the request not compressed, the answers plain or gzipped. connect-node serializes every message it sends (a snapshot
- * chunk already encoded once, see snapshotParts, is copied into a new 4 MiB buffer by protobuf-es,
- * then into another by its envelope), and runs its async-iterable machinery per message. Here:
+ * the request not compressed, the answers plain or gzipped. connect-node serializes every message
+ * it sends (a snapshot chunk already encoded once, see snapshotParts, is copied into a new 4 MiB
+ * buffer by protobuf-es, then into another by its envelope), and runs its async-iterable
+ * machinery per message. Here:
  * - a snapshot chunk's kept bytes are written as they are, after a 6-byte head (envelope and tag);
  * - a revision's message, and a heartbeat of a tenant's caught-up streams, is encoded once for
  *   every stream of this process (frames.ts), and written to them in one pass (fanout.ts);
@@ -11,9 +12,9 @@
  *   `grpc-accept-encoding` the server knows), and a revision is gzipped once for all the streams
  *   that chose gzip (frames.ts).
  * Every other call (Connect, gRPC-Web, JSON, a compressed request, a client that prefers brotli)
- * goes to connect-node. The checks are the same (`leanCaller` for the key
- * and tier, the request guard, `openWatch`), errors take connect-node's shape (status, message
- * and ErrorInfo in trailers), and the RPC metrics and spans are recorded alike.
+ * goes to connect-node. The checks are the same (`leanCaller` for the key and tier, the request
+ * guard, `openWatch`), errors take connect-node's shape (status, message and ErrorInfo in
+ * trailers), and the RPC metrics and spans are recorded alike.
  *
  * Backpressure is connect-node's: the stream's next message is written only once the previous one
  * was written through (`write` returned true, or 'drain' came).

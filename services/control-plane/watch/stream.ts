@@ -1,6 +1,10 @@
 /**
  * One Watch call: a producer (snapshot, then the change log after the last revision queued,
- * then heartbeats) feeding a bounded outbox that the RPC's response generator drains.
+ * then heartbeats) feeding a bounded outbox, drained by the RPC's response generator
+ * (connect-node pulls `next()`) or written by the stream itself to its sink (the lean path).
+ * A stream with a sink that has sent what it read parks in its tenant's feed (fanout.ts), which
+ * from then on queues its revisions and heartbeats, under the same rules, until it hands the
+ * stream back to its producer.
  *
  * Memory is bounded per stream. The snapshot makes one chunk ahead of the one being sent and
  * waits for that one to be taken by the transport before it reads further (and gives up with `resource_exhausted` when a chunk is not taken
@@ -154,7 +158,7 @@ class Ended extends Error {}
 
 export class WatchStream implements FeedStream {
   /** The last revision queued (the snapshot's, then each revision's). */
-  sent = 0;
+  private queuedThrough = 0;
   /** The last revision handed to the transport whole (0: none yet, e.g. during the snapshot). */
   private delivered = 0;
   private readonly outbox: Queued[] = [];
@@ -165,7 +169,7 @@ export class WatchStream implements FeedStream {
   peakBufferedBytes = 0;
   private failure: Error | undefined;
   private closed = false;
-  lastTakenAt = Date.now();
+  private takenAt = Date.now();
   private wakeConsumer: (() => void) | undefined;
   private wakeProducer: (() => void) | undefined;
   private woken = false;
@@ -199,8 +203,18 @@ export class WatchStream implements FeedStream {
    * a stream still sending its snapshot is behind by the whole revision.
    */
   get lagRevisions(): number {
-    const committed = Math.max(this.sent, this.env.known.get(this.tenantId) ?? 0);
+    const committed = Math.max(this.queuedThrough, this.env.known.get(this.tenantId) ?? 0);
     return Math.max(0, committed - this.delivered);
+  }
+
+  /** FeedStream.sent: the last revision queued. */
+  get sent(): number {
+    return this.queuedThrough;
+  }
+
+  /** When the transport last took a message (ms since the epoch). */
+  get lastTakenAt(): number {
+    return this.takenAt;
   }
 
   /** Nothing queued, nothing held by the transport. */
@@ -260,8 +274,8 @@ export class WatchStream implements FeedStream {
     for (const r of revisions) {
       if (this.closed) return true;
       const n = Number(r.revision);
-      if (n <= this.sent) continue;
-      if (n !== this.sent + 1) return false;
+      if (n <= this.queuedThrough) continue;
+      if (n !== this.queuedThrough + 1) return false;
       const { msg, bytes } = changesMessage(r);
       try {
         this.put(msg, bytes, n);
@@ -269,7 +283,7 @@ export class WatchStream implements FeedStream {
         if (err instanceof Ended) return true;
         throw err;
       }
-      this.sent = n;
+      this.queuedThrough = n;
     }
     return true;
   }
@@ -295,7 +309,7 @@ export class WatchStream implements FeedStream {
       if (q) {
         this.outboxBytes -= q.bytes;
         this.inTransport = q.bytes;
-        this.lastTakenAt = Date.now();
+        this.takenAt = Date.now();
         if (q.revision !== undefined) this.delivered = q.revision;
         q.taken?.();
         return q.msg;
@@ -311,7 +325,8 @@ export class WatchStream implements FeedStream {
       await this.start();
       while (!this.closed) {
         await this.pump();
-        if (this.sink !== undefined && this.env.feed !== undefined) await this.park(this.env.feed);
+        const feed = this.env.feed;
+        if (this.sink !== undefined && feed?.open) await this.park(feed);
         else await this.idle();
       }
     } catch (err) {
@@ -325,7 +340,7 @@ export class WatchStream implements FeedStream {
       const current = await this.env.known.committed(this.tenantId);
       const horizon = await compactedThrough(this.env.db, this.tenantId);
       if (this.fromRevision <= current && this.fromRevision >= horizon) {
-        this.sent = this.fromRevision;
+        this.queuedThrough = this.fromRevision;
         return;
       }
     }
@@ -362,7 +377,7 @@ export class WatchStream implements FeedStream {
         const r = await ahead;
         if (r.done) break;
         const part = r.value;
-        if (part.index === 0) this.sent = Number(part.revision);
+        if (part.index === 0) this.queuedThrough = Number(part.revision);
         ahead = part.last ? Promise.resolve({ done: true, value: undefined }) : chunks.next();
         ahead.catch(() => undefined);
         const preparing = this.sink?.prepare?.(part.msg);
@@ -379,14 +394,14 @@ export class WatchStream implements FeedStream {
   /** Queues every whole revision the log holds after `sent`. */
   private async pump(): Promise<void> {
     const known = this.env.live() ? this.env.known.get(this.tenantId) : undefined;
-    if (known !== undefined && known <= this.sent) return;
+    if (known !== undefined && known <= this.queuedThrough) return;
     for (;;) {
-      const revisions = await this.env.reads.read(this.tenantId, this.sent, this.env.limits.logRows);
+      const revisions = await this.env.reads.read(this.tenantId, this.queuedThrough, this.env.limits.logRows);
       if (this.closed) throw new Ended();
       if (revisions.length === 0) return;
       for (const r of revisions) {
         if (this.closed) throw new Ended();
-        if (Number(r.revision) !== this.sent + 1) {
+        if (Number(r.revision) !== this.queuedThrough + 1) {
           // The log no longer reaches back to what this client holds (compacted meanwhile).
           await this.snapshot(true);
           break;
@@ -396,10 +411,10 @@ export class WatchStream implements FeedStream {
         const frames = preparing && (await preparing);
         if (this.closed) throw new Ended();
         this.put(msg, bytes, Number(r.revision), undefined, frames);
-        this.sent++;
+        this.queuedThrough++;
       }
       const k = this.env.known.get(this.tenantId);
-      if (k !== undefined && k <= this.sent) return;
+      if (k !== undefined && k <= this.queuedThrough) return;
     }
   }
 
@@ -427,7 +442,7 @@ export class WatchStream implements FeedStream {
       }
       const now = Date.now();
       const quiet = this.outbox.length === 0 && this.inTransport === 0;
-      const due = this.lastTakenAt + heartbeatMs;
+      const due = this.takenAt + heartbeatMs;
       if (quiet && now >= due) {
         this.put(this.ownHeartbeat(), 64);
         continue;
@@ -440,7 +455,7 @@ export class WatchStream implements FeedStream {
   }
 
   private ownHeartbeat(): WatchResponse {
-    return heartbeatMessage(this.tenantId, Math.max(this.sent, this.env.known.get(this.tenantId) ?? 0), this.env.gate);
+    return heartbeatMessage(this.tenantId, Math.max(this.queuedThrough, this.env.known.get(this.tenantId) ?? 0), this.env.gate);
   }
 
   /** Resolves true after `ms`, false when woken first. */
@@ -487,7 +502,7 @@ export class WatchStream implements FeedStream {
       const q = this.outbox.shift();
       if (q === undefined) return;
       this.outboxBytes -= q.bytes;
-      this.lastTakenAt = Date.now();
+      this.takenAt = Date.now();
       if (q.revision !== undefined) this.delivered = q.revision;
       q.taken?.();
       if (sink.write(q.msg, q.frames)) continue;
