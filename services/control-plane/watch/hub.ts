@@ -4,7 +4,8 @@
  * commit, delivered at once by runWrite) wakes that tenant's streams, which then read the change
  * log after the last revision they sent (together: shared-reads.ts): the log is the truth, the notice only a wake-up. After
  * a reconnect (`onResync`) every stream re-reads; while notifications are not live each stream
- * polls the log (WatchLimits.pollMs), so no commit is missed.
+ * polls the log (WatchLimits.pollMs), so no commit is missed. The streams of a tenant that are
+ * caught up are fed together by its TenantFeed (fanout.ts): one read and one pass per commit.
  */
 import { Code, ConnectError } from '@connectrpc/connect';
 import type { Database } from '../../store/db.js';
@@ -12,7 +13,9 @@ import type { KnownRevisions } from '../known-revisions.js';
 import { readRevisions } from './changes.js';
 import { SharedRevisionReads } from './shared-reads.js';
 import { SnapshotCache } from './snapshot-cache.js';
-import { WatchStream, type SnapshotPart, type WatchLimits } from './stream.js';
+import { TenantFeed } from './fanout.js';
+import { prepareFrames } from './frames.js';
+import { changesMessage, WatchStream, type SnapshotPart, type WatchLimits } from './stream.js';
 
 export interface WatchStats {
   streams: number;
@@ -29,7 +32,7 @@ export interface WatchStats {
 }
 
 export class WatchHub {
-  private readonly byTenant = new Map<string, Set<WatchStream>>();
+  private readonly byTenant = new Map<string, TenantFeed<WatchStream>>();
   private slowConsumers = 0;
   private closing = false;
   private readonly unsubscribe: (() => void)[] = [];
@@ -57,6 +60,14 @@ export class WatchHub {
    */
   open(tenantId: string, fromRevision: number, rowBlocks = false, json = false): WatchStream {
     if (this.closing) throw new ConnectError('the server is shutting down', Code.Unavailable);
+    let feed = this.byTenant.get(tenantId);
+    if (!feed) {
+      const { heartbeatMs, pollMs, logRows } = this.limits;
+      this.byTenant.set(tenantId, (feed = new TenantFeed<WatchStream>(tenantId, {
+        known: this.known, reads: this.reads, live: () => this.db.notifications.live, gate: this.gate, heartbeatMs, pollMs, logRows,
+        prepareCompressed: (revisions) => Promise.all(revisions.map((r) => prepareFrames(changesMessage(r).msg, 'gzip'))),
+      })));
+    }
     const stream = new WatchStream(
       {
         db: this.db,
@@ -67,15 +78,14 @@ export class WatchHub {
         onSlowConsumer: () => this.slowConsumers++,
         reads: this.reads,
         snapshots: this.snapshots,
+        feed,
       },
       tenantId,
       fromRevision,
       rowBlocks,
       json,
     );
-    let set = this.byTenant.get(tenantId);
-    if (!set) this.byTenant.set(tenantId, (set = new Set()));
-    set.add(stream);
+    feed.streams.add(stream);
     this.reads.watch(tenantId);
     return stream;
   }
@@ -83,8 +93,9 @@ export class WatchHub {
   /** Forgets a stream that ended (and stops its producer). */
   release(stream: WatchStream): void {
     stream.close();
-    const set = this.byTenant.get(stream.tenantId);
-    if (set?.delete(stream) && set.size === 0) {
+    const feed = this.byTenant.get(stream.tenantId);
+    if (feed?.streams.delete(stream) && feed.streams.size === 0) {
+      feed.close();
       this.byTenant.delete(stream.tenantId);
       this.reads.forget(stream.tenantId);
     }
@@ -92,7 +103,12 @@ export class WatchHub {
 
   /** Every stream, for tests and metrics. */
   streams(): WatchStream[] {
-    return [...this.byTenant.values()].flatMap((s) => [...s]);
+    return [...this.byTenant.values()].flatMap((f) => [...f.streams]);
+  }
+
+  /** A tenant's feed (for tests). */
+  feed(tenantId: string): TenantFeed<WatchStream> | undefined {
+    return this.byTenant.get(tenantId);
   }
 
   stats(): WatchStats {
@@ -120,15 +136,22 @@ export class WatchHub {
     for (const u of this.unsubscribe) u();
     const all = this.streams();
     for (const s of all) s.close(new ConnectError('the server is shutting down; resume from the last revision held', Code.Unavailable));
+    for (const f of this.byTenant.values()) f.close();
     await Promise.all(all.map((s) => s.done));
   }
 
   private wakeTenant(tenantId: string): void {
-    const set = this.byTenant.get(tenantId);
-    if (set) for (const s of set) s.wake();
+    const feed = this.byTenant.get(tenantId);
+    if (feed) this.wakeFeed(feed);
   }
 
   private wakeAll(): void {
-    for (const set of this.byTenant.values()) for (const s of set) s.wake();
+    for (const feed of this.byTenant.values()) this.wakeFeed(feed);
+  }
+
+  /** The parked streams through their feed (one read, one pass), every other stream itself. */
+  private wakeFeed(feed: TenantFeed<WatchStream>): void {
+    feed.wake();
+    for (const s of feed.streams) if (!s.parked) s.wake();
   }
 }

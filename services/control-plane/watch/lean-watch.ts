@@ -1,26 +1,30 @@
 /**
  * The lean path of `SnapshotService/Watch` for the calls sidecars make: gRPC over HTTP/2, binary,
- * nothing compressed either way. connect-node serializes every message it sends (a snapshot
- * chunk already encoded once, see snapshotParts, is copied into a new 4 MiB buffer by protobuf-es,
- * then into another by its envelope), and runs its async-iterable machinery per message. Here:
+ * the request not compressed, the answers plain or gzipped. connect-node serializes every message
+ * it sends (a snapshot chunk already encoded once, see snapshotParts, is copied into a new 4 MiB
+ * buffer by protobuf-es, then into another by its envelope), and runs its async-iterable
+ * machinery per message. Here:
  * - a snapshot chunk's kept bytes are written as they are, after a 6-byte head (envelope and tag);
- * - a revision's message is encoded once for every stream of this process (`encodedChanges`);
- * - a heartbeat is encoded per stream (a few dozen bytes).
- * Every other call (Connect, gRPC-Web, JSON, a compressed request, a client that accepts
- * compressed answers) goes to connect-node. The checks are the same (`leanCaller` for the key
- * and tier, the request guard, `openWatch`), errors take connect-node's shape (status, message
- * and ErrorInfo in trailers), and the RPC metrics and spans are recorded alike.
+ * - a revision's message, and a heartbeat of a tenant's caught-up streams, is encoded once for
+ *   every stream of this process (frames.ts), and written to them in one pass (fanout.ts);
+ * - the stream writes to the response itself (a StreamSink), without an async loop per message;
+ * - compression is chosen per stream as connect-node chooses it (the first of the client's
+ *   `grpc-accept-encoding` the server knows), and a revision is gzipped once for all the streams
+ *   that chose gzip (frames.ts).
+ * Every other call (Connect, gRPC-Web, JSON, a compressed request, a client that prefers brotli)
+ * goes to connect-node. The checks are the same (`leanCaller` for the key and tier, the request
+ * guard, `openWatch`), errors take connect-node's shape (status, message and ErrorInfo in
+ * trailers), and the RPC metrics and spans are recorded alike.
  *
- * Backpressure is connect-node's: the stream's next message is asked for only once the previous
- * one was written through (`res.write` returned true, or 'drain' came).
+ * Backpressure is connect-node's: the stream's next message is written only once the previous one
+ * was written through (`write` returned true, or 'drain' came).
  */
 import type { Http2ServerResponse } from 'node:http2';
-import { toBinary } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { codeToString } from '@connectrpc/connect/protocol-connect';
 import { parseTimeout, setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
 import type { Logger } from 'pino';
-import { SnapshotService, WatchRequestSchema, WatchResponseSchema, type RevisionChanges, type WatchResponse } from '../../../gen/authz/v1/snapshot_service_pb.js';
+import { SnapshotService, WatchRequestSchema, type WatchResponse } from '../../../gen/authz/v1/snapshot_service_pb.js';
 import { BodyTooLarge, dropBody, readBodyThen } from '../../transport/body.js';
 import { unaryMessage } from '../../transport/compression.js';
 import { toConnectError } from '../../transport/errors.js';
@@ -34,13 +38,15 @@ import type { LeanRpcOptions } from '../../decision/lean.js';
 import { credentialsOfNode } from '../auth/interceptor.js';
 import type { Principal } from '../auth/principal.js';
 import type { WatchHub } from './hub.js';
+import { framesOf, prepareFrames, type FrameEncoding } from './frames.js';
 import type { KeyGuard } from './key-guard.js';
 import { openWatch } from './service.js';
+import type { StreamSink } from './stream.js';
 
 const PATH = `/${SnapshotService.typeName}/Watch`;
 const CONTENT_TYPE = 'application/grpc+proto';
-/** The encodings connect-node compresses answers with (server.ts acceptCompression). */
-const COMPRESSIONS = new Set(['gzip', 'br']);
+/** The encodings connect-node compresses answers with (server.ts acceptCompression), in its order. */
+const COMPRESSIONS = ['gzip', 'br'];
 
 /**
  * `rejected` also counts streams the client canceled, as the server counts other calls a client
@@ -54,6 +60,16 @@ export interface LeanWatchOptions extends LeanRpcOptions {
   caller: (req: NodeServerRequest, method: string) => Principal | Promise<Principal>;
 }
 
+/**
+ * How connect-node would compress the answers: the first of the client's `grpc-accept-encoding`
+ * that the server knows, else none (the request itself is not compressed: see takesWatch).
+ */
+export function responseEncoding(req: NodeServerRequest): string {
+  const accept = headerOf(req, 'grpc-accept-encoding');
+  if (accept === undefined) return 'identity';
+  return accept.split(',').map((e) => e.trim()).find((e) => COMPRESSIONS.includes(e)) ?? 'identity';
+}
+
 /** Whether the lean path takes the request (see the module comment). */
 export function takesWatch(req: NodeServerRequest): boolean {
   if (req.method !== 'POST' || req.url !== PATH || req.httpVersionMajor !== 2) return false;
@@ -62,53 +78,8 @@ export function takesWatch(req: NodeServerRequest): boolean {
   if (headerOf(req, 'content-encoding') !== undefined) return false;
   const encoding = headerOf(req, 'grpc-encoding');
   if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') return false;
-  const accept = headerOf(req, 'grpc-accept-encoding');
-  return accept === undefined || !accept.split(',').some((e) => COMPRESSIONS.has(e.trim().toLowerCase()));
-}
-
-/** A message's envelope head: flag 0 (not compressed), then its length, big-endian. */
-function envelopeHead(length: number, extra: number): Buffer {
-  const head = Buffer.allocUnsafe(5 + extra);
-  head[0] = 0;
-  head.writeUInt32BE(length, 1);
-  return head;
-}
-
-/** A whole message in its envelope. */
-function enveloped(message: Uint8Array): Buffer {
-  const out = envelopeHead(message.length, message.length);
-  out.set(message, 5);
-  return out;
-}
-
-/**
- * Each revision's message in its envelope, encoded once for every stream (the revisions are
- * shared by the process's streams and never modified: shared-reads.ts), held as long as the
- * revision is.
- */
-const encodedChanges = new WeakMap<RevisionChanges, Buffer>();
-
-/**
- * The bytes of a message, as one or two buffers. A snapshot chunk carried as its encoded bytes
- * (one unknown field 1, see snapshotParts) is written without a copy: the envelope's head and the
- * field's tag, then those bytes, which hold the field's length and the chunk. protobuf-es would
- * write exactly these bytes for it (stream.test.ts).
- */
-export function framesOf(msg: WatchResponse): Buffer[] {
-  const unknown = msg.$unknown;
-  if (msg.event.case === undefined && unknown?.length === 1 && unknown[0].no === 1 && unknown[0].wireType === 2) {
-    const data = unknown[0].data;
-    const head = envelopeHead(1 + data.length, 1);
-    head[5] = 0x0a; // field 1, length-delimited
-    return [head, Buffer.from(data.buffer, data.byteOffset, data.byteLength)];
-  }
-  if (msg.event.case === 'changes' && unknown === undefined) {
-    const revision = msg.event.value;
-    let bytes = encodedChanges.get(revision);
-    if (bytes === undefined) encodedChanges.set(revision, (bytes = enveloped(toBinary(WatchResponseSchema, msg))));
-    return [bytes];
-  }
-  return [enveloped(toBinary(WatchResponseSchema, msg))];
+  const answers = responseEncoding(req);
+  return answers === 'identity' || answers === 'gzip';
 }
 
 /**
@@ -119,6 +90,8 @@ export function leanWatch(opts: LeanWatchOptions): (req: NodeServerRequest, res:
   const service = SnapshotService.typeName;
   return (req, res, shutdown) => {
     if (!takesWatch(req)) return false;
+    const encoding = responseEncoding(req) as FrameEncoding;
+    const head: Record<string, string> = encoding === 'gzip' ? { 'content-type': CONTENT_TYPE, 'grpc-encoding': 'gzip' } : { 'content-type': CONTENT_TYPE };
     const h2 = res as Http2ServerResponse;
     const start = performance.now();
     const span = opts.tracing === undefined ? undefined : startNodeRpcSpan(opts.tracing, service, 'Watch', 'grpc', req.headers);
@@ -154,7 +127,7 @@ export function leanWatch(opts: LeanWatchOptions): (req: NodeServerRequest, res:
       const trailers: Record<string, string> = {};
       setTrailerStatus(new Headers(), ce).forEach((v, k) => (trailers[k] = v));
       // Before any message: headers then trailers, as connect-node answers a stream that failed at once.
-      if (!res.headersSent) h2.writeHead(200, { 'content-type': CONTENT_TYPE });
+      if (!res.headersSent) h2.writeHead(200, head);
       h2.addTrailers(trailers);
       h2.end();
     }
@@ -185,7 +158,7 @@ export function leanWatch(opts: LeanWatchOptions): (req: NodeServerRequest, res:
             checkRequestMessage(WatchRequestSchema, request as unknown as Record<string, unknown>);
             const opened = openWatch(opts.hub, opts.keys, principal, credentialsOfNode(req.headers), request, false);
             release = opened.release;
-            relay(opened.stream).catch(end);
+            opened.stream.attach(sink());
           } catch (e) {
             end(e);
           }
@@ -195,25 +168,29 @@ export function leanWatch(opts: LeanWatchOptions): (req: NodeServerRequest, res:
       });
     return true;
 
-    /** Writes the stream's messages until it or the call ends. */
-    async function relay(stream: { next(): Promise<WatchResponse> }): Promise<void> {
-      for (;;) {
-        const msg = await stream.next();
-        if (ended) return;
-        if (!res.headersSent) h2.writeHead(200, { 'content-type': CONTENT_TYPE });
-        let flushed = true;
-        for (const frame of framesOf(msg)) flushed = h2.write(frame);
-        if (!flushed) await new Promise<void>((resolve) => {
+    /** The response as the stream's sink: it writes each message's frames, and ends the call with the stream. */
+    function sink(): StreamSink {
+      const out = h2.stream;
+      return {
+        write(msg: WatchResponse, frames?: Buffer[]): boolean {
+          if (ended || out.destroyed) return true;
+          if (!res.headersSent) h2.writeHead(200, head);
+          let flushed = true;
+          for (const frame of frames ?? framesOf(msg, encoding)) flushed = out.write(frame);
+          return flushed;
+        },
+        prepare: encoding === 'identity' ? undefined : (msg) => prepareFrames(msg, encoding),
+        onDrain(fn: () => void): void {
           const done = () => {
-            res.off('drain', done);
+            out.off('drain', done);
             res.off('close', done);
-            resolve();
+            if (!ended) fn();
           };
-          res.on('drain', done);
+          out.on('drain', done);
           res.on('close', done);
-        });
-        if (ended) return;
-      }
+        },
+        end,
+      };
     }
   };
 }

@@ -83,7 +83,12 @@ export class SharedRevisionReads {
     return read;
   }
 
-  /** A stream of the tenant opened here: its reads are worth keeping. */
+  /** `streams` more streams took a read made for them together (a tenant's feed, fanout.ts). */
+  shareWith(streams: number): void {
+    this.sharedReads += streams;
+  }
+
+    /** A stream of the tenant opened here: its reads are worth keeping. */
   watch(tenantId: string): void {
     this.watched.add(tenantId);
   }

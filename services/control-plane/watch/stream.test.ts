@@ -10,7 +10,8 @@ import { SnapshotChunkSchema, WatchResponseSchema, type SnapshotChunk } from '..
 import { chunkBytes } from './snapshot.js';
 import { ChunkRowBlocks } from './row-blocks.js';
 import { snapshotParts } from './stream.js';
-import { framesOf, takesWatch } from './lean-watch.js';
+import { responseEncoding, takesWatch } from './lean-watch.js';
+import { framesOf } from './frames.js';
 import type { NodeServerRequest } from '../../transport/node-types.js';
 import { RevisionChangesSchema, HeartbeatSchema } from '../../../gen/authz/v1/snapshot_service_pb.js';
 
@@ -89,12 +90,18 @@ describe('the lean Watch path (lean-watch.ts)', () => {
     expect(Buffer.concat(framesOf(beat)).equals(envelope(toBinary(WatchResponseSchema, beat)))).toBe(true);
   });
 
-  it('takes gRPC calls over HTTP/2 with nothing compressed either way, and leaves every other to connect-node', () => {
+  it('takes gRPC calls over HTTP/2 with the request plain and the answers plain or gzipped, and leaves every other to connect-node', () => {
     const req = (headers: Record<string, string>, over: Partial<{ method: string; url: string; httpVersionMajor: number }> = {}) =>
       ({ method: 'POST', url: '/authz.v1.SnapshotService/Watch', httpVersionMajor: 2, headers: { 'content-type': 'application/grpc', ...headers }, ...over }) as unknown as NodeServerRequest;
     expect(takesWatch(req({}))).toBe(true);
     expect(takesWatch(req({ 'content-type': 'application/grpc+proto', 'grpc-encoding': 'identity', 'grpc-accept-encoding': 'identity' }))).toBe(true);
-    expect(takesWatch(req({ 'grpc-accept-encoding': 'identity, gzip' }))).toBe(false);
+    expect(takesWatch(req({ 'grpc-accept-encoding': 'identity, gzip' }))).toBe(true);
+    expect(responseEncoding(req({ 'grpc-accept-encoding': 'identity, gzip' }))).toBe('gzip');
+    expect(responseEncoding(req({ 'grpc-accept-encoding': 'identity' }))).toBe('identity');
+    expect(responseEncoding(req({}))).toBe('identity');
+    // The first the server knows, as connect-node chooses: brotli is left to connect-node.
+    expect(takesWatch(req({ 'grpc-accept-encoding': 'gzip, br' }))).toBe(true);
+    expect(takesWatch(req({ 'grpc-accept-encoding': 'br, gzip' }))).toBe(false);
     expect(takesWatch(req({ 'grpc-accept-encoding': 'br' }))).toBe(false);
     expect(takesWatch(req({ 'grpc-encoding': 'gzip' }))).toBe(false);
     expect(takesWatch(req({ 'content-encoding': 'gzip' }))).toBe(false);

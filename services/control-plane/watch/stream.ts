@@ -1,6 +1,10 @@
 /**
  * One Watch call: a producer (snapshot, then the change log after the last revision queued,
- * then heartbeats) feeding a bounded outbox that the RPC's response generator drains.
+ * then heartbeats) feeding a bounded outbox, drained by the RPC's response generator
+ * (connect-node pulls `next()`) or written by the stream itself to its sink (the lean path).
+ * A stream with a sink that has sent what it read parks in its tenant's feed (fanout.ts), which
+ * from then on queues its revisions and heartbeats, under the same rules, until it hands the
+ * stream back to its producer.
  *
  * Memory is bounded per stream. The snapshot makes one chunk ahead of the one being sent and
  * waits for that one to be taken by the transport before it reads further (and gives up with `resource_exhausted` when a chunk is not taken
@@ -14,14 +18,14 @@
  */
 import { create, toBinary } from '@bufbuild/protobuf';
 import { WireType } from '@bufbuild/protobuf/wire';
-import { timestampNow } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError } from '@connectrpc/connect';
 import type { Database } from '../../store/db.js';
 import { compactedThrough } from '../../store/compaction.js';
 import { committedRevision } from '../../store/tenants.js';
-import { HeartbeatSchema, WatchResponseSchema, type SnapshotChunk, type WatchResponse } from '../../../gen/authz/v1/snapshot_service_pb.js';
+import { WatchResponseSchema, type RevisionChanges, type SnapshotChunk, type WatchResponse } from '../../../gen/authz/v1/snapshot_service_pb.js';
 import type { KnownRevisions } from '../known-revisions.js';
 import { revisionBytes } from './changes.js';
+import { heartbeatMessage, type FeedStream, type TenantFeed } from './fanout.js';
 import type { SharedRevisionReads } from './shared-reads.js';
 import { chunkBytes, snapshotChunks } from './snapshot.js';
 import type { SnapshotCache, SnapshotFormat } from './snapshot-cache.js';
@@ -66,6 +70,40 @@ export interface StreamEnv {
   reads: SharedRevisionReads;
   /** Snapshots kept for the next streams of a tenant (snapshot-cache.ts). */
   snapshots: SnapshotCache<SnapshotPart>;
+  /** The tenant's streams in this process: a stream with a sink parks there once caught up (fanout.ts). */
+  feed?: TenantFeed<WatchStream>;
+}
+
+/**
+ * Where a stream writes its messages itself, instead of being pulled by `next()` (the lean path's
+ * HTTP/2 response). A message is written only once the previous one was written through, as
+ * connect-node does, so the transport holds at most one message of the stream.
+ */
+export interface StreamSink {
+  /** Writes one message (as `frames` when prepared); false when the transport holds it until `onDrain`. */
+  write(msg: WatchResponse, frames?: Buffer[]): boolean;
+  /**
+   * For a stream whose messages are compressed: a message's frames, made off the event loop
+   * before it is queued (frames.ts prepareFrames); a revision's are made once for every stream.
+   */
+  prepare?(msg: WatchResponse): Promise<Buffer[]> | undefined;
+  /** Calls `fn` once, when what the transport holds is written through (after a write returned false). */
+  onDrain(fn: () => void): void;
+  /** The stream ended with `err`: after what was written, the call ends with it. */
+  end(err: Error): void;
+}
+
+/**
+ * A revision as a message and its estimated size, made once per revision for every stream of the
+ * process (revisions are shared by the streams and never modified: shared-reads.ts), so that the
+ * lean path encodes it once too (frames.ts keeps the encoding by the same object).
+ */
+const changeMessages = new WeakMap<RevisionChanges, { msg: WatchResponse; bytes: number }>();
+
+export function changesMessage(r: RevisionChanges): { msg: WatchResponse; bytes: number } {
+  let m = changeMessages.get(r);
+  if (m === undefined) changeMessages.set(r, (m = { msg: create(WatchResponseSchema, { event: { case: 'changes', value: r } }), bytes: revisionBytes(r) }));
+  return m;
 }
 
 interface Queued {
@@ -75,6 +113,8 @@ interface Queued {
   revision?: number;
   /** Resolves when the transport takes it. */
   taken?: () => void;
+  /** Its frames, when made beforehand (compressed). */
+  frames?: Buffer[];
 }
 
 /**
@@ -116,9 +156,9 @@ export async function* snapshotParts(chunks: AsyncIterable<SnapshotChunk>, json:
 /** Ends the stream: the producer stops where it is. */
 class Ended extends Error {}
 
-export class WatchStream {
+export class WatchStream implements FeedStream {
   /** The last revision queued (the snapshot's, then each revision's). */
-  private sent = 0;
+  private queuedThrough = 0;
   /** The last revision handed to the transport whole (0: none yet, e.g. during the snapshot). */
   private delivered = 0;
   private readonly outbox: Queued[] = [];
@@ -129,10 +169,16 @@ export class WatchStream {
   peakBufferedBytes = 0;
   private failure: Error | undefined;
   private closed = false;
-  private lastTakenAt = Date.now();
+  private takenAt = Date.now();
   private wakeConsumer: (() => void) | undefined;
   private wakeProducer: (() => void) | undefined;
   private woken = false;
+  /** Where the stream writes itself (the lean path); undefined: pulled by `next()` (connect-node). */
+  private sink: StreamSink | undefined;
+  /** The sink's transport holds a message and has not said it drained. */
+  private transportBusy = false;
+  /** Releases the producer from its wait while parked in the feed. */
+  private unparked: (() => void) | undefined;
   /** The producer, for close() to wait on. */
   readonly done: Promise<void>;
 
@@ -157,8 +203,43 @@ export class WatchStream {
    * a stream still sending its snapshot is behind by the whole revision.
    */
   get lagRevisions(): number {
-    const committed = Math.max(this.sent, this.env.known.get(this.tenantId) ?? 0);
+    const committed = Math.max(this.queuedThrough, this.env.known.get(this.tenantId) ?? 0);
     return Math.max(0, committed - this.delivered);
+  }
+
+  /** FeedStream.sent: the last revision queued. */
+  get sent(): number {
+    return this.queuedThrough;
+  }
+
+  /** When the transport last took a message (ms since the epoch). */
+  get lastTakenAt(): number {
+    return this.takenAt;
+  }
+
+  /** Nothing queued, nothing held by the transport. */
+  get quiet(): boolean {
+    return this.outbox.length === 0 && this.inTransport === 0;
+  }
+
+  /** Whether its messages are compressed (the feed then prepares a revision's frames first). */
+  get compressed(): boolean {
+    return this.sink?.prepare !== undefined;
+  }
+
+  /** Whether the tenant's feed sends this stream its revisions now (it is caught up, with a sink). */
+  get parked(): boolean {
+    return this.unparked !== undefined;
+  }
+
+  /**
+   * From now on the stream writes its messages to `sink` itself, each once the previous one was
+   * written through, and ends it when it ends. Called once, right after the stream is opened.
+   */
+  attach(sink: StreamSink): void {
+    this.sink = sink;
+    if (this.closed) return sink.end(this.failure!);
+    this.flush();
   }
 
   /** A commit (or a resync) may have made the log longer. */
@@ -173,8 +254,47 @@ export class WatchStream {
     this.closed = true;
     this.failure ??= reason ?? new ConnectError('the Watch stream was closed; resume from the last revision held', Code.Unavailable);
     this.drop();
+    this.resume();
     this.wakeProducer?.();
     this.wakeConsumer?.();
+    this.sink?.end(this.failure);
+  }
+
+  /** Leaves the feed: the producer goes on (a gap to snapshot over), or stops (closed). */
+  resume(): void {
+    const release = this.unparked;
+    if (release === undefined) return;
+    this.unparked = undefined;
+    this.env.feed?.unpark(this);
+    release();
+  }
+
+  /** FeedStream.offer: the revisions the tenant's feed read, queued after `sent`. */
+  offer(revisions: readonly RevisionChanges[]): boolean {
+    for (const r of revisions) {
+      if (this.closed) return true;
+      const n = Number(r.revision);
+      if (n <= this.queuedThrough) continue;
+      if (n !== this.queuedThrough + 1) return false;
+      const { msg, bytes } = changesMessage(r);
+      try {
+        this.put(msg, bytes, n);
+      } catch (err) {
+        if (err instanceof Ended) return true;
+        throw err;
+      }
+      this.queuedThrough = n;
+    }
+    return true;
+  }
+
+  /** FeedStream.heartbeat: a heartbeat made once for the tenant's parked streams. */
+  heartbeat(msg: WatchResponse): void {
+    try {
+      this.put(msg, 64);
+    } catch (err) {
+      if (!(err instanceof Ended)) throw err;
+    }
   }
 
   /**
@@ -189,7 +309,7 @@ export class WatchStream {
       if (q) {
         this.outboxBytes -= q.bytes;
         this.inTransport = q.bytes;
-        this.lastTakenAt = Date.now();
+        this.takenAt = Date.now();
         if (q.revision !== undefined) this.delivered = q.revision;
         q.taken?.();
         return q.msg;
@@ -205,7 +325,9 @@ export class WatchStream {
       await this.start();
       while (!this.closed) {
         await this.pump();
-        await this.idle();
+        const feed = this.env.feed;
+        if (this.sink !== undefined && feed?.open) await this.park(feed);
+        else await this.idle();
       }
     } catch (err) {
       if (!(err instanceof Ended)) this.close(err as Error);
@@ -218,7 +340,7 @@ export class WatchStream {
       const current = await this.env.known.committed(this.tenantId);
       const horizon = await compactedThrough(this.env.db, this.tenantId);
       if (this.fromRevision <= current && this.fromRevision >= horizon) {
-        this.sent = this.fromRevision;
+        this.queuedThrough = this.fromRevision;
         return;
       }
     }
@@ -255,10 +377,12 @@ export class WatchStream {
         const r = await ahead;
         if (r.done) break;
         const part = r.value;
-        if (part.index === 0) this.sent = Number(part.revision);
+        if (part.index === 0) this.queuedThrough = Number(part.revision);
         ahead = part.last ? Promise.resolve({ done: true, value: undefined }) : chunks.next();
         ahead.catch(() => undefined);
-        await this.putAndWait(part.msg, part.bytes, part.last ? Number(part.revision) : undefined);
+        const preparing = this.sink?.prepare?.(part.msg);
+        const frames = preparing && (await preparing);
+        await this.putAndWait(part.msg, part.bytes, part.last ? Number(part.revision) : undefined, frames);
       }
     } finally {
       // Ends the snapshot's transaction (after the chunk being made, if any).
@@ -270,24 +394,41 @@ export class WatchStream {
   /** Queues every whole revision the log holds after `sent`. */
   private async pump(): Promise<void> {
     const known = this.env.live() ? this.env.known.get(this.tenantId) : undefined;
-    if (known !== undefined && known <= this.sent) return;
+    if (known !== undefined && known <= this.queuedThrough) return;
     for (;;) {
-      const revisions = await this.env.reads.read(this.tenantId, this.sent, this.env.limits.logRows);
+      const revisions = await this.env.reads.read(this.tenantId, this.queuedThrough, this.env.limits.logRows);
       if (this.closed) throw new Ended();
       if (revisions.length === 0) return;
       for (const r of revisions) {
         if (this.closed) throw new Ended();
-        if (Number(r.revision) !== this.sent + 1) {
+        if (Number(r.revision) !== this.queuedThrough + 1) {
           // The log no longer reaches back to what this client holds (compacted meanwhile).
           await this.snapshot(true);
           break;
         }
-        this.put(create(WatchResponseSchema, { event: { case: 'changes', value: r } }), revisionBytes(r), Number(r.revision));
-        this.sent++;
+        const { msg, bytes } = changesMessage(r);
+        const preparing = this.sink?.prepare?.(msg);
+        const frames = preparing && (await preparing);
+        if (this.closed) throw new Ended();
+        this.put(msg, bytes, Number(r.revision), undefined, frames);
+        this.queuedThrough++;
       }
       const k = this.env.known.get(this.tenantId);
-      if (k !== undefined && k <= this.sent) return;
+      if (k !== undefined && k <= this.queuedThrough) return;
     }
+  }
+
+  /**
+   * Waits in the tenant's feed, which sends the stream its revisions and heartbeats from now on,
+   * until it hands the stream back (a gap in the log: the next pump snapshots) or the stream ends.
+   */
+  private park(feed: TenantFeed<WatchStream>): Promise<void> {
+    if (this.closed) throw new Ended();
+    this.woken = false;
+    return new Promise<void>((resolve) => {
+      this.unparked = resolve;
+      feed.park(this);
+    });
   }
 
   /** Waits for a wake-up, a poll tick (notifications down) or the heartbeat; sends the heartbeat. */
@@ -301,9 +442,9 @@ export class WatchStream {
       }
       const now = Date.now();
       const quiet = this.outbox.length === 0 && this.inTransport === 0;
-      const due = this.lastTakenAt + heartbeatMs;
+      const due = this.takenAt + heartbeatMs;
       if (quiet && now >= due) {
-        this.put(this.heartbeat(), 64);
+        this.put(this.ownHeartbeat(), 64);
         continue;
       }
       const live = this.env.live();
@@ -313,11 +454,8 @@ export class WatchStream {
     }
   }
 
-  private heartbeat(): WatchResponse {
-    const revision = Math.max(this.sent, this.env.known.get(this.tenantId) ?? 0);
-    return create(WatchResponseSchema, {
-      event: { case: 'heartbeat', value: create(HeartbeatSchema, { tenantId: this.tenantId, revision: BigInt(revision), sentAt: timestampNow(), resourceScopeGate: this.env.gate }) },
-    });
+  private ownHeartbeat(): WatchResponse {
+    return heartbeatMessage(this.tenantId, Math.max(this.queuedThrough, this.env.known.get(this.tenantId) ?? 0), this.env.gate);
   }
 
   /** Resolves true after `ms`, false when woken first. */
@@ -336,7 +474,7 @@ export class WatchStream {
   }
 
   /** Queues a message, or ends the stream when it would pass the bound (the client does not read). */
-  private put(msg: WatchResponse, bytes: number, revision?: number): void {
+  private put(msg: WatchResponse, bytes: number, revision?: number, taken?: () => void, frames?: Buffer[]): void {
     if (this.closed) throw new Ended();
     const after = this.bufferedBytes + bytes;
     if (this.outbox.length > 0 && after > this.env.limits.maxBufferedBytes) {
@@ -347,19 +485,41 @@ export class WatchStream {
       ));
       throw new Ended();
     }
-    this.outbox.push({ msg, bytes, revision });
+    this.outbox.push({ msg, bytes, revision, taken, frames });
     this.outboxBytes += bytes;
     this.peakBufferedBytes = Math.max(this.peakBufferedBytes, this.bufferedBytes);
-    this.wakeConsumer?.();
+    if (this.sink !== undefined) this.flush();
+    else this.wakeConsumer?.();
+  }
+
+  /**
+   * Writes queued messages to the sink while its transport takes them; a message it holds
+   * (write returned false) counts as in the transport until it drains.
+   */
+  private flush(): void {
+    const sink = this.sink!;
+    while (!this.transportBusy && !this.closed) {
+      const q = this.outbox.shift();
+      if (q === undefined) return;
+      this.outboxBytes -= q.bytes;
+      this.takenAt = Date.now();
+      if (q.revision !== undefined) this.delivered = q.revision;
+      q.taken?.();
+      if (sink.write(q.msg, q.frames)) continue;
+      this.inTransport = q.bytes;
+      this.transportBusy = true;
+      sink.onDrain(() => {
+        this.transportBusy = false;
+        this.inTransport = 0;
+        this.flush();
+      });
+    }
   }
 
   /** Queues a message and waits until the transport takes it (at most `stallMs`). */
-  private async putAndWait(msg: WatchResponse, bytes: number, revision?: number): Promise<void> {
+  private async putAndWait(msg: WatchResponse, bytes: number, revision?: number, frames?: Buffer[]): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
-    const taken = new Promise<void>((resolve) => {
-      this.put(msg, bytes, revision);
-      this.outbox[this.outbox.length - 1].taken = resolve;
-    });
+    const taken = new Promise<void>((resolve) => this.put(msg, bytes, revision, resolve, frames));
     const stalled = new Promise<'stalled'>((resolve) => (timer = setTimeout(() => resolve('stalled'), this.env.limits.stallMs)));
     const closed = new Promise<'closed'>((resolve) => {
       const prev = this.wakeProducer;

@@ -7,7 +7,7 @@
 import * as http2 from 'node:http2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Code, ConnectError, createClient } from '@connectrpc/connect';
-import { compressionGzip, createConnectTransport, createGrpcTransport, createGrpcWebTransport } from '@connectrpc/connect-node';
+import { compressionBrotli, compressionGzip, createConnectTransport, createGrpcTransport, createGrpcWebTransport } from '@connectrpc/connect-node';
 import type { Compression } from '@connectrpc/connect/protocol';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { pino } from 'pino';
@@ -34,9 +34,14 @@ async function until(cond: () => boolean | Promise<boolean>, what: string, ms = 
 const codeOf = (e: unknown) => Code[ConnectError.from(e).code];
 
 /**
- * What the suite's gRPC clients accept: nothing compressed (as a sidecar by default) is served by
- * the lean path (lean-watch.ts), gzip by connect-node. The suite runs once with each.
+ * What the suite's gRPC clients accept: nothing compressed (as a sidecar by default) or gzip is
+ * served by the lean path (lean-watch.ts), brotli by connect-node. The suite runs once with each.
  */
+const PATHS = {
+  lean: { accept: [] as Compression[], encoding: null },
+  'lean, gzip': { accept: [compressionGzip], encoding: 'gzip' },
+  'connect-node': { accept: [compressionBrotli], encoding: 'br' },
+} as const;
 let acceptCompression: Compression[] = [];
 function watchClient(url: string) {
   return createClient(SnapshotService, createGrpcTransport({ baseUrl: url, acceptCompression }));
@@ -77,13 +82,13 @@ async function freshRows(cp: CP, tenantId: string): Promise<Map<string, string>>
   return m.rows;
 }
 
-for (const path of ['lean', 'connect-node'] as const) describeEachBackend(`Watch on %s, the ${path} path`, (backend) => {
+for (const path of Object.keys(PATHS) as (keyof typeof PATHS)[]) describeEachBackend(`Watch on %s, the ${path} path`, (backend) => {
   let cp: CP;
   let rest: ReturnType<typeof restClient>;
   let t: Awaited<ReturnType<typeof populate>>;
 
   beforeAll(async () => {
-    acceptCompression = path === 'lean' ? [] : [compressionGzip];
+    acceptCompression = [...PATHS[path].accept];
     // Small chunks and pages: a small tenant gives many chunks and many pages.
     cp = await startTestControlPlane(backend, { SERVICE_WATCH_HEARTBEAT_MS: '100' }, { watch: { chunkBytes: 1500, batchRows: 3 } });
     rest = restClient(cp.url, TEST_BOOTSTRAP_KEY);
@@ -119,8 +124,7 @@ for (const path of ['lean', 'connect-node'] as const) describeEachBackend(`Watch
   });
 
   it(`is served by the ${path} path`, async () => {
-    // connect-node compresses for a client that accepts gzip (and says so); the lean path takes
-    // only calls that accept nothing compressed.
+    // Each compresses as the client accepts (and says so); the lean path takes plain and gzip.
     const canceled = async () => Number(/authz_http_rejected_total\{reason="canceled"\} (\d+)/.exec(await (await fetch(`${cp.url}/metrics`)).text())?.[1] ?? 0);
     // Streams of earlier tests gone (each counted when it went), so this one's cancel is counted alone.
     await until(() => cp.watch.stats().streams === 0, 'earlier streams released');
@@ -135,11 +139,11 @@ for (const path of ['lean', 'connect-node'] as const) describeEachBackend(`Watch
     }
     ac.abort();
     expect(headers?.get('content-type')).toBe('application/grpc+proto');
-    expect(headers?.get('grpc-encoding') ?? null).toBe(path === 'connect-node' ? 'gzip' : null);
+    expect(headers?.get('grpc-encoding') ?? null).toBe(PATHS[path].encoding);
     // The client leaving releases its stream; the lean path counts it as canceled (connect-node
     // ends such a response itself, which the server does not count).
     await until(() => cp.watch.stats().streams === 0, 'the stream released');
-    if (path === 'lean') await until(async () => (await canceled()) === canceledBefore + 1, 'the cancel counted');
+    if (path !== 'connect-node') await until(async () => (await canceled()) === canceledBefore + 1, 'the cancel counted');
   });
 
   it('sends the snapshot in chunks of at most the chunk size, all of one revision', async () => {
