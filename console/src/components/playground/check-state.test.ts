@@ -6,7 +6,7 @@ import {
 const form = (over: Partial<CheckForm>): CheckForm => ({ ...emptyForm('scope_root'), ...over });
 
 describe('the check in the query string', () => {
-  it('reads each name of the playground's URL, and writes them back the same', () => {
+  it('reads each name of the playground URL, and writes them back the same', () => {
     const search = 'externalId=alice&scopeId=scope_eng&action=write&resourceType=document&externalResourceId=roadmap&context=%7B%22ip%22%3A%2210.0.0.1%22%7D&atRevision=2';
     const f = formFromSearch(new URLSearchParams(search));
     expect(f).toMatchObject({ subjectBy: 'externalId', subject: 'alice', scopeId: 'scope_eng', action: 'write', resourceBy: 'external', resourceType: 'document', externalResourceId: 'roadmap', context: '{"ip":"10.0.0.1"}', atRevision: '2' });
