@@ -36,3 +36,13 @@ export function knownDefect(f: Omit<Failure, 'known'>): string | undefined {
   if (process.env.FUZZ_KNOWN_DEFECTS === 'fail') return undefined;
   return KNOWN_DEFECTS.find((d) => d.matches(f))?.id;
 }
+
+/**
+ * Whether a method's valid requests may fail for a known defect: its refusals are then judged
+ * per method (where the defect excuses them), not counted in a surface's total over all RPCs,
+ * which a handful of them would sink when a loaded machine sends few requests. Never with
+ * FUZZ_KNOWN_DEFECTS=fail.
+ */
+export function refusedForKnownDefect(method: string): boolean {
+  return process.env.FUZZ_KNOWN_DEFECTS !== 'fail' && MODEL_RPC.test(method);
+}

@@ -3,7 +3,7 @@
  * RPC and surface) and its failures, grouped; and the coverage floor.
  */
 import { SURFACES, type Surface } from './http.js';
-import { KNOWN_DEFECTS } from './known-defects.js';
+import { KNOWN_DEFECTS, refusedForKnownDefect } from './known-defects.js';
 import type { Coverage, CostSummary, Failure, MethodStats, RunResult, Target } from './types.js';
 
 /** The target for the CPU of a refused request (ms); the bound the suite enforces has a margin (runner.ts). */
@@ -41,7 +41,7 @@ export function coverageShortfalls(byMethod: RunResult['byMethod']): string[] {
         const c = st.valid[surface];
         if (!c) continue;
         all = add(all, c);
-        bySurface[surface] = add(bySurface[surface] ?? { sent: 0, ok: 0 }, c);
+        if (!refusedForKnownDefect(name)) bySurface[surface] = add(bySurface[surface] ?? { sent: 0, ok: 0 }, c);
         if (c.sent >= MIN_PAIR_SAMPLES && share(c) < COVERAGE_FLOOR) out.push(`${target} ${short(name)} over ${surface}: ${c.ok}/${c.sent} valid requests succeeded (${pct(c)})`);
       }
       if (all.sent >= MIN_METHOD_SAMPLES && share(all) < COVERAGE_FLOOR) out.push(`${target} ${short(name)}: ${all.ok}/${all.sent} valid requests succeeded (${pct(all)}) over all surfaces`);
