@@ -11,7 +11,7 @@
 import type { SubjectGrant } from '../engine/mod.js';
 import type { LookupResourceOut, LookupResourcesOut } from './lookup.js';
 import type { LookupSubjectOut, LookupSubjectsOut } from './lookup-subjects.js';
-import { stepOf, writeStructFields, Writer } from './response-codec.js';
+import { stepOf, writeTraceSteps, Writer } from './response-codec.js';
 
 /**
  * How a page's JSON is written: `connect` as proto JSON (every implicit field, the int64
@@ -118,14 +118,5 @@ function writeGrant(w: Writer, g: SubjectGrant): void {
     const v = g[GRANT_IDS[i]];
     if (v !== undefined) w.string(i + 2, v);
   }
-  for (const t of g.trace) {
-    const step = w.open(9);
-    w.implicitString(1, t.leg);
-    w.implicitString(2, t.outcome);
-    w.implicitString(3, t.message);
-    const details = w.open(4);
-    writeStructFields(w, t.detail ?? {});
-    w.close(details);
-    w.close(step);
-  }
+  writeTraceSteps(w, 9, g.trace);
 }

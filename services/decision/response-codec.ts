@@ -186,10 +186,13 @@ function writeDecision(w: Writer, d: Decision): void {
   if (d.evaluatedPolicy !== undefined) w.bytes(3, policyBytes(d.evaluatedPolicy).binary);
   w.implicitString(4, d.reason);
   if (d.revision !== 0) w.uint(5, d.revision);
-  if (d.trace === undefined) return;
-  for (const t of d.trace) {
-    // TraceStep: step 1, result 2, message 3, details 4 (a Struct, always present).
-    const step = w.open(6);
+  if (d.trace !== undefined) writeTraceSteps(w, 6, d.trace);
+}
+
+/** Each step as a `TraceStep` in `field`: step 1, result 2, message 3, details 4 (a Struct, always present). */
+export function writeTraceSteps(w: Writer, field: number, trace: NonNullable<Decision['trace']>): void {
+  for (const t of trace) {
+    const step = w.open(field);
     w.implicitString(1, t.leg);
     w.implicitString(2, t.outcome);
     w.implicitString(3, t.message);
