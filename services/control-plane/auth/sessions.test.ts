@@ -213,7 +213,7 @@ describeEachBackend('console sessions on %s', (backend) => {
     const { cookie } = await signIn(cp.url, w.user.secret);
     expect((await json(cp.url, 'GET', `/tenants/${w.tenantA}`, { cookie: `authz_session=azs_${'A'.repeat(43)}` })).status).toBe(401);
     expect((await json(cp.url, 'GET', `/tenants/${w.tenantA}`, { cookie: 'authz_session=x' })).status).toBe(401);
-    // A second session cookie is refused, before or after the valid one.
+    // Two session cookies are refused, whichever of them is the valid one.
     expect((await json(cp.url, 'GET', `/tenants/${w.tenantA}`, { cookie: `${cookie}; authz_session=azs_${'B'.repeat(43)}` })).status).toBe(401);
     expect((await json(cp.url, 'GET', `/tenants/${w.tenantA}`, { cookie: `authz_session=azs_${'B'.repeat(43)}; ${cookie}` })).status).toBe(401);
     expect((await json(cp.url, 'GET', `/tenants/${w.tenantA}`, { cookie: `${cookie}; ${cookie}` })).status).toBe(401);
