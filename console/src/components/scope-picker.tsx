@@ -31,7 +31,7 @@ export function ScopePicker({ selected, onSelect, open = false }: { selected: st
       <QueryState query={root} what="the root scope">
         {(scope) => (
           <ul className="tree" aria-label="Scopes to choose from">
-            <PickerNode scope={scope} selected={selected} onSelect={onSelect} open />
+            <ScopeTreeNode scope={scope} selected={selected} onSelect={(s) => onSelect(s.id)} open />
           </ul>
         )}
       </QueryState>
@@ -39,7 +39,13 @@ export function ScopePicker({ selected, onSelect, open = false }: { selected: st
   );
 }
 
-function PickerNode({ scope, selected, onSelect, open: initiallyOpen = false }: { scope: Scope; selected: string; onSelect: (id: string) => void; open?: boolean }) {
+/**
+ * A scope of the tree, opened on demand (its children paged below it) and selectable: the
+ * scopes view's tree and the picker's. `note` adds a word after the name (the scope's type).
+ */
+export function ScopeTreeNode({ scope, selected, onSelect, note, open: initiallyOpen = false }: {
+  scope: Scope; selected?: string; onSelect: (s: Scope) => void; note?: (s: Scope) => ReactNode; open?: boolean;
+}) {
   const [open, setOpen] = useState(initiallyOpen);
   return (
     <li>
@@ -47,11 +53,11 @@ function PickerNode({ scope, selected, onSelect, open: initiallyOpen = false }: 
         <button type="button" className="toggle" aria-expanded={open} aria-label={`${open ? 'Collapse' : 'Expand'} ${scope.name}`} onClick={() => setOpen(!open)}>
           {open ? '▾' : '▸'}
         </button>
-        <button type="button" className="select" aria-pressed={selected === scope.id} onClick={() => onSelect(scope.id)}>
-          {scope.name}
+        <button type="button" className="select" aria-pressed={selected === scope.id} onClick={() => onSelect(scope)}>
+          {scope.name}{note && <> <span className="muted">{note(scope)}</span></>}
         </button>
       </div>
-      {open && <ScopeChildren parent={scope} node={(c) => <PickerNode key={c.id} scope={c} selected={selected} onSelect={onSelect} />} />}
+      {open && <ScopeChildren parent={scope} node={(c) => <ScopeTreeNode key={c.id} scope={c} selected={selected} onSelect={onSelect} note={note} />} />}
     </li>
   );
 }

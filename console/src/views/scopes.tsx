@@ -10,7 +10,7 @@ import type { Scope } from '../../../gen/authz/v1/scope_pb.js';
 import { client } from '../api/transport.js';
 import { Page } from '../components/page.js';
 import { PAGE_SIZE, Paged, usePaged } from '../components/paged.js';
-import { ScopeChildren } from '../components/scope-picker.js';
+import { ScopeTreeNode } from '../components/scope-picker.js';
 import { QueryState } from '../components/states.js';
 import { formatTime } from '../format.js';
 import { useTenant } from '../tenant.js';
@@ -29,7 +29,7 @@ export default function Scopes() {
           <QueryState query={root} what="the root scope">
             {(scope) => (
               <ul className="tree" aria-label="Scopes">
-                <ScopeNode scope={scope} typeName={typeName} selected={selected?.id} onSelect={setSelected} open />
+                <ScopeTreeNode scope={scope} note={(s) => typeName(s.typeId)} selected={selected?.id} onSelect={setSelected} open />
               </ul>
             )}
           </QueryState>
@@ -70,24 +70,6 @@ function useScopeTypes() {
   });
 }
 
-function ScopeNode({ scope, typeName, selected, onSelect, open: initiallyOpen = false }: {
-  scope: Scope; typeName: (id: string) => string; selected?: string; onSelect: (s: Scope) => void; open?: boolean;
-}) {
-  const [open, setOpen] = useState(initiallyOpen);
-  return (
-    <li>
-      <div className="node">
-        <button type="button" className="toggle" aria-expanded={open} aria-label={`${open ? 'Collapse' : 'Expand'} ${scope.name}`} onClick={() => setOpen(!open)}>
-          {open ? '▾' : '▸'}
-        </button>
-        <button type="button" className="select" aria-pressed={selected === scope.id} onClick={() => onSelect(scope)}>
-          {scope.name} <span className="muted">{typeName(scope.typeId)}</span>
-        </button>
-      </div>
-      {open && <ScopeChildren parent={scope} node={(c) => <ScopeNode key={c.id} scope={c} typeName={typeName} selected={selected} onSelect={onSelect} />} />}
-    </li>
-  );
-}
 
 
 function ScopeDetail({ scope, typeName }: { scope: Scope; typeName: (id: string) => string }) {
