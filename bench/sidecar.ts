@@ -88,6 +88,9 @@ const SAMPLE = Number(args.get('sample') ?? 300);
 /** The cycling gRPC client's connections and streams in flight on each. */
 const GRPC_SESSIONS = 10;
 const GRPC_STREAMS = 20;
+/** gRPC's load generator: `auto` (h2load for one body, bench/grpc-cycle.ts for many), or either for every mix. */
+const GRPC_LOAD = args.get('grpc-load') ?? 'auto';
+if (!['auto', 'h2load', 'cycle'].includes(GRPC_LOAD)) throw new Error(`--grpc-load: auto, h2load or cycle, not ${GRPC_LOAD}`);
 /** Targets of issue 30, on each mix. */
 const TARGETS = { json: 0.85, grpc: 1.0, controlPlaneRest: 0.5 };
 
@@ -215,14 +218,14 @@ async function startRealControlPlane(realistic?: Bodies): Promise<{ url: string;
   return { url, pid: child.pid, drop: async () => scratch?.drop(), bodies };
 }
 
-interface Load { rps: number; p50ms?: number; p99ms?: number; cpuUsPerRequest?: number; failures?: number }
+interface Load { rps: number; p50ms?: number; p99ms?: number; cpuUsPerRequest?: number; requests?: number }
 
 /** Runs one load and adds the server's CPU µs per request (`pid`: the process serving it). */
 async function costed(pid: number | undefined, load: () => Promise<Load & { requests: number }>): Promise<Load> {
   const before = cpuMs(pid);
-  const { requests, ...result } = await load();
+  const result: Load = await load();
   const after = cpuMs(pid);
-  if (before !== undefined && after !== undefined && requests > 0) result.cpuUsPerRequest = ((after - before) * 1000) / requests;
+  if (before !== undefined && after !== undefined && result.requests! > 0) result.cpuUsPerRequest = ((after - before) * 1000) / result.requests!;
   return result;
 }
 
@@ -310,7 +313,7 @@ const fmt = (x: number | undefined, digits = 2) => (x === undefined || Number.is
 /** One mix: its scripted control plane and sidecars, the answers checked, the rounds, latency at half rate, the variants. */
 async function runMix(mix: MixSpec, shared: Shared) {
   const cp = await mix.watch();
-  const many = mix.sidecar.bodies.length > 1;
+  const many = GRPC_LOAD === 'auto' ? mix.sidecar.bodies.length > 1 : GRPC_LOAD === 'cycle';
   const p = (name: string) => `${mix.name}-${name}`;
   writeLoadFiles(p('sidecar'), mix.sidecar);
   const cpBodies = shared.cp.bodies[mix.name];
@@ -381,6 +384,7 @@ async function runMix(mix: MixSpec, shared: Shared) {
       console.log(`  [${mix.name}] ${v.name}: REST ${x(`${v.name}Rest`, 'rest')} of the plain sidecar, Connect JSON ${x(`${v.name}ConnectJson`, 'connectJson')}, gRPC ${x(`${v.name}Grpc`, 'grpc')} req/s`);
     }
     rounds.push(round);
+    console.log(`[${mix.name}] requests served: ${Object.entries(round).map(([k, v]) => `${k} ${v.requests}`).join(', ')}`);
     console.log(`[${mix.name}] round ${r + 1}${r % 2 === 1 ? ' (reversed)' : ''}: node:http ${fmt(round.nodeHttp?.rps, 0)}, REST ${x('rest', 'nodeHttp')}, Connect JSON ${x('connectJson', 'nodeHttp')}; ` +
       `grpc-js ${fmt(round.grpcJs?.rps, 0)}, gRPC ${x('grpc', 'grpcJs')} req/s; control plane: REST ${x('cpRest', 'nodeHttp')}, Connect JSON ${x('cpConnectJson', 'nodeHttp')}, gRPC ${x('cpGrpc', 'grpcJs')}`);
   }
