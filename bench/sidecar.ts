@@ -46,11 +46,12 @@
  * that is all-deny by mistake would measure nothing. The real control plane (on PostgreSQL,
  * `DATABASE_URL`) holds both tenants: the simple one written through its API, the realistic one
  * through SQL (`insertRealisticTenant`, as big-tenant.ts), under a tenant made through its API.
- * Targets (issue 30): sidecar REST and Connect JSON ≥ 0.85 of node:http, gRPC ≥ 1.0 of
+ * Targets: sidecar REST and Connect JSON ≥ 0.85 of node:http, gRPC ≥ 1.0 of
  * grpc-js, the control plane's REST ≥ 0.5, on each mix. `--loads nodeHttp,rest,…` runs only
- * those loads (e.g. to profile one surface).
+ * those loads (e.g. to profile one surface); `--grpc-load h2load|cycle` picks gRPC's generator for
+ * every mix (by default h2load for one body, grpc-cycle.ts for many).
  *
- * Usage: npm run bench:sidecar [-- --mix simple,realistic --rounds 3 --seconds 5 --resources 10000 --variants log,tracing,before --before /path/dist/cmd/sidecar/main.js --loads rest,nodeHttp]
+ * Usage: npm run bench:sidecar [-- --mix simple,realistic --rounds 3 --seconds 5 --resources 10000 --variants log,tracing,before --before /path/dist/cmd/sidecar/main.js --loads rest,nodeHttp --grpc-load auto]
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createServer as createHttpServer } from 'node:http';
@@ -91,7 +92,7 @@ const GRPC_STREAMS = 20;
 /** gRPC's load generator: `auto` (h2load for one body, bench/grpc-cycle.ts for many), or either for every mix. */
 const GRPC_LOAD = args.get('grpc-load') ?? 'auto';
 if (!['auto', 'h2load', 'cycle'].includes(GRPC_LOAD)) throw new Error(`--grpc-load: auto, h2load or cycle, not ${GRPC_LOAD}`);
-/** Targets of issue 30, on each mix. */
+/** Targets, on each mix. */
 const TARGETS = { json: 0.85, grpc: 1.0, controlPlaneRest: 0.5 };
 
 /** The pause before each load, so that the process loaded before it has settled. */
