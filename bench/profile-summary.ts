@@ -34,8 +34,12 @@ export const RULES: [string, (fn: string, url: string) => boolean][] = [
   ['HTTP transport', (fn, url) => url.startsWith('node:') || /services\/transport\//.test(url) || /node_modules\//.test(url) || /^(writev|writeUtf8String|writeBuffer|writeLatin1String)$/.test(fn)],
 ];
 
-/** jsonlogic.ts's property readers serve match definitions too: they count for their caller. */
-const passThrough = (f: Frame) => /services\/engine\/jsonlogic\./.test(f.url) && /^(ownProp|getPath|isArrayIndex)$/.test(f.functionName);
+/**
+ * Frames that count for their caller: jsonlogic.ts's property readers (they serve match
+ * definitions too) and protobuf-es (decoding a gRPC request is body parsing, not transport).
+ */
+const passThrough = (f: Frame) =>
+  (/services\/engine\/jsonlogic\./.test(f.url) && /^(ownProp|getPath|isArrayIndex)$/.test(f.functionName)) || /node_modules\/@bufbuild\/protobuf\//.test(f.url);
 
 export function categoryOf(stack: Frame[]): string {
   for (const f of stack) {
