@@ -36,7 +36,11 @@ function entities(resources: number) {
 
 /** A Watch server that streams the tenant, then a heartbeat every `heartbeatMs`. */
 export async function scriptedControlPlane(resources: number, heartbeatMs = 500) {
-  const all = entities(resources);
+  return scriptedWatch(TENANT, entities(resources), heartbeatMs);
+}
+
+/** The same endpoint for any tenant's entities (JSON rows), e.g. bench/realistic-tenant.ts's. */
+export async function scriptedWatch(tenantId: string, all: { kind: string; id: string; json: string }[], heartbeatMs = 500) {
   return startServer({
     port: 0,
     name: 'bench control plane',
@@ -46,11 +50,11 @@ export async function scriptedControlPlane(resources: number, heartbeatMs = 500)
       router.service(SnapshotService, {
         async *watch(_req, ctx) {
           for (let i = 0; i < all.length; i += 5000) {
-            yield create(WatchResponseSchema, { event: { case: 'snapshot', value: { tenantId: TENANT, revision: 1n, index: i / 5000, last: i + 5000 >= all.length, entities: all.slice(i, i + 5000), resourceScopeGate: 'off' } } });
+            yield create(WatchResponseSchema, { event: { case: 'snapshot', value: { tenantId, revision: 1n, index: i / 5000, last: i + 5000 >= all.length, entities: all.slice(i, i + 5000), resourceScopeGate: 'off' } } });
           }
           while (!ctx.signal.aborted) {
             await new Promise((r) => setTimeout(r, heartbeatMs));
-            yield create(WatchResponseSchema, { event: { case: 'heartbeat', value: { tenantId: TENANT, revision: 1n, resourceScopeGate: 'off' } } });
+            yield create(WatchResponseSchema, { event: { case: 'heartbeat', value: { tenantId, revision: 1n, resourceScopeGate: 'off' } } });
           }
         },
       }),
