@@ -33,11 +33,11 @@
 import { resolve } from 'node:path';
 import { startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../test/harness.js';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { cpuMs, postgresCpuMs, rssOf, startProcess, waitFor200 } from '../test/processes.js';
+import { cpuMs, rssOf, startProcess, waitFor200 } from '../test/processes.js';
 import { insertBigTenant } from './big-tenant.js';
 import { runAsDeployed } from './as-deployed.js';
 import { loadAverageNow, writeResults } from './results-file.js';
-import { copyBaseline } from './copy-baseline.js';
+import { copyBaseline, postgresCpuMs } from './copy-baseline.js';
 import { Session } from 'node:inspector/promises';
 import { mkdirSync } from 'node:fs';
 import { restClient } from '../test/watch-fixtures.js';
