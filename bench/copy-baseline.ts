@@ -5,7 +5,7 @@
  * The floor a cold start is measured against: the same rows, parsed by nobody.
  */
 import { spawn } from 'node:child_process';
-import { openSync, closeSync, readdirSync, readFileSync } from 'node:fs';
+import { openSync, closeSync, readFileSync } from 'node:fs';
 import type { Database } from '../services/store/db.js';
 import { tenantRowSql } from '../services/store/tenant-rows.js';
 import { ENGINE_STORE_KINDS } from '../services/control-plane/engine-kinds.js';
@@ -13,31 +13,53 @@ import { ENGINE_STORE_KINDS } from '../services/control-plane/engine-kinds.js';
 export interface CopyBaseline {
   /** Wall time of the `psql` call, connection included. */
   ms: number;
-  /** CPU time PostgreSQL's processes used meanwhile. */
-  postgresCpuMs: number;
 }
 
 /**
- * CPU time of PostgreSQL's processes so far, those that exited included: a `psql` call's backend
- * is gone when it ends, and its time is then its parent's (the postmaster's) children's time.
+ * CPU time of the PostgreSQL backends connected to `db`'s database (the control plane's pool)
+ * from start() to stop(): PostgreSQL's share of a read, apart from what other databases of a
+ * shared server do. Sampled every 100 ms, so that a backend that ends meanwhile (a pool's idle
+ * connection) keeps what it had used when last seen.
  */
-export function postgresCpuMs(): number {
-  const tick = 10; // ms per clock tick (USER_HZ 100 on Linux)
-  let ms = 0;
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
-      const f = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
-      // utime, stime, and for the postmaster (whose parent is not postgres) its reaped children's.
-      ms += (Number(f[11]) + Number(f[12])) * tick;
-      const parent = readFileSync(`/proc/${f[1]}/comm`, 'utf8').trim();
-      if (parent !== 'postgres') ms += (Number(f[13]) + Number(f[14])) * tick;
-    } catch {
-      /* gone meanwhile */
+export class BackendCpu {
+  private readonly first = new Map<number, number>();
+  private readonly last = new Map<number, number>();
+  private timer: NodeJS.Timeout | undefined;
+  private sampling: Promise<void> = Promise.resolve();
+
+  constructor(private readonly db: Database) {}
+
+  private async sample(): Promise<void> {
+    const rows = await this.db.orm.em.fork().execute<{ pid: number }[]>('select pid from pg_stat_activity where datname = current_database()');
+    for (const { pid } of rows) {
+      try {
+        const f = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+        const ms = (Number(f[11]) + Number(f[12])) * 10; // utime + stime, clock ticks of 10 ms
+        if (!this.first.has(pid)) this.first.set(pid, this.timer === undefined ? ms : 0);
+        this.last.set(pid, ms);
+      } catch {
+        /* not on this machine, or gone */
+      }
     }
   }
-  return ms;
+
+  async start(): Promise<void> {
+    await this.sample();
+    this.timer = setInterval(() => {
+      this.sampling = this.sampling.then(() => this.sample()).catch(() => undefined);
+    }, 100);
+    this.timer.unref();
+  }
+
+  /** CPU (ms) the database's backends used since start(). */
+  async stop(): Promise<number> {
+    clearInterval(this.timer);
+    await this.sampling;
+    await this.sample();
+    let ms = 0;
+    for (const [pid, last] of this.last) ms += last - (this.first.get(pid) ?? 0);
+    return ms;
+  }
 }
 
 /** The `COPY` statements of a tenant's rows, the tenant's id written in as a literal. */
@@ -54,7 +76,6 @@ export async function copyBaseline(db: Database, adminUrl: string, tenantId: str
   const args = ['-X', '-q', '-v', 'ON_ERROR_STOP=1', url.toString()];
   for (const sql of copyStatements(db, tenantId)) args.push('-c', sql.replace(/\s+/g, ' '));
   const devNull = openSync('/dev/null', 'w');
-  const pg0 = postgresCpuMs();
   const t0 = performance.now();
   try {
     await new Promise<void>((done, fail) => {
@@ -67,5 +88,5 @@ export async function copyBaseline(db: Database, adminUrl: string, tenantId: str
   } finally {
     closeSync(devNull);
   }
-  return { ms: performance.now() - t0, postgresCpuMs: postgresCpuMs() - pg0 };
+  return { ms: performance.now() - t0 };
 }
