@@ -1,16 +1,20 @@
 /**
- * Where a decision's CPU goes, from a `.cpuprofile` of a sidecar under load (`bench:sidecar`
- * with `BENCH_SIDECAR_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR"`, see docs/performance.md):
- * every sample is given to a category by the innermost frame of its stack that a rule below
- * names (a native frame without a file, such as JSON.parse or a Buffer copy, counts for the code
- * that called it; Node's HTTP, stream and socket internals are the transport), so the table is
- * the same for anyone who runs it on the same profile.
+ * Where a CPU profile's time went, from `.cpuprofile` files (`--cpu-prof`; several files, such as
+ * a process's main thread and its workers, are summed):
+ *
+ * - by category of the decision path (the rules below): every sample goes to the innermost frame
+ *   of its stack that a rule names (a native frame without a file, such as JSON.parse or a Buffer
+ *   copy, counts for the code that called it; Node's HTTP, stream and socket internals are the
+ *   transport), so the table is the same for anyone who runs it on the same profile;
+ * - self time by function, by file, and by file with Node's own code (buffers, streams, natives)
+ *   charged to the nearest caller outside it: a `utf8Slice` called by the PostgreSQL parser is
+ *   the parser's (what a snapshot's profile wants).
  *
  * `--window S` keeps the S seconds with the most busy samples (the saturated load, not the
  * snapshot load before it nor the lighter loads after it); `--requests N` (the requests served
  * in that window, e.g. wrk's count) turns samples into µs per request.
  *
- * Usage: npx tsx bench/profile-summary.ts FILE.cpuprofile [--window 10] [--requests 250000] [--top 20]
+ * Usage: npx tsx bench/profile-summary.ts FILE.cpuprofile [FILE …] [--window 10] [--requests 250000] [--top 20]
  */
 import { readFileSync } from 'node:fs';
 
@@ -49,6 +53,28 @@ export function categoryOf(stack: Frame[]): string {
   return 'other';
 }
 
+/** A file's url shortened to its package (for libraries) or its path from the source root. */
+function shortUrl(url: string): string {
+  const path = url.replace(/^file:\/\//, '');
+  const lib = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\/(.*)$/.exec(path);
+  return lib ? `${lib[1]}/${lib[2].replace(/^(dist|lib)\//, '')}` : path.replace(/^.*\/(services|sidecar|bench|gen|cmd)\//, '$1/');
+}
+
+/** Several profiles of one run (a main thread and its workers) as one: samples of each, in turn. */
+function merged(profiles: Profile[]): Profile {
+  if (profiles.length === 1) return profiles[0];
+  const out: Profile = { nodes: [], samples: [], timeDeltas: [], startTime: 0, endTime: 0 };
+  let offset = 0;
+  for (const p of profiles) {
+    const shift = (id: number) => id + offset;
+    for (const n of p.nodes) out.nodes.push({ ...n, id: shift(n.id), children: n.children?.map(shift) });
+    for (const s of p.samples) out.samples.push(shift(s));
+    for (const d of p.timeDeltas) out.timeDeltas.push(d);
+    offset += p.nodes.reduce((max, n) => Math.max(max, n.id), 0) + 1;
+  }
+  return out;
+}
+
 export function summarise(profile: Profile, windowS?: number) {
   const parent = new Map<number, number>();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
@@ -82,6 +108,16 @@ export function summarise(profile: Profile, windowS?: number) {
   }
   const spanUs = times[to - 1] - times[from];
   const us = new Map<string, number>();
+  const fileUs = new Map<string, number>();
+  const callerUs = new Map<string, number>();
+  // The nearest frame outside Node's own code (node: urls and natives without a file).
+  const callerOf = (id: number): string => {
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const url = byId.get(at)!.callFrame.url;
+      if (url && !url.startsWith('node:')) return shortUrl(url);
+    }
+    return byId.get(id)!.callFrame.functionName || '(anonymous)';
+  };
   const fnUs = new Map<string, { us: number; category: string }>();
   for (let i = from; i < to; i++) {
     // A sample stands for the time until the next one.
@@ -94,8 +130,21 @@ export function summarise(profile: Profile, windowS?: number) {
     const e = fnUs.get(key) ?? { us: 0, category: c };
     e.us += dt;
     fnUs.set(key, e);
+    if (c === 'idle') continue;
+    const file = f.url ? shortUrl(f.url) : (f.functionName.startsWith('(') ? f.functionName : '(native)');
+    fileUs.set(file, (fileUs.get(file) ?? 0) + dt);
+    const caller = callerOf(id);
+    callerUs.set(caller, (callerUs.get(caller) ?? 0) + dt);
   }
-  return { spanUs, samples: to - from, byCategory: [...us].sort((a, b) => b[1] - a[1]), byFunction: [...fnUs].sort((a, b) => b[1].us - a[1].us) };
+  const sorted = <V>(m: Map<string, V>, by: (v: V) => number) => [...m].sort((a, b) => by(b[1]) - by(a[1]));
+  return {
+    spanUs,
+    samples: to - from,
+    byCategory: sorted(us, (v) => v),
+    byFunction: sorted(fnUs, (v) => v.us),
+    byFile: sorted(fileUs, (v) => v),
+    byCaller: sorted(callerUs, (v) => v),
+  };
 }
 
 function main() {
@@ -104,10 +153,11 @@ function main() {
     const i = argv.indexOf(`--${name}`);
     return i >= 0 ? Number(argv[i + 1]) : undefined;
   };
-  const file = argv.find((a) => a.endsWith('.cpuprofile'));
-  if (!file) throw new Error('usage: profile-summary.ts FILE.cpuprofile [--window S] [--requests N] [--top N]');
+  const files = argv.filter((a) => a.endsWith('.cpuprofile'));
+  if (files.length === 0) throw new Error('usage: profile-summary.ts FILE.cpuprofile [FILE …] [--window S] [--requests N] [--top N]');
   const requests = opt('requests');
-  const s = summarise(JSON.parse(readFileSync(file, 'utf8')) as Profile, opt('window'));
+  const top = opt('top') ?? 20;
+  const s = summarise(merged(files.map((f) => JSON.parse(readFileSync(f, 'utf8')) as Profile)), opt('window'));
   const busyUs = s.byCategory.filter(([c]) => c !== 'idle').reduce((a, [, v]) => a + v, 0);
   console.log(`window ${(s.spanUs / 1e6).toFixed(1)} s, ${s.samples} samples, busy ${(busyUs / 1e6).toFixed(2)} s (${((100 * busyUs) / s.spanUs).toFixed(0)}% of one core)`);
   console.log(`| category | share of busy time |${requests ? ' µs per request |' : ''}`);
@@ -118,10 +168,16 @@ function main() {
   }
   if (requests) console.log(`| total | 100% | ${(busyUs / requests).toFixed(2)} |`);
   console.log(`\ntop functions by self time (category):`);
-  for (const [k, v] of s.byFunction.slice(0, opt('top') ?? 20)) {
+  for (const [k, v] of s.byFunction.slice(0, top)) {
     if (v.category === 'idle') continue;
     console.log(`  ${((100 * v.us) / busyUs).toFixed(1).padStart(5)}%  ${k}  (${v.category})`);
   }
+  const table = (title: string, rows: [string, number][]) => {
+    console.log(`\n${title}:`);
+    for (const [k, us] of rows.slice(0, top)) console.log(`${(us / 1000).toFixed(0).padStart(7)} ms ${((100 * us) / busyUs).toFixed(1).padStart(5)}%  ${k}`);
+  };
+  table('self time by file', s.byFile);
+  table("self time by file, Node's own code charged to its caller", s.byCaller);
 }
 
 if (process.argv[1]?.endsWith('profile-summary.ts')) main();

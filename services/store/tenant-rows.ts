@@ -65,6 +65,14 @@ function kindQuery(em: EntityManager, kind: KindName): KindQuery {
   return q;
 }
 
+/**
+ * The SQL a whole-tenant read runs for a kind (the tenant's id is `$1`): what a benchmark gives
+ * PostgreSQL's `COPY` to price reading the same rows without the control plane.
+ */
+export function tenantRowSql(db: Database, kind: KindName): string {
+  return kindQuery(db.orm.em.fork() as EntityManager, kind).sql;
+}
+
 /** How many rows one batch holds. */
 export interface BatchLimits {
   rows: number;
