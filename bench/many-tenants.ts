@@ -20,8 +20,9 @@
  *
  * Usage: DATABASE_URL=postgres://… npm run bench:many-tenants [-- --tenants 10000 --entities 1000
  *   --cache 0.15 --zipf 1.1 --concurrency 32 --seconds 60 --cold 50 --rounds 3 --built
- *   --max-builds N --out NAME]
- * `--max-builds N` sets SERVICE_INDEX_MAX_BUILDS (builds running at once) for a before/after.
+ *   --max-builds N --trace-gc --out NAME]
+ * `--max-builds N` sets SERVICE_INDEX_MAX_BUILDS (builds running at once) for a before/after;
+ * `--trace-gc` runs the control plane with V8's `--trace-gc` and reports its longest pauses.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
@@ -55,6 +56,7 @@ const HOT = num('hot', 50);
 const HOT_CONCURRENCY = num('hot-concurrency', 8);
 const COLD_CONCURRENCY = num('cold-concurrency', 16);
 const MAX_BUILDS = args.get('max-builds');
+const TRACE_GC = args.get('trace-gc') === 'true';
 const BUILT = args.get('built') === 'true';
 const OUT = args.get('out') ?? 'many-tenants';
 const KEY = 'azk_bench_many_tenants_bootstrap_0123456789';
@@ -169,7 +171,7 @@ async function main() {
       DATABASE_URL: scratch.url, SERVICE_PORT: '0', SERVICE_BOOTSTRAP_API_KEY: KEY, SERVICE_LOG_LEVEL: 'info',
       SERVICE_INDEX_MAX_ROWS: String(maxRows), SERVICE_CONSOLE: 'false',
       ...(MAX_BUILDS ? { SERVICE_INDEX_MAX_BUILDS: MAX_BUILDS } : {}),
-    }, { built: BUILT });
+    }, { built: BUILT, nodeArgs: TRACE_GC ? ['--trace-gc'] : [] });
     const url = cp.url;
     const pid = cp.child.pid;
     await stat.connect();
@@ -194,15 +196,19 @@ async function main() {
     // 1. Cold tenants, one call at a time: tenants at the tail of the Zipf ranks (no other phase
     // asks them first).
     const pgStat = async () => {
-      await sleep(1200); // PostgreSQL publishes a backend's counters at most once a second
+      // An idle backend publishes its counters up to 10 s late (PGSTAT_IDLE_INTERVAL).
+      await sleep(11_000);
       const r = (await stat.query('select xact_commit + xact_rollback as x, tup_returned as t from pg_stat_database where datname = $1', [dbName])).rows[0];
       return { xacts: Number(r.x), tuples: Number(r.t) };
     };
     const coldList = Array.from({ length: COLD }, (_, i) => tenantOfRank(TENANTS - 1 - i, TENANTS));
     const serial = async (label: string) => {
-      const before = { cp: threadCpuMs(pid)!, pg: postgresCpuMs(), ...(await pgStat()) };
+      const stats = await pgStat();
+      const before = { cp: threadCpuMs(pid)!, pg: postgresCpuMs(), ...stats };
       const r = await client!.run({ type: 'serial', list: coldList, label });
-      const after = { cp: threadCpuMs(pid)!, pg: postgresCpuMs(), ...(await pgStat()) };
+      // CPU read at once, the counters after their delay.
+      const cpuAfter = { cp: threadCpuMs(pid)!, pg: postgresCpuMs() };
+      const after = { ...cpuAfter, ...(await pgStat()) };
       // The stat reads themselves are transactions too (two a measurement).
       const per = (x: number) => f2(x / COLD);
       return {
@@ -261,12 +267,13 @@ async function main() {
     // 3. Head of line: hot calls alone, then with builds around them, interleaved.
     const hot = Array.from({ length: HOT }, (_, r) => tenantOfRank(r, TENANTS));
     const hotSet = new Set(hot);
-    // Builds use tenants from the middle ranks (evicted or never asked, never the hot ones).
+    // Builds use every tenant but the hot ones, from the middle ranks on and round again: a
+    // round longer than the cache holds, so each is a build (cold, or evicted since).
     let coldAt = Math.floor(TENANTS / 3);
     const coldPool = () => {
       const out: number[] = [];
-      while (out.length < 20_000 && coldAt < TENANTS - COLD - 1) {
-        const t = tenantOfRank(coldAt++, TENANTS);
+      for (let i = 0; out.length < 20_000 && i < 2 * TENANTS; i++) {
+        const t = tenantOfRank(HOT + (coldAt++ % (TENANTS - HOT)), TENANTS);
         if (!hotSet.has(t)) out.push(t);
       }
       return out;
@@ -310,6 +317,18 @@ async function main() {
     };
     console.log(`head of line: hot calls alone p50 ${headOfLine.hotAlone.p50Ms} ms p99 ${headOfLine.hotAlone.p99Ms} ms max ${headOfLine.hotAlone.maxMs}; with ${COLD_CONCURRENCY} builds in flight (${headOfLine.buildsPerSec}/s, each p50 ${headOfLine.builds.p50Ms} ms p99 ${headOfLine.builds.p99Ms} ms): p50 ${headOfLine.hotWithBuilds.p50Ms} p99 ${headOfLine.hotWithBuilds.p99Ms} max ${headOfLine.hotWithBuilds.maxMs}; event-loop delay max ${headOfLine.eventLoopLagMaxMs.alone} / ${headOfLine.eventLoopLagMaxMs.withBuilds} ms`);
 
+    // V8's lines: "… Mark-Compact 1000.1 (1100.2) -> 600.3 (700.1) MB, pooled: 0 MB, 150.2 / 0.0 ms …".
+    const gcPauses: Record<string, { count: number; maxMs: number; totalMs: number }> = {};
+    for (const line of cp.output) {
+      const m = /: (Scavenge|Mark-Compact|Mark-Compact \(reduce\)|Minor Mark-Sweep)[^,]*,.*?([\d.]+) \/ [\d.]+ ms/.exec(line);
+      if (!m) continue;
+      const g = (gcPauses[m[1]] ??= { count: 0, maxMs: 0, totalMs: 0 });
+      g.count++;
+      g.maxMs = Math.max(g.maxMs, Number(m[2]));
+      g.totalMs = f2(g.totalMs + Number(m[2]));
+    }
+    if (TRACE_GC) console.log('GC pauses of the control plane:', gcPauses);
+
     const results = {
       tenants: TENANTS,
       rowsPerTenant,
@@ -322,6 +341,7 @@ async function main() {
       cold,
       zipf,
       headOfLine,
+      gcPauses: TRACE_GC ? gcPauses : null,
     };
     const command = `DATABASE_URL=… npm run bench:many-tenants -- ${process.argv.slice(2).join(' ')}`.trimEnd();
     console.log(`wrote ${writeResults(OUT, { command, results, loadAtStart })}`);
