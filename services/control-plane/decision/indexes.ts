@@ -137,9 +137,14 @@ export class TenantIndexes {
     }
   }
 
-  /** Tenants indexed and their rows, for metrics; builds running and waiting. */
-  stats(): { tenants: number; rows: number; building: number; buildsWaiting: number } {
-    return { tenants: this.loaded.size, rows: this.rows, building: this.building, buildsWaiting: this.buildQueue.length };
+  /** Tenants indexed and their rows, for metrics. */
+  stats(): { tenants: number; rows: number } {
+    return { tenants: this.loaded.size, rows: this.rows };
+  }
+
+  /** Index builds running and waiting for a turn. */
+  builds(): { running: number; waiting: number } {
+    return { running: this.building, waiting: this.buildQueue.length };
   }
 
   /**
