@@ -110,7 +110,7 @@ export async function startControlPlane(
   try {
     await db.notifications.start();
     const generated = await ensureBootstrapKey(db, { bootstrapApiKey: config.bootstrapApiKey, keyFile: bootstrapKeyFile(config), log: logger });
-    const indexes = new TenantIndexes(db, { minRevisionWaitMs: config.minRevisionWaitMs, maxRows: config.indexMaxRows });
+    const indexes = new TenantIndexes(db, { minRevisionWaitMs: config.minRevisionWaitMs, maxRows: config.indexMaxRows, maxBuilds: config.indexMaxBuilds });
     indexMetrics(registry, indexes);
     poolMetrics(registry, db);
     const verifier = new CachedKeyVerifier(db);

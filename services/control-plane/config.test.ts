@@ -18,6 +18,7 @@ describe('loadConfig', () => {
       changeLogCompactIntervalMs: 300_000,
       minRevisionWaitMs: 1000,
       indexMaxRows: 5_000_000,
+      indexMaxBuilds: 4,
       sessionIdleMinutes: 30,
       sessionMaxHours: 12,
       console: true,

@@ -45,6 +45,7 @@ export interface Config {
   readonly minRevisionWaitMs: number;
   /** Rows the control plane's tenant indexes may hold together before idle tenants are dropped. */
   readonly indexMaxRows: number;
+  readonly indexMaxBuilds: number;
   /** Origins browsers may call from (CORS); unset: no CORS headers. */
   readonly corsOrigins?: readonly string[];
   /** A console session unused for this long ends, minutes. */
@@ -98,6 +99,7 @@ const SETTINGS = [
   { key: 'changeLogCompactIntervalMs', variable: 'SERVICE_CHANGE_LOG_COMPACT_INTERVAL_MS', parse: integer(0, 86_400_000), default: 300_000 },
   { key: 'minRevisionWaitMs', variable: 'SERVICE_MIN_REVISION_WAIT_MS', parse: integer(0, 3_600_000), default: 1000 },
   { key: 'indexMaxRows', variable: 'SERVICE_INDEX_MAX_ROWS', parse: integer(0, 1_000_000_000), default: 5_000_000 },
+  { key: 'indexMaxBuilds', variable: 'SERVICE_INDEX_MAX_BUILDS', parse: integer(1, 1_000), default: 4 },
   { key: 'corsOrigins', variable: 'SERVICE_CORS_ORIGINS', parse: origins },
   { key: 'sessionIdleMinutes', variable: 'SERVICE_SESSION_IDLE_MINUTES', parse: integer(1, 10_080), default: 30 },
   { key: 'sessionMaxHours', variable: 'SERVICE_SESSION_MAX_HOURS', parse: integer(1, 720), default: 12 },

@@ -23,7 +23,18 @@ export interface IndexOptions {
    * being answered is always kept, whatever its size.
    */
   maxRows: number;
+  /**
+   * Index builds (snapshot reads) running at once; more wait their turn. Each holds a pool
+   * connection for its whole read, so fewer builds than the pool has connections leave some for
+   * what cached tenants ask the database (a scope not seen yet, a catch-up after a write), and
+   * the event loop interleaves only that many builds with their decisions. Default 4 (of a pool
+   * of 10).
+   */
+  maxBuilds?: number;
 }
+
+/** Builds at once when IndexOptions.maxBuilds is not given. */
+export const DEFAULT_MAX_BUILDS = 4;
 
 interface Entry {
   index: TenantIndex;
@@ -54,6 +65,9 @@ export class TenantIndexes {
   private rows = 0;
   /** Indexes dropped to stay within `maxRows` since start. */
   evictions = 0;
+  /** Builds running now, and the ones waiting for a turn (first come, first served). */
+  private building = 0;
+  private readonly buildQueue: (() => void)[] = [];
 
   private readonly known: KnownRevisions;
 
@@ -128,6 +142,11 @@ export class TenantIndexes {
     return { tenants: this.loaded.size, rows: this.rows };
   }
 
+  /** Index builds running and waiting for a turn. */
+  builds(): { running: number; waiting: number } {
+    return { running: this.building, waiting: this.buildQueue.length };
+  }
+
   /**
    * Marks a tenant as just used, then drops least recently used others past `maxRows`. O(1)
    * per request (plus one step per tenant dropped): the total is kept, not summed.
@@ -190,6 +209,19 @@ export class TenantIndexes {
 
   /** Every engine row of the tenant at one revision (tenant-rows.ts), indexed as the pages come. */
   private async load(tenantId: string): Promise<Entry> {
+    if (this.building >= (this.opts.maxBuilds ?? DEFAULT_MAX_BUILDS)) await new Promise<void>((turn) => this.buildQueue.push(turn));
+    else this.building++;
+    try {
+      return await this.build(tenantId);
+    } finally {
+      // The slot passes to the next build waiting, if any, else it is freed.
+      const next = this.buildQueue.shift();
+      if (next) next();
+      else this.building--;
+    }
+  }
+
+  private async build(tenantId: string): Promise<Entry> {
     const builder = TenantIndex.builder();
     let revision = 0;
     for await (const { kind, def, columns, texts } of tenantRows(this.db, tenantId, ENGINE_STORE_KINDS, { rows: LOAD_BATCH_ROWS }, (r) => (revision = r))) {
