@@ -65,6 +65,35 @@ function kindQuery(em: EntityManager, kind: KindName): KindQuery {
   return q;
 }
 
+const heldSql = new WeakMap<object, Map<string, string>>();
+
+/** One row: whether the tenant holds rows of each of `kinds`, in order (`$1`: the tenant's id). */
+function heldKindsSql(em: EntityManager, kinds: readonly KindName[]): string {
+  const meta = em.getMetadata();
+  let byKinds = heldSql.get(meta);
+  if (!byKinds) heldSql.set(meta, (byKinds = new Map()));
+  const key = kinds.join(',');
+  let sql = byKinds.get(key);
+  if (sql === undefined) {
+    const table = (kind: KindName) => quote(meta.get((KINDS[kind] as KindDef).entity.meta.className).tableName);
+    sql = `select array[${kinds.map((k) => `exists(select 1 from ${table(k)} where tenant_id = $1)`).join(', ')}] as held`;
+    byKinds.set(key, sql);
+  }
+  return sql;
+}
+
+/**
+ * Holds a client's writes until the returned function runs, so that the messages of one
+ * extended-protocol exchange leave in one write (node-postgres does the same for its own queries;
+ * pg-cursor does not). A client without a socket stream writes as it would.
+ */
+function corked(client: Client): () => void {
+  const stream = (client as unknown as { connection?: { stream?: { cork?: () => void; uncork?: () => void } } }).connection?.stream;
+  if (typeof stream?.cork !== 'function' || typeof stream.uncork !== 'function') return () => {};
+  stream.cork();
+  return () => stream.uncork!();
+}
+
 /**
  * The SQL a whole-tenant read runs for a kind (the tenant's id is `$1`): what a benchmark gives
  * PostgreSQL's `COPY` to price reading the same rows without the control plane.
@@ -198,11 +227,22 @@ export async function* tenantRows<K>(
       const table = quote(em.getMetadata().get((KINDS.resource as KindDef).entity.meta.className).tableName);
       onResources(Number((await query<{ n: string }>(`select count(*) as n from ${table} where tenant_id = $1`, [tenantId]))[0].n));
     }
-    for (const [kind, storeKind] of kinds) {
+    // A tenant holds rows of few kinds: one statement says which (an index probe each), so an
+    // empty kind costs no cursor of its own (two round trips and a plan).
+    const held = await query<{ held: boolean[] }>(heldKindsSql(em, kinds.map(([, storeKind]) => storeKind)), [tenantId]);
+    for (let k = 0; k < kinds.length; k++) {
+      if (!held[0].held[k]) continue;
+      const [kind, storeKind] = kinds[k];
       q = kindQuery(em, storeKind);
       columns = undefined;
-      cursor = client.query(new Cursor<Text>(q.sql, [tenantId], { rowMode: 'array', types: AS_TEXT }));
-      pending = read();
+      // The cursor's messages (parse, bind, describe, execute, flush) leave in one write.
+      const uncork = corked(client);
+      try {
+        cursor = client.query(new Cursor<Text>(q.sql, [tenantId], { rowMode: 'array', types: AS_TEXT }));
+        pending = read();
+      } finally {
+        uncork();
+      }
       while (pending) {
         const texts = await pending;
         pending = undefined;
