@@ -437,6 +437,34 @@ export function changeDataText(cols: TextColumns, text: (string | null)[], index
   return true;
 }
 
+/** Per kind, its change data's JSON names in plan order and their places (for changeDataOfText). */
+const textObjectPlaces = new WeakMap<KindDef, { names: string[]; index: ReadonlyMap<string, number> }>();
+
+/**
+ * `messageToChangeData(kind, row)` of a row read as PostgreSQL's text, through changeDataText
+ * (the snapshot's route: no row object hydrated, no Date made and formatted again); undefined
+ * where that route gives way to the generic one. What the control plane's own decision index is
+ * built from.
+ */
+export function changeDataOfText(cols: TextColumns, text: (string | null)[]): JsonObject | undefined {
+  const plan = planOf(cols.def);
+  if (!plan) return undefined;
+  let places = textObjectPlaces.get(cols.def);
+  if (!places) {
+    const names = plan.map((f) => f.json);
+    textObjectPlaces.set(cols.def, (places = { names, index: new Map(names.map((n, i) => [n, i])) }));
+  }
+  const values = new Array<string | undefined>(plan.length).fill(undefined);
+  const isString = new Array<boolean>(plan.length).fill(false);
+  if (!changeDataText(cols, text, places.index, values, isString)) return undefined;
+  const out: JsonObject = {};
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    if (v !== undefined) out[places.names[i]] = isString[i] ? v : (JSON.parse(v) as JsonObject[string]);
+  }
+  return out;
+}
+
 /** Kind definitions by their change-log name (`resource_scope_link`, …). */
 const BY_LOG_KIND = new Map<string, KindDef>(Object.values(KINDS).map((d) => [d.kind, d as KindDef]));
 

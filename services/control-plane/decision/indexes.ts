@@ -3,7 +3,7 @@ import { notFound } from '../../common/errors.js';
 import { signalOf, sleep, waitEnded, type CallSignal } from '../../decision/decide.js';
 import { changesAfter } from '../../store/change-log.js';
 import type { Database } from '../../store/db.js';
-import { changeLogData, messageToChangeData } from '../../store/kinds.js';
+import { changeDataOfText, changeLogData, messageToChangeData } from '../../store/kinds.js';
 import { tenantOfScope } from '../../store/tenants.js';
 import { knownRevisions, type KnownRevisions } from '../known-revisions.js';
 import { tenantRows } from '../../store/tenant-rows.js';
@@ -225,7 +225,7 @@ export class TenantIndexes {
     const builder = TenantIndex.builder();
     let revision = 0;
     for await (const { kind, def, columns, texts } of tenantRows(this.db, tenantId, ENGINE_STORE_KINDS, { rows: LOAD_BATCH_ROWS }, (r) => (revision = r))) {
-      for (const text of texts) builder.add(kind, messageToChangeData(def, columns.row(text)));
+      for (const text of texts) builder.add(kind, changeDataOfText(columns, text) ?? messageToChangeData(def, columns.row(text)));
     }
     const index = builder.build(revision);
     return { index, busy: Promise.resolve(), rows: rowCount(index) };

@@ -10,7 +10,7 @@ import { BinaryWriter } from '@bufbuild/protobuf/wire';
 import { DriverException } from '@mikro-orm/core';
 import { EntitySchema, SnapshotChunkSchema, WatchResponseSchema, type SnapshotChunk } from '../../../gen/authz/v1/snapshot_service_pb.js';
 import { ENTITY_KINDS, type EntityKind } from '../../engine/mod.js';
-import { KINDS, changeDataText, messageToChangeData, type KindDef, type Row } from '../../store/kinds.js';
+import { KINDS, changeDataOfText, changeDataText, messageToChangeData, type KindDef, type Row } from '../../store/kinds.js';
 import { describeEachBackend, startTestControlPlane, TEST_BOOTSTRAP_KEY } from '../../../test/harness.js';
 import { tenantRows, type RowColumns } from '../../store/tenant-rows.js';
 import { ENGINE_STORE_KINDS, STORE_KIND } from '../engine-kinds.js';
@@ -246,6 +246,23 @@ describeEachBackend('Watch snapshot rows (%s)', (backend) => {
     // Of the kinds read from the text, only a time past 9999-12-31T23:59:59Z and a number no
     // double holds take the generic route (policies, with a oneof, always do).
     expect(generic.filter(([kind]) => direct.has(kind)).map(([, id]) => id).sort()).toEqual(['resource_raw_4', 'subject_raw_2']);
+  });
+
+  it('the change data read from the text equals the JSON object, for every kind, or gives way to it', async () => {
+    const direct = new Set<string>();
+    let generic = 0;
+    for (const { columns, text } of (await batchRoute(10_000)).texts) {
+      const want = messageToChangeData(columns.def, columns.row(text));
+      const got = changeDataOfText(columns, text);
+      if (got === undefined) {
+        generic++;
+        continue;
+      }
+      direct.add(columns.def.kind);
+      expect(got, `${columns.def.kind} ${columns.id(text)}`).toStrictEqual(want);
+    }
+    for (const kind of ['resource', 'ownership_grant', 'subject', 'membership', 'role_assignment', 'resource_edge', 'tag_group', 'scope_override'] as const) expect(direct, kind).toContain(kind);
+    expect(generic).toBeGreaterThan(0); // policies, and the rows the test above names
   });
 
   it('pre-encoded entities are the bytes protobuf-es writes for the same Entity', () => {
