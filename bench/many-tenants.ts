@@ -108,9 +108,10 @@ async function sampled<T>(url: string, run: Promise<T>): Promise<{ value: T; sam
 
 /**
  * What an index of these tenants holds, in this process with `gc()` (node --expose-gc): the heap
- * kept by `count` tenants' indexes (the control plane's own class and reads) ÷ their rows.
+ * kept by `count` tenants' indexes (the control plane's own class and reads) ÷ their rows, and
+ * what one build costs, one at a time (CPU of this process, wall time).
  */
-async function heapPerRow(url: string, count: number): Promise<{ tenants: number; rows: number; bytesPerRow: number } | undefined> {
+async function heapPerRow(url: string, count: number): Promise<{ tenants: number; rows: number; bytesPerRow: number; buildCpuMs: number; buildWallMs: number } | undefined> {
   const gc = (globalThis as { gc?: () => void }).gc;
   if (!gc) return undefined;
   const db = await openDatabase({ databaseUrl: url, dataDir: 'memory://' });
@@ -120,10 +121,21 @@ async function heapPerRow(url: string, count: number): Promise<{ tenants: number
     gc();
     const before = process.memoryUsage().heapUsed;
     const rows0 = indexes.stats().rows;
+    const cpu0 = process.cpuUsage();
+    const wall0 = performance.now();
     for (let t = 2; t <= count + 1; t++) await indexes.get(idOf('tenant', t, 0));
+    const wallMs = performance.now() - wall0;
+    const cpu = process.cpuUsage(cpu0);
     gc();
     const rows = indexes.stats().rows - rows0;
-    return { tenants: count, rows, bytesPerRow: Math.round((process.memoryUsage().heapUsed - before) / rows) };
+    return {
+      tenants: count,
+      rows,
+      bytesPerRow: Math.round((process.memoryUsage().heapUsed - before) / rows),
+      // One build at a time, nothing else running: a build's own cost (PostgreSQL's not counted).
+      buildCpuMs: Math.round(((cpu.user + cpu.system) / 1000 / count) * 100) / 100,
+      buildWallMs: Math.round((wallMs / count) * 100) / 100,
+    };
   } finally {
     await db.close();
   }
@@ -185,7 +197,7 @@ async function main() {
     console.log(`\nseeded ${TENANTS} tenants × ${rowsPerTenant} rows (${TENANTS * rowsPerTenant} rows, ${MiB(dbBytes)} MiB) in ${seedSec.toFixed(1)} s`);
 
     const heap = await heapPerRow(scratch.url, Math.min(200, TENANTS - 1));
-    if (heap) console.log(`an index holds ${heap.bytesPerRow} bytes of heap a row (${heap.tenants} tenants, ${heap.rows} rows, in this process)`);
+    if (heap) console.log(`an index holds ${heap.bytesPerRow} bytes of heap a row (${heap.tenants} tenants, ${heap.rows} rows, in this process); a build, one at a time: ${heap.buildCpuMs} ms CPU, ${heap.buildWallMs} ms`);
 
     client = new Client({ url, key: KEY, tenants: TENANTS, shape, capacity });
     await client.ready;
@@ -338,6 +350,7 @@ async function main() {
       maxBuilds: MAX_BUILDS ? Number(MAX_BUILDS) : null,
       seed: { seconds: f2(seedSec), databaseMiB: MiB(dbBytes), rowsPerSec: Math.round((TENANTS * rowsPerTenant) / seedSec) },
       memory: { indexHeapBytesPerRow: heap?.bytesPerRow ?? null, idleRssMiB: MiB(idle.rss), controlPlaneHeapBytesPerRowHeld: Math.round(heldHeapPerRow), controlPlaneRssBytesPerRowOfBudget: Math.round(rssPerRow) },
+      buildInProcess: heap ? { cpuMs: heap.buildCpuMs, wallMs: heap.buildWallMs } : null,
       cold,
       zipf,
       headOfLine,
