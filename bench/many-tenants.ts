@@ -141,6 +141,10 @@ async function heapPerRow(url: string, count: number): Promise<{ tenants: number
   }
 }
 
+function append(to: number[], from: readonly number[]): void {
+  for (const x of from) to.push(x);
+}
+
 class Client {
   private readonly child: ChildProcess;
   private pending?: (r: PhaseReport) => void;
@@ -299,11 +303,12 @@ async function main() {
         const cpu = threadCpuMs(pid)! - c0;
         // Tenants handed out but not used go back (they are still uncached).
         if (withBuilds) coldAt -= list.length - (r.coldUsed ?? 0);
-        (withBuilds ? hol.withBuilds : hol.alone).push(...(r.samples.hot ?? []));
-        (withBuilds ? hol.lagWith : hol.lagAlone).push(...s.map((x) => x.lagMaxMs));
+        // Appended one by one: a quiet machine makes more samples than a spread's arguments may be.
+        append(withBuilds ? hol.withBuilds : hol.alone, r.samples.hot ?? []);
+        append(withBuilds ? hol.lagWith : hol.lagAlone, s.map((x) => x.lagMaxMs));
         if (withBuilds) {
           hol.builds += r.samples.build?.length ?? 0;
-          hol.buildMs.push(...(r.samples.build ?? []));
+          append(hol.buildMs, r.samples.build ?? []);
           hol.cpuWith += cpu;
           hol.callsWith += r.calls;
         } else {
