@@ -33,15 +33,10 @@ import { createScratchDatabase } from '../test/databases.js';
 import { postgresCpuMs, startProcess, threadCpuMs, type RunningProcess } from '../test/processes.js';
 import type { ClientConfig, Phase, PhaseReport } from './many-tenants-client.js';
 import { idOf, rowsOf, seedTenants, shapeOf, tenantOfRank } from './many-tenants-seed.js';
+import { benchArgs } from './args.js';
 import { loadAverageNow, writeResults } from './results-file.js';
 
-const args = new Map<string, string>();
-for (let i = 2; i < process.argv.length; i++) {
-  const name = process.argv[i].replace(/^--/, '');
-  const value = process.argv[i + 1];
-  if (value === undefined || value.startsWith('--')) args.set(name, 'true');
-  else args.set(name, value), i++;
-}
+const args = benchArgs();
 const num = (name: string, d: number) => Number(args.get(name) ?? d);
 const TENANTS = num('tenants', 10_000);
 const ENTITIES = num('entities', 1_000);

@@ -23,6 +23,7 @@
  */
 import pg from 'pg';
 import { evaluate, TenantIndex, type EvaluateRequest, type TenantSnapshot } from '../services/engine/mod.js';
+import { mulberry32 } from '../test/seeded-random.js';
 
 export const REALISTIC_TENANT = 'tenant_realistic';
 export const REALISTIC_ROOT = 'scope_realistic_root';
@@ -34,17 +35,6 @@ const REGIONS = ['eu-west', 'eu-north', 'us-east', 'us-west', 'ap-south', 'ap-ea
 const OWNER_ROLE = 'role_owner';
 const teamScope = (k: number) => `scope_realistic_team_${k}`;
 
-/** mulberry32: a small seeded generator, so the tenant and the mix are the same on every run. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Resource i: its type is TYPES[i % 4], its owner team floor(i / 4) % 10. */
 const typeOf = (i: number) => i % 4;
@@ -199,7 +189,7 @@ export function quotas(n: number): Record<Bucket, number> {
  * realistic tenant (`index`). Throws when a bucket cannot be filled (the tenant changed shape).
  */
 export function realisticMix(index: TenantIndex, n = 10_000, seed = 30): MixedRequest[] {
-  const rnd = seeded(seed);
+  const rnd = mulberry32(seed);
   const pick = (k: number) => Math.floor(rnd() * k);
   const size = REALISTIC_SIZE;
   const need = quotas(n);

@@ -36,16 +36,11 @@ import { resolve } from 'node:path';
 import { createScratchDatabase } from '../test/databases.js';
 import { cpuMs, postgresCpuMs, rssOf, startProcess, threadCpuMs, type RunningProcess } from '../test/processes.js';
 import { populate, restClient } from '../test/watch-fixtures.js';
+import { benchArgs } from './args.js';
 import { loadAverageNow, writeResults } from './results-file.js';
 import type { ClientConfig, ClientReport } from './watch-fanout-clients.js';
 
-const args = new Map<string, string>();
-for (let i = 2; i < process.argv.length; i++) {
-  const name = process.argv[i].replace(/^--/, '');
-  const value = process.argv[i + 1];
-  if (value === undefined || value.startsWith('--')) args.set(name, 'true');
-  else args.set(name, value), i++;
-}
+const args = benchArgs();
 const STREAMS = (args.get('streams') ?? '100,400,1000').split(',').map(Number);
 const WRITES = Number(args.get('writes') ?? 200);
 const CLIENT_PROCESSES = Number(args.get('client-processes') ?? 4);
