@@ -167,10 +167,11 @@ describeEachBackend('point-in-time decisions on %s (seed ' + SEED + ')', (backen
       expect(QUERIES.map((q) => evaluate(forward, request(q), { now, gate: 'off' }).allowed), `forward ${revision}`).toEqual(live.get(revision));
       allowed += answers.filter((a) => a.allowed).length;
     }
-    // The history is not trivial: both answers occur, and they change over time.
+    // The history is not trivial: both answers occur, and they change over time (a random
+    // history of 40 writes may visit as few as 5 distinct states: seed 51841444 did).
     expect(allowed).toBeGreaterThan(0);
     expect(allowed).toBeLessThan(revisions.length * QUERIES.length);
-    expect(new Set(revisions.map((r) => JSON.stringify(live.get(r)))).size).toBeGreaterThan(5);
+    expect(new Set(revisions.map((r) => JSON.stringify(live.get(r)))).size).toBeGreaterThan(2);
   }, 120_000);
 
   it('answers at a time as at the newest revision committed by then, with its trace', async () => {
