@@ -11,7 +11,7 @@ import { client } from '../api/transport.js';
 import { Page } from '../components/page.js';
 import { PAGE_SIZE, Paged, usePaged } from '../components/paged.js';
 import { QueryState } from '../components/states.js';
-import { playgroundHref, type CheckLink, type ResourceBy, type SubjectBy } from '../components/playground/check-state.js';
+import { playgroundHref, type CheckForm, type CheckLink, type ResourceBy, type SubjectBy } from '../components/playground/check-state.js';
 import { ErrorSummary, SelectField, SuggestionProblems, TextField } from '../components/playground/fields.js';
 import { useTenantLists, type TenantLists } from '../components/playground/tenant-lists.js';
 import { Ref, TraceTree } from '../components/playground/trace-tree.js';
@@ -167,14 +167,8 @@ function permissionResource(p: { resourceType: string; resourcePattern: string }
 
 // Who can
 
-interface WhoAsk {
-  scopeId: string;
-  action: string;
-  resourceBy: ResourceBy;
-  resourceType: string;
-  externalResourceId: string;
-  resourceId: string;
-}
+/** The playground form's scope, action and resource fields: who-can asks about those alone. */
+type WhoAsk = Pick<CheckForm, 'scopeId' | 'action' | 'resourceBy' | 'resourceType' | 'externalResourceId' | 'resourceId'>;
 
 const RESOURCE_BY: { value: ResourceBy; label: string }[] = [
   { value: 'none', label: 'No resource' },
