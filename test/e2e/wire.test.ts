@@ -37,7 +37,10 @@ async function ok(p: Promise<Reply>): Promise<Reply> {
 
 /** A raw body to an RPC path (Connect, or REST): status and parsed JSON answer. */
 async function raw(base: string, path: string, type: string, body: Uint8Array, headers: Record<string, string> = {}): Promise<Reply> {
-  const res = await fetch(base + path, { method: 'POST', headers: { 'content-type': type, ...headers }, body });
+  // undici's "fetch failed" hides why (a reset, a closed keep-alive socket): say it.
+  const res = await fetch(base + path, { method: 'POST', headers: { 'content-type': type, ...headers }, body }).catch((err: Error) => {
+    throw new Error(`POST ${path}: ${err.message}: ${String((err.cause as Error | undefined)?.stack ?? err.cause)}`);
+  });
   const text = await res.text();
   let parsed: unknown;
   try {
