@@ -208,7 +208,13 @@ export class ResourceNodes {
 
   /** `resources`: expected number of resource nodes (sizes the table once instead of growing it). */
   constructor(resources: number) {
-    this.table = new IdTable<MutableResourceNode>(resources, undefined, (n) => n.id);
+    // The table keeps neither keys nor values: a node holds its id, and its number (in the
+    // slot) finds it in `nodesByNum`.
+    this.table = new IdTable<MutableResourceNode>(resources, undefined, {
+      keyOf: (n) => n.id,
+      numOf: (n) => n.num,
+      byNum: (num) => this.nodesByNum[num] as MutableResourceNode,
+    });
     // Arrays by node number, sized alike (they grow by doubling past it).
     const nums = Math.max(1024, resources);
     this.plain = new Uint8Array(nums);
@@ -254,8 +260,9 @@ export class ResourceNodes {
         attributes: undefined,
         createdBy: undefined,
       };
-      this.table.set(id, n);
+      // Before the table holds it: the table finds its values by number.
       this.nodesByNum[n.num] = n;
+      this.table.set(id, n);
       this.refreshCopies(n);
     }
     return n;
