@@ -368,6 +368,11 @@ export class ResourceNodes {
     this.createdAt = new Float64Array(nums).fill(NaN);
   }
 
+  /** `nodesByNum` at its exact length, once a build is complete (past the count it was made for, it grew by half again). */
+  trim(): void {
+    this.nodesByNum = this.nodesByNum.slice(0, this.nextNum);
+  }
+
   /** The resource node's own id string when a node exists, else `id` (see `RowHooks.slim`). */
   str(id: string): string {
     return this.table.get(id)?.id ?? id;
