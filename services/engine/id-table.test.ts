@@ -209,10 +209,10 @@ describe('IdTable', () => {
   });
 
   it('wraps probe runs past the last slot, and deletes across the wrap', () => {
-    // Keys whose home is one of the last two slots of a 17-slot table: their run wraps to slot 0.
+    // Keys whose home is one of the last two slots of a 19-slot table: their run wraps to slot 0.
     const seed = 5;
-    const t = new IdTable<number>(12, seed);
-    expect(t.capacity).toBe(16);
+    const t = new IdTable<number>(14, seed);
+    expect(t.capacity).toBe(19);
     const cap = t.capacity;
     const keys: string[] = [];
     for (let n = 0; keys.length < 6; n++) if (homeSlot(hashId(`k${n}`, seed), cap) >= cap - 2) keys.push(`k${n}`);

@@ -1,10 +1,11 @@
 /**
- * Resource nodes: everything a check reads about one resource hangs off its node, and the node
- * sits in an {@link IdTable} whose slot also holds the resource's facts ({@link FACT_FLAGS}), so
- * the common check reads one cache line. Around the nodes: their numbers (reused after
- * deletes) with the plain-node bitmap and the `createdAt` column, the type slots, the
- * external-id table, and the count of permissions naming each id. Resource types live here
- * too: a type slot carries its type's key.
+ * Resource nodes: everything a check reads about one resource hangs off its node (a small
+ * object: see {@link MutableResourceNode}), and the node's id sits in an {@link IdTable} whose
+ * slot also holds the resource's facts ({@link FACT_FLAGS}) and the node's number, so the
+ * common check reads one cache line; the node itself is found by its number in `nodesByNum`.
+ * Around the nodes: their numbers (reused after deletes) with the plain-node bitmap and the
+ * `createdAt` column, the type slots, the external-id table, and the count of permissions
+ * naming each id. Resource types live here too: a type slot carries its type's key.
  */
 import { IdTable } from '../id-table.js';
 import type { JsonObject, Policy, Resource, ResourceScopeLink, TagAssignment } from '../model.js';
@@ -296,7 +297,7 @@ export class ResourceNodes {
   readonly typeSlots = new Map<string, MutableTypeSlot>();
   /** Type slots by their number. */
   readonly typeSlotsByNum: MutableTypeSlot[] = [];
-  /** Resource nodes by number. */
+  /** Resource nodes by number (the resource table finds its nodes here: it keeps their numbers, not the nodes). */
   nodesByNum: (MutableResourceNode | undefined)[];
   /**
    * One byte per resource node number: 1 when the node is "plain" (its row exists, no
