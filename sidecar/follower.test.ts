@@ -90,8 +90,8 @@ describe.each(['on', 'off'] as const)('sidecar following a scripted control plan
   it('sizes its index from the resource count of chunk 0 (capped), and builds the same index whatever the count says', async () => {
     expect([0n, 5n, 2_000_000n, 2_000_001n, 2n ** 64n - 1n].map(resourceHint)).toEqual([0, 5, MAX_RESOURCE_HINT, MAX_RESOURCE_HINT, MAX_RESOURCE_HINT]);
     const states: unknown[] = [];
-    // Resource table slots each count gives: the smallest power of two (≥ 16) at most 3/4 full.
-    const slots = new Map([[0n, 16], [1n, 16], [3n, 16], [1000n, 2048], [2n ** 64n - 1n, 4 * 1024 * 1024]]);
+    // Resource table slots each count gives: 4/3 of it (at least 16), the count capped.
+    const slots = new Map([[0n, 16], [1n, 16], [3n, 16], [1000n, 1334], [2n ** 64n - 1n, Math.ceil((MAX_RESOURCE_HINT * 4) / 3)]]);
     for (const [resourceCount, expectedSlots] of slots) {
       const { cp, sidecar, ask, until } = await setup();
       const s = await cp.next();

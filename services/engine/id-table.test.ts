@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { HOT_WORDS, INLINE_KEY_CHARS, IdTable } from './id-table.js';
-import { MAX_PROBE, hashId } from './probing.js';
+import { MAX_PROBE, capacityFor, hashId, homeSlot } from './probing.js';
 
 /** Keys that exercise every comparison path: short, inline limit, too long, above U+00FE. */
 const keyArb = fc.oneof(
@@ -54,7 +54,7 @@ describe('IdTable', () => {
     fc.assert(
       fc.property(fc.array(opArb, { maxLength: 400 }), fc.integer(), (ops, seed) => {
         type Entry = { key: string; value: number };
-        const table = new IdTable<Entry>(16, seed, (e) => e.key);
+        const table = new IdTable<Entry>(16, seed, { keyOf: (e) => e.key });
         const model = new Map<string, number>();
         for (const o of ops) {
           if (o.op === 'set') {
@@ -111,11 +111,12 @@ describe('IdTable', () => {
     const seed = 12345;
     const capacity = 4096;
     const t = new IdTable<number>(capacity * 0.7, seed);
-    const mask = 8191; // the capacity chosen for that request (power of two ≥ 4/3 of it)
+    const slots = capacityFor(capacity * 0.7);
+    expect(t.capacity).toBe(slots);
     const colliding: string[] = [];
     for (let n = 0; colliding.length < MAX_PROBE + 10; n++) {
       const k = `resource_${n}`;
-      if ((hashId(k, seed) & mask) === 0) colliding.push(k);
+      if (homeSlot(hashId(k, seed), slots) === slots - 1) colliding.push(k);
     }
     colliding.forEach((k, i) => t.set(k, i));
     expect(t.reseeds).toBeGreaterThanOrEqual(1);
@@ -125,7 +126,7 @@ describe('IdTable', () => {
 
   it('holds the same entries and hot words whatever size it was made for (too small, right, too large)', () => {
     fc.assert(
-      fc.property(fc.array(opArb, { maxLength: 400 }), fc.integer(), fc.constantFrom(0, 1, 16, 100, 300, 5000), (ops, seed, size) => {
+      fc.property(fc.array(opArb, { maxLength: 400 }), fc.integer(), fc.constantFrom(0, 1, 13, 16, 100, 101, 300, 5000), (ops, seed, size) => {
         const grown = new IdTable<number>(16, seed);
         const sized = new IdTable<number>(size, seed);
         for (const o of ops) {
@@ -157,5 +158,70 @@ describe('IdTable', () => {
     }
     expect(t.size).toBe(2500);
     expect(t.slotOf('k0')).toBe(-1);
+  });
+  it('behaves like a Map when values are found by number (numOf/byNum, no value array), through growth, deletes and reseeds', () => {
+    fc.assert(
+      fc.property(fc.array(opArb, { maxLength: 400 }), fc.integer(), fc.constantFrom(0, 7, 100), (ops, seed, size) => {
+        type Entry = { key: string; num: number; value: number };
+        // The caller's array by number; numbers are reused after deletes, as ResourceNodes does.
+        const byNum: (Entry | undefined)[] = [];
+        const free: number[] = [];
+        const table = new IdTable<Entry>(size, seed, { keyOf: (e) => e.key, numOf: (e) => e.num, byNum: (n) => byNum[n] as Entry });
+        const model = new Map<string, number>();
+        for (const o of ops) {
+          if (o.op === 'set') {
+            const old = table.get(o.key);
+            if (old !== undefined) old.value = o.value;
+            else {
+              const e = { key: o.key, num: free.pop() ?? byNum.length, value: o.value };
+              byNum[e.num] = e;
+              table.set(o.key, e);
+            }
+            model.set(o.key, o.value);
+          } else if (o.op === 'delete') {
+            const old = table.get(o.key);
+            expect(table.delete(o.key)).toBe(model.delete(o.key));
+            if (old !== undefined) {
+              byNum[old.num] = undefined;
+              free.push(old.num);
+            }
+          } else if (model.has(o.key)) table.setWords(o.key, o.w0, o.w1);
+          expect(table.size).toBe(model.size);
+        }
+        for (const [k, value] of model) expect(table.get(k)?.value).toBe(value);
+        for (const o of ops) if (!model.has(o.key)) expect(table.get(o.key)).toBeUndefined();
+        expect(new Map([...table.entries()].map(([k, e]) => [k, e.value]))).toEqual(model);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('sizes itself to the count asked for (not a power of two) and grows by half when full', () => {
+    const t = new IdTable<number>(1000, 3);
+    expect(t.capacity).toBe(1334);
+    for (let i = 0; i < 1000; i++) t.set(`resource_${i}`, i);
+    expect(t.capacity).toBe(1334);
+    for (let i = 1000; i < 1001 + 1334 / 4; i++) t.set(`resource_${i}`, i);
+    expect(t.capacity).toBe(2001);
+    for (let i = 0; i < 1001 + 1334 / 4; i += 3) t.delete(`resource_${i}`);
+    for (let i = 0; i < 1001 + 1334 / 4; i++) expect(t.get(`resource_${i}`)).toBe(i % 3 === 0 ? undefined : i);
+    expect(() => new IdTable<number>(16, 1, { numOf: () => 0 })).toThrow(/go together/);
+  });
+
+  it('wraps probe runs past the last slot, and deletes across the wrap', () => {
+    // Keys whose home is one of the last two slots of a 19-slot table: their run wraps to slot 0.
+    const seed = 5;
+    const t = new IdTable<number>(14, seed);
+    expect(t.capacity).toBe(19);
+    const cap = t.capacity;
+    const keys: string[] = [];
+    for (let n = 0; keys.length < 6; n++) if (homeSlot(hashId(`k${n}`, seed), cap) >= cap - 2) keys.push(`k${n}`);
+    keys.forEach((k, i) => t.set(k, i));
+    expect(keys.map((k) => t.slotOf(k)).filter((s) => s < cap - 2).length).toBeGreaterThanOrEqual(4);
+    for (let d = 0; d < keys.length; d++) {
+      t.delete(keys[d]);
+      keys.forEach((k, i) => expect(t.get(k)).toBe(i <= d ? undefined : i));
+    }
+    expect(t.size).toBe(0);
   });
 });

@@ -6,29 +6,35 @@
  * trips to DRAM, each with a TLB miss on a gigabyte heap (about 0.8 µs per resource lookup
  * measured on the benchmark tenant). Here every slot is 64 bytes of one typed array holding
  * the key's hash, a few int32 "hot words" the caller keeps there (a copy of what a check reads
- * about the value) and the key's characters, so a lookup that needs only the hot words reads
- * one slot, found by linear probing. Values stay in a plain array next to it and are read only
- * when the caller needs more than the hot words.
+ * about the value), the value's number when values are numbered, and the key's characters, so
+ * a lookup that needs only the hot words reads one slot, found by linear probing. Values stay
+ * outside the slots, read only when the caller needs more than the hot words: in a plain array
+ * by slot, or (with {@link IdTableOptions.byNum}) in the caller's own array by number, so the
+ * table keeps no value array at all (8 bytes a slot less).
  *
  * Keys of up to {@link INLINE_KEY_CHARS} characters in U+0000..U+00FE (every id the service
  * issues or accepts) are compared against the slot's bytes; any other key is marked in its
  * slot and compared as a string. Each table hashes with its own random seed, and an insert
  * whose probe run grows past `MAX_PROBE` rebuilds the table with a fresh seed, so a
  * tenant choosing ids cannot make lookups degrade for long (probing.ts, shared with NumTable).
+ * The table is sized to the count it is made for (any number of slots, at most 3/4 full) and
+ * grows by half when full.
  *
  * Slot numbers move when the table grows, is rebuilt or deletes (backward-shift deletion keeps
  * probe runs short without tombstones): callers must not keep them across writes.
  */
 
-import { MIN_CAPACITY, capacityFor, freeSlot, hashId, needsReseed, nextShift, overfull, probeDistance, randomSeed } from './probing.js';
+import { MIN_CAPACITY, capacityFor, freeSlot, grownCapacity, hashId, homeSlot, needsReseed, nextShift, overfull, probeDistance, randomSeed } from './probing.js';
 
 /** Bytes per slot: one cache line. */
 const SLOT_BYTES = 64;
 const SLOT_WORDS = SLOT_BYTES / 4;
-/** Hot words per slot (after the hash word). */
+/** Hot words per slot (after the hash word) that the caller sets. */
 export const HOT_WORDS = 2;
+/** Word of a slot holding the value's number (with {@link IdTableOptions.byNum}; else 0). */
+const NUM_WORD = 1 + HOT_WORDS;
 /** Byte offset, inside a slot, of the key length; the key's characters follow it. */
-const KEY_AT = 4 * (1 + HOT_WORDS);
+const KEY_AT = 4 * (NUM_WORD + 1);
 /** Longest key kept in the slot itself. */
 export const INLINE_KEY_CHARS = SLOT_BYTES - KEY_AT - 1;
 /** Key-length byte of a key kept only as a string (too long, or a character above U+00FE). */
@@ -36,14 +42,32 @@ const OUT_OF_LINE = 255;
 /** {@link IdTable}'s remembered slot when the remembered key was not looked up yet. */
 const NO_SLOT = -2;
 
+/** Where an {@link IdTable} finds keys and values that it does not keep itself. */
+export interface IdTableOptions<V> {
+  /**
+   * An entry's key, read from its value (which must not change while the entry is in the
+   * table): the table then keeps no key array, 8 bytes a slot less.
+   */
+  keyOf?: (value: V) => string;
+  /**
+   * An entry's number (≥ 0, fixed while the entry is in the table), kept in its slot, and the
+   * value under a number, from the caller's own array (which must hold it from before `set`
+   * until after `delete`): the table then keeps no value array, 8 bytes a slot less. Both or neither.
+   */
+  numOf?: (value: V) => number;
+  byNum?: (num: number) => V;
+}
+
 export class IdTable<V> {
   // Set by allocate(), which the constructor calls.
   private words!: Int32Array;
   private bytes!: Uint8Array;
   /** Keys by slot; undefined when `keyOf` gives them (the values hold their keys). */
   private keys: (string | undefined)[] | undefined;
-  private vals!: (V | undefined)[];
-  private mask!: number;
+  /** Values by slot; undefined when `byNum` gives them (the slot holds the value's number). */
+  private vals: (V | undefined)[] | undefined;
+  /** Slots (any number: see probing.ts). */
+  private cap!: number;
   private seed!: number;
   private _size = 0;
   /** Inserts since the last rebuild: a reseed waits for enough of them to stay amortised O(1). */
@@ -58,27 +82,27 @@ export class IdTable<V> {
   private memoKey: string | undefined;
   private memoHash = 0;
   private memoSlot = NO_SLOT;
+  private readonly keyOf: ((value: V) => string) | undefined;
+  private readonly numOf: ((value: V) => number) | undefined;
+  private readonly byNum: ((num: number) => V) | undefined;
 
-  /**
-   * `keyOf`, when given, reads an entry's key from its value (which must not change while the
-   * entry is in the table): the table then keeps no key array, 8 bytes a slot less.
-   */
-  constructor(
-    capacity = MIN_CAPACITY,
-    seed = randomSeed(),
-    private readonly keyOf?: (value: V) => string,
-  ) {
+  /** `capacity`: entries expected (the table takes 4/3 as many slots and grows past them). */
+  constructor(capacity = MIN_CAPACITY, seed = randomSeed(), options: IdTableOptions<V> = {}) {
+    this.keyOf = options.keyOf;
+    this.numOf = options.numOf;
+    this.byNum = options.byNum;
+    if ((this.numOf === undefined) !== (this.byNum === undefined)) throw new Error('IdTable: numOf and byNum go together');
     this.allocate(capacityFor(capacity), seed);
   }
 
-  /** Fresh, empty storage for `capacity` slots (a power of two), hashed with `seed`. */
+  /** Fresh, empty storage for `capacity` slots, hashed with `seed`. */
   private allocate(capacity: number, seed: number): void {
-    this.mask = capacity - 1;
+    this.cap = capacity;
     this.seed = seed;
     this.words = new Int32Array(capacity * SLOT_WORDS);
     this.bytes = new Uint8Array(this.words.buffer);
     this.keys = this.keyOf ? undefined : new Array<string | undefined>(capacity).fill(undefined);
-    this.vals = new Array<V | undefined>(capacity).fill(undefined);
+    this.vals = this.byNum ? undefined : new Array<V | undefined>(capacity).fill(undefined);
     this.inserts = 0;
     // Slots move and the seed may change.
     this.memoKey = undefined;
@@ -88,9 +112,9 @@ export class IdTable<V> {
     return this._size;
   }
 
-  /** Slots allocated (a power of two; the table grows past 3/4 full). */
+  /** Slots allocated (the table grows by half past 3/4 full). */
   get capacity(): number {
-    return this.mask + 1;
+    return this.cap;
   }
 
   private hash(key: string): number {
@@ -112,9 +136,9 @@ export class IdTable<V> {
   private find(key: string, h: number): number {
     const words = this.words;
     const bytes = this.bytes;
-    const mask = this.mask;
+    const cap = this.cap;
     const len = key.length;
-    for (let i = h & mask; ; i = (i + 1) & mask) {
+    for (let i = homeSlot(h, cap); ; i = i + 1 === cap ? 0 : i + 1) {
       const base = i * SLOT_WORDS;
       const stored = words[base];
       if (stored === 0) return -1;
@@ -132,17 +156,18 @@ export class IdTable<V> {
   }
 
   private keyAt(slot: number): string {
-    return (this.keys !== undefined ? this.keys[slot] : (this.keyOf as (value: V) => string)(this.vals[slot] as V)) as string;
+    return (this.keys !== undefined ? this.keys[slot] : (this.keyOf as (value: V) => string)(this.valueAt(slot))) as string;
   }
 
   get(key: string): V | undefined {
     const i = this.slotOf(key);
-    return i < 0 ? undefined : this.vals[i];
+    return i < 0 ? undefined : this.valueAt(i);
   }
 
   /** The value in a slot returned by {@link slotOf}. */
   valueAt(slot: number): V {
-    return this.vals[slot] as V;
+    const vals = this.vals;
+    return vals !== undefined ? (vals[slot] as V) : (this.byNum as (num: number) => V)(this.words[slot * SLOT_WORDS + NUM_WORD]);
   }
 
   /** Hot word `k` (0 ≤ k < HOT_WORDS) of a slot. */
@@ -162,21 +187,27 @@ export class IdTable<V> {
   set(key: string, value: V): this {
     const found = this.slotOf(key);
     if (found >= 0) {
-      this.vals[found] = value;
+      this.store(found, value);
       return this;
     }
     const h = this.memoHash;
-    if (overfull(this._size + 1, this.mask + 1)) this.rebuild((this.mask + 1) * 2, this.seed);
+    if (overfull(this._size + 1, this.cap)) this.rebuild(grownCapacity(this.cap), this.seed);
     const distance = this.place(key, h, value, 0, 0);
     this._size++;
     this.inserts++;
-    if (needsReseed(distance, this.inserts, this._size)) this.rebuild(this.mask + 1, randomSeed(), true);
+    if (needsReseed(distance, this.inserts, this._size)) this.rebuild(this.cap, randomSeed(), true);
     return this;
+  }
+
+  /** Puts `value` in slot `i`: in the value array, or its number in the slot. */
+  private store(i: number, value: V): void {
+    if (this.vals !== undefined) this.vals[i] = value;
+    else this.words[i * SLOT_WORDS + NUM_WORD] = (this.numOf as (value: V) => number)(value);
   }
 
   /** Writes an entry into the first free slot of its run (remembered as the key's); returns the probe distance. */
   private place(key: string, h: number, value: V, w0: number, w1: number): number {
-    const i = freeSlot(this.words, SLOT_WORDS, this.mask, h);
+    const i = freeSlot(this.words, SLOT_WORDS, this.cap, h);
     this.memoKey = key;
     this.memoHash = h;
     this.memoSlot = i;
@@ -185,7 +216,7 @@ export class IdTable<V> {
     this.words[base + 1] = w0;
     this.words[base + 2] = w1;
     if (this.keys !== undefined) this.keys[i] = key;
-    this.vals[i] = value;
+    this.store(i, value);
     const at = i * SLOT_BYTES + KEY_AT;
     let inline = key.length <= INLINE_KEY_CHARS;
     for (let c = 0; inline && c < key.length; c++) if (key.charCodeAt(c) >= OUT_OF_LINE) inline = false;
@@ -193,25 +224,25 @@ export class IdTable<V> {
       this.bytes[at] = key.length;
       for (let c = 0; c < key.length; c++) this.bytes[at + 1 + c] = key.charCodeAt(c);
     } else this.bytes[at] = OUT_OF_LINE;
-    return probeDistance(i, h, this.mask);
+    return probeDistance(i, h, this.cap);
   }
 
-  /** Writes old slot `from` of `oldWords` into the first free slot of its run, unchanged. */
-  private move(oldWords: Int32Array, from: number, key: string | undefined, value: V): void {
-    const i = freeSlot(this.words, SLOT_WORDS, this.mask, oldWords[from * SLOT_WORDS]);
+  /** Writes old slot `from` of `oldWords` (with its key and value, when the table keeps them) into the first free slot of its run, unchanged. */
+  private move(oldWords: Int32Array, from: number, key: string | undefined, value: V | undefined): void {
+    const i = freeSlot(this.words, SLOT_WORDS, this.cap, oldWords[from * SLOT_WORDS]);
     // Word by word: a subarray per entry is an allocation, and most of the cost of a growth.
     const words = this.words;
     const src = from * SLOT_WORDS;
     const dst = i * SLOT_WORDS;
     for (let w = 0; w < SLOT_WORDS; w++) words[dst + w] = oldWords[src + w];
     if (this.keys !== undefined) this.keys[i] = key;
-    this.vals[i] = value;
+    if (this.vals !== undefined) this.vals[i] = value;
   }
 
   /** Re-places every entry into `capacity` slots, rehashing with `seed` when it changed. */
   private rebuild(capacity: number, seed: number, reseed = false): void {
-    const { words, keys, vals, keyOf } = this;
-    const oldCap = this.mask + 1;
+    const { words, keys, vals, keyOf, byNum } = this;
+    const oldCap = this.cap;
     const rehash = seed !== this.seed;
     this.allocate(capacity, seed);
     if (reseed) this.reseeds++;
@@ -219,12 +250,13 @@ export class IdTable<V> {
       const base = i * SLOT_WORDS;
       if (words[base] === 0) continue;
       if (!rehash) {
-        // Same hash: the whole slot (hash, hot words, inline key) moves as it is.
-        this.move(words, i, keys?.[i], vals[i] as V);
+        // Same hash: the whole slot (hash, hot words, number, inline key) moves as it is.
+        this.move(words, i, keys?.[i], vals?.[i]);
         continue;
       }
-      const key = (keys !== undefined ? keys[i] : (keyOf as (value: V) => string)(vals[i] as V)) as string;
-      this.place(key, this.hash(key), vals[i] as V, words[base + 1], words[base + 2]);
+      const value = (vals !== undefined ? vals[i] : (byNum as (num: number) => V)(words[base + NUM_WORD])) as V;
+      const key = (keys !== undefined ? keys[i] : (keyOf as (value: V) => string)(value)) as string;
+      this.place(key, this.hash(key), value, words[base + 1], words[base + 2]);
     }
   }
 
@@ -235,22 +267,23 @@ export class IdTable<V> {
     this.memoKey = undefined;
     // Backward-shift deletion: pull later entries of the run into the hole when their home
     // slot allows, so no tombstone is left behind.
-    const mask = this.mask;
+    const cap = this.cap;
     const words = this.words;
-    for (let j = nextShift(words, SLOT_WORDS, mask, i); j >= 0; j = nextShift(words, SLOT_WORDS, mask, i)) {
+    const { keys, vals } = this;
+    for (let j = nextShift(words, SLOT_WORDS, cap, i); j >= 0; j = nextShift(words, SLOT_WORDS, cap, i)) {
       this.bytes.copyWithin(i * SLOT_BYTES, j * SLOT_BYTES, (j + 1) * SLOT_BYTES);
-      if (this.keys !== undefined) this.keys[i] = this.keys[j];
-      this.vals[i] = this.vals[j];
+      if (keys !== undefined) keys[i] = keys[j];
+      if (vals !== undefined) vals[i] = vals[j];
       i = j;
     }
     this.bytes.fill(0, i * SLOT_BYTES, (i + 1) * SLOT_BYTES);
-    if (this.keys !== undefined) this.keys[i] = undefined;
-    this.vals[i] = undefined;
+    if (keys !== undefined) keys[i] = undefined;
+    if (vals !== undefined) vals[i] = undefined;
     this._size--;
     return true;
   }
 
   *entries(): IterableIterator<[string, V]> {
-    for (let i = 0; i <= this.mask; i++) if (this.words[i * SLOT_WORDS] !== 0) yield [this.keyAt(i), this.vals[i] as V];
+    for (let i = 0; i < this.cap; i++) if (this.words[i * SLOT_WORDS] !== 0) yield [this.keyAt(i), this.valueAt(i)];
   }
 }

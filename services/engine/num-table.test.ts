@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MAX_PROBE, hashId } from './probing.js';
+import { MAX_PROBE, capacityFor, grownCapacity, hashId, homeSlot } from './probing.js';
 import { NumTable, type NumTableOwner } from './num-table.js';
 
 /** An owner as the index is one: entries by number, each holding a set of keys. */
@@ -27,7 +27,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 describe('NumTable', () => {
   it('behaves like a Map from keys to numbers under any sequence of writes, several keys per number', () => {
     fc.assert(
-      fc.property(fc.array(opArb, { maxLength: 400 }), fc.integer(), fc.constantFrom(0, 16, 300), (ops, seed, size) => {
+      fc.property(fc.array(opArb, { maxLength: 400 }), fc.integer(), fc.constantFrom(0, 13, 16, 300, 301), (ops, seed, size) => {
         const owner = new Owner();
         const table = new NumTable(owner, size, seed);
         const model = new Map<string, number>();
@@ -108,11 +108,11 @@ describe('NumTable', () => {
     const seed = 12345;
     const owner = new Owner();
     const table = new NumTable(owner, 4096 * 0.7, seed);
-    const mask = 4095;
+    const slots = table.capacity;
     const colliding: string[] = [];
     for (let n = 0; colliding.length < MAX_PROBE + 10; n++) {
       const k = `grant_${n}`;
-      if ((hashId(k, seed) & mask) === 0) colliding.push(k);
+      if (homeSlot(hashId(k, seed), slots) === 0) colliding.push(k);
     }
     colliding.forEach((k, i) => {
       owner.entries.set(i % 5, (owner.entries.get(i % 5) ?? new Set()).add(k));
@@ -137,5 +137,26 @@ describe('NumTable', () => {
     // Fewer keys than it held.
     owner.entries.set(0, new Set());
     expect(() => (table as unknown as { reseed(): void }).reseed()).toThrow(/lists 0 keys, the table held 1/);
+  });
+  it('is sized to the count asked for and grows by half, keeping every key', () => {
+    const owner = new Owner();
+    const table = new NumTable(owner, 100, 8);
+    expect(table.capacity).toBe(capacityFor(100));
+    for (let i = 0; i < 1000; i++) {
+      const k = `grant_${i}`;
+      owner.entries.set(i % 7, (owner.entries.get(i % 7) ?? new Set()).add(k));
+      table.add(k, i % 7);
+      expect(table.capacity * 3).toBeGreaterThanOrEqual(table.size * 4);
+    }
+    let cap = capacityFor(100);
+    while (cap * 3 < 1000 * 4) cap = grownCapacity(cap);
+    expect(table.capacity).toBe(cap);
+    for (let i = 0; i < 1000; i++) expect(table.get(`grant_${i}`)).toBe(i % 7);
+    for (let i = 0; i < 1000; i += 2) {
+      // The owner holds a key until after its delete.
+      expect(table.delete(`grant_${i}`)).toBe(true);
+      owner.entries.get(i % 7)!.delete(`grant_${i}`);
+    }
+    for (let i = 0; i < 1000; i++) expect(table.get(`grant_${i}`)).toBe(i % 2 === 0 ? -1 : i % 7);
   });
 });

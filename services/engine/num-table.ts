@@ -11,7 +11,7 @@
  * fresh seed after a long probe run are those of `IdTable` (probing.ts); the rebuild re-adds every key
  * the owner lists, since the table cannot recompute a hash it has no key for.
  */
-import { MIN_CAPACITY, capacityFor, freeSlot, hashId, needsReseed, nextShift, overfull, probeDistance, randomSeed } from './probing.js';
+import { MIN_CAPACITY, capacityFor, freeSlot, grownCapacity, hashId, homeSlot, needsReseed, nextShift, overfull, probeDistance, randomSeed } from './probing.js';
 
 /** What a {@link NumTable} asks of the structure that keeps its keys. */
 export interface NumTableOwner {
@@ -27,7 +27,8 @@ const SLOT_WORDS = 2;
 export class NumTable {
   /** `[hash, num]` per slot; hash 0 marks a free slot (hashId never returns 0). */
   private words!: Int32Array;
-  private mask!: number;
+  /** Slots (any number: see probing.ts). */
+  private cap!: number;
   private seed!: number;
   private _size = 0;
   /** Adds since the last rebuild: a reseed waits for enough of them to stay amortised O(1). */
@@ -48,7 +49,7 @@ export class NumTable {
 
   private allocate(capacity: number, seed: number): void {
     this.words = new Int32Array(capacity * SLOT_WORDS);
-    this.mask = capacity - 1;
+    this.cap = capacity;
     this.seed = seed;
     this.adds = 0;
     this.memoKey = undefined;
@@ -58,9 +59,9 @@ export class NumTable {
     return this._size;
   }
 
-  /** Slots allocated (a power of two; the table grows past 3/4 full). */
+  /** Slots allocated (the table grows by half past 3/4 full). */
   get capacity(): number {
-    return this.mask + 1;
+    return this.cap;
   }
 
   private hash(key: string): number {
@@ -73,8 +74,8 @@ export class NumTable {
   private find(key: string): number {
     const h = this.hash(key);
     const words = this.words;
-    const mask = this.mask;
-    for (let i = h & mask; ; i = (i + 1) & mask) {
+    const cap = this.cap;
+    for (let i = homeSlot(h, cap); ; i = i + 1 === cap ? 0 : i + 1) {
       const stored = words[SLOT_WORDS * i];
       if (stored === 0) return -1;
       if (stored === h && this.owner.holds(words[SLOT_WORDS * i + 1], key)) return i;
@@ -89,7 +90,7 @@ export class NumTable {
 
   /** Maps a key that is not in the table (the caller looked) to `num` (≥ 0). */
   add(key: string, num: number): void {
-    if (overfull(this._size + 1, this.mask + 1)) this.grow();
+    if (overfull(this._size + 1, this.cap)) this.grow();
     const distance = this.place(this.hash(key), num);
     this._size++;
     this.adds++;
@@ -103,8 +104,8 @@ export class NumTable {
   renumber(key: string, from: number, to: number): void {
     const h = this.hash(key);
     const words = this.words;
-    const mask = this.mask;
-    for (let i = h & mask; words[SLOT_WORDS * i] !== 0; i = (i + 1) & mask) {
+    const cap = this.cap;
+    for (let i = homeSlot(h, cap); words[SLOT_WORDS * i] !== 0; i = i + 1 === cap ? 0 : i + 1) {
       if (words[SLOT_WORDS * i] === h && words[SLOT_WORDS * i + 1] === from && this.owner.holds(from, key)) {
         words[SLOT_WORDS * i + 1] = to;
         return;
@@ -115,22 +116,22 @@ export class NumTable {
 
   /** Writes an entry into the first free slot of its run; returns the probe distance. */
   private place(h: number, num: number): number {
-    const i = freeSlot(this.words, SLOT_WORDS, this.mask, h);
+    const i = freeSlot(this.words, SLOT_WORDS, this.cap, h);
     this.words[SLOT_WORDS * i] = h;
     this.words[SLOT_WORDS * i + 1] = num;
-    return probeDistance(i, h, this.mask);
+    return probeDistance(i, h, this.cap);
   }
 
-  /** Twice the slots, same seed: entries move by their stored hash, no key is needed. */
+  /** Half again the slots, same seed: entries move by their stored hash, no key is needed. */
   private grow(): void {
     const old = this.words;
-    this.allocate((this.mask + 1) * 2, this.seed);
+    this.allocate(grownCapacity(this.cap), this.seed);
     for (let i = 0; i < old.length; i += SLOT_WORDS) if (old[i] !== 0) this.place(old[i], old[i + 1]);
   }
 
   /** Same slots, a new seed: every key is hashed again, from the owner's list. */
   private reseed(): void {
-    this.allocate(this.mask + 1, randomSeed());
+    this.allocate(this.cap, randomSeed());
     this.reseeds++;
     let n = 0;
     const mismatch = () => new Error(`NumTable: the owner lists ${n} keys, the table held ${this._size}`);
@@ -149,8 +150,8 @@ export class NumTable {
     // Backward-shift deletion (as IdTable): later entries of the run move into the hole when
     // their home slot allows, so no tombstone is left.
     const words = this.words;
-    const mask = this.mask;
-    for (let j = nextShift(words, SLOT_WORDS, mask, i); j >= 0; j = nextShift(words, SLOT_WORDS, mask, i)) {
+    const cap = this.cap;
+    for (let j = nextShift(words, SLOT_WORDS, cap, i); j >= 0; j = nextShift(words, SLOT_WORDS, cap, i)) {
       words[SLOT_WORDS * i] = words[SLOT_WORDS * j];
       words[SLOT_WORDS * i + 1] = words[SLOT_WORDS * j + 1];
       i = j;

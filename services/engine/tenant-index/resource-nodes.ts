@@ -1,10 +1,11 @@
 /**
- * Resource nodes: everything a check reads about one resource hangs off its node, and the node
- * sits in an {@link IdTable} whose slot also holds the resource's facts ({@link FACT_FLAGS}), so
- * the common check reads one cache line. Around the nodes: their numbers (reused after
- * deletes) with the plain-node bitmap and the `createdAt` column, the type slots, the
- * external-id table, and the count of permissions naming each id. Resource types live here
- * too: a type slot carries its type's key.
+ * Resource nodes: everything a check reads about one resource hangs off its node (a small
+ * object: see {@link MutableResourceNode}), and the node's id sits in an {@link IdTable} whose
+ * slot also holds the resource's facts ({@link FACT_FLAGS}) and the node's number, so the
+ * common check reads one cache line; the node itself is found by its number in `nodesByNum`.
+ * Around the nodes: their numbers (reused after deletes) with the plain-node bitmap and the
+ * `createdAt` column, the type slots, the external-id table, and the count of permissions
+ * naming each id. Resource types live here too: a type slot carries its type's key.
  */
 import { IdTable } from '../id-table.js';
 import type { JsonObject, Policy, Resource, ResourceScopeLink, TagAssignment } from '../model.js';
@@ -37,27 +38,158 @@ export interface MutableParentLink extends ParentLink {
   readonly child: MutableResourceNode;
 }
 
-export interface MutableResourceNode {
-  readonly id: string;
-  exists: boolean;
-  /** The row's `displayName`, `attributes` ({@link EMPTY_ATTRIBUTES} for `{}`) and `createdBy` as given; `createdAt` is in the `createdAt` column. */
-  displayName: string | null | undefined;
-  attributes: unknown;
-  createdBy: unknown;
-  type: MutableTypeSlot | undefined;
-  ext: string | undefined;
-  owner: string | undefined;
-  patterns: number;
-  parents: MutableRowBag<MutableParentLink> | undefined;
-  up: MutableResourceNode | undefined;
-  upInherit: boolean;
-  readonly num: number;
-  upNum: number;
+/**
+ * What few resources have, kept out of their nodes: parent links, direct policies, scope links,
+ * tags, and the count of links naming the node as a parent. A node makes one when it first
+ * gets any of them and drops it when it has none again.
+ */
+class NodeRelations {
+  parents: MutableRowBag<MutableParentLink> | undefined = undefined;
+  policies: MutableRowBag<Policy> | undefined = undefined;
+  links: MutableRowBag<ResourceScopeLink> | undefined = undefined;
+  tags: MutableRowBag<TagAssignment> | undefined = undefined;
+  refs = 0;
+
+  empty(): boolean {
+    return this.parents === undefined && this.policies === undefined && this.links === undefined && this.tags === undefined && this.refs === 0;
+  }
+}
+
+/**
+ * A resource row's `attributes` ({@link EMPTY_ATTRIBUTES} for `{}`) and `createdBy` as given.
+ * Shared between nodes: most resources of a tenant have no attributes, and few subjects create
+ * them (see `ResourceNodes.rowFields`).
+ */
+export interface RowFields {
+  readonly attributes: unknown;
+  readonly createdBy: unknown;
+}
+
+/** The row fields of a node whose row does not exist. */
+const NO_ROW_FIELDS: RowFields = Object.freeze({ attributes: undefined, createdBy: undefined });
+
+/** Bits of {@link MutableResourceNode}'s `bits`; `patterns` above them. */
+const B_EXISTS = 1;
+const B_UP_INHERIT = 2;
+const PATTERNS_SHIFT = 2;
+
+/**
+ * A resource node: 11 fields (112 bytes in a Node without pointer compression, where the 18
+ * fields of a node holding everything took 168). The booleans and the pattern count share one
+ * small integer; what few resources have (parents, policies, links, tags, refs) lives in one
+ * {@link NodeRelations} made on demand; the row's `attributes` and `createdBy` in one
+ * {@link RowFields}, shared between nodes; `createdAt` is in a column by number. Accessors
+ * give every field its old name, so readers see a {@link ResourceNode}.
+ */
+export class MutableResourceNode {
+  // Fields in the order a check reads them (V8 lays them out in this order).
+  private bits: number;
+  type: MutableTypeSlot | undefined = undefined;
+  up: MutableResourceNode | undefined = undefined;
+  upNum = -1;
+  owner: string | undefined = undefined;
+  ext: string | undefined = undefined;
+  private rel: NodeRelations | undefined = undefined;
+  /** The row's `displayName` as given (most rows have their own). */
+  displayName: string | null | undefined = undefined;
+  /** See {@link RowFields}. */
+  row: RowFields = NO_ROW_FIELDS;
+
+  constructor(
+    readonly id: string,
+    readonly num: number,
+    patterns: number,
+  ) {
+    this.bits = patterns << PATTERNS_SHIFT;
+  }
+
+  get exists(): boolean {
+    return (this.bits & B_EXISTS) !== 0;
+  }
+  set exists(v: boolean) {
+    this.bits = v ? this.bits | B_EXISTS : this.bits & ~B_EXISTS;
+  }
+  get upInherit(): boolean {
+    return (this.bits & B_UP_INHERIT) !== 0;
+  }
+  set upInherit(v: boolean) {
+    this.bits = v ? this.bits | B_UP_INHERIT : this.bits & ~B_UP_INHERIT;
+  }
+  /** See `ResourceNode.patterns` (never negative). */
+  get patterns(): number {
+    return this.bits >> PATTERNS_SHIFT;
+  }
+  set patterns(v: number) {
+    this.bits = (v << PATTERNS_SHIFT) | (this.bits & (B_EXISTS | B_UP_INHERIT));
+  }
+
+  get parents(): MutableRowBag<MutableParentLink> | undefined {
+    return this.rel === undefined ? undefined : this.rel.parents;
+  }
+  set parents(v: MutableRowBag<MutableParentLink> | undefined) {
+    if (this.rel === undefined) {
+      if (v === undefined) return;
+      this.rel = new NodeRelations();
+    }
+    this.rel.parents = v;
+    this.dropEmpty();
+  }
+  get policies(): MutableRowBag<Policy> | undefined {
+    return this.rel === undefined ? undefined : this.rel.policies;
+  }
+  set policies(v: MutableRowBag<Policy> | undefined) {
+    if (this.rel === undefined) {
+      if (v === undefined) return;
+      this.rel = new NodeRelations();
+    }
+    this.rel.policies = v;
+    this.dropEmpty();
+  }
+  get links(): MutableRowBag<ResourceScopeLink> | undefined {
+    return this.rel === undefined ? undefined : this.rel.links;
+  }
+  set links(v: MutableRowBag<ResourceScopeLink> | undefined) {
+    if (this.rel === undefined) {
+      if (v === undefined) return;
+      this.rel = new NodeRelations();
+    }
+    this.rel.links = v;
+    this.dropEmpty();
+  }
+  get tags(): MutableRowBag<TagAssignment> | undefined {
+    return this.rel === undefined ? undefined : this.rel.tags;
+  }
+  set tags(v: MutableRowBag<TagAssignment> | undefined) {
+    if (this.rel === undefined) {
+      if (v === undefined) return;
+      this.rel = new NodeRelations();
+    }
+    this.rel.tags = v;
+    this.dropEmpty();
+  }
   /** Number of parent links pointing at this node: it must not be dropped while any does. */
-  refs: number;
-  policies: MutableRowBag<Policy> | undefined;
-  links: MutableRowBag<ResourceScopeLink> | undefined;
-  tags: MutableRowBag<TagAssignment> | undefined;
+  get refs(): number {
+    return this.rel === undefined ? 0 : this.rel.refs;
+  }
+  set refs(v: number) {
+    if (this.rel === undefined) {
+      if (v === 0) return;
+      this.rel = new NodeRelations();
+    }
+    this.rel.refs = v;
+    this.dropEmpty();
+  }
+
+  get attributes(): unknown {
+    return this.row.attributes;
+  }
+  get createdBy(): unknown {
+    return this.row.createdBy;
+  }
+
+  private dropEmpty(): void {
+    if (this.rel !== undefined && this.rel.empty()) this.rel = undefined;
+  }
 }
 
 /** Word FACT_FLAGS of a node's slot, as its fields imply it. */
@@ -165,7 +297,7 @@ export class ResourceNodes {
   readonly typeSlots = new Map<string, MutableTypeSlot>();
   /** Type slots by their number. */
   readonly typeSlotsByNum: MutableTypeSlot[] = [];
-  /** Resource nodes by number. */
+  /** Resource nodes by number (the resource table finds its nodes here: it keeps their numbers, not the nodes). */
   nodesByNum: (MutableResourceNode | undefined)[];
   /**
    * One byte per resource node number: 1 when the node is "plain" (its row exists, no
@@ -195,6 +327,12 @@ export class ResourceNodes {
    */
   private createdAt: Float64Array;
   readonly createdAtRaw = new Map<number, unknown>();
+  /**
+   * creator → the {@link RowFields} of rows with that creator and attributes `{}`, absent or
+   * null (one map each): shared by every such node (few subjects create a tenant's
+   * resources). Cleared when full, so they stay small; nodes keep what they share.
+   */
+  private readonly sharedRowFields = [new Map<string | undefined, RowFields>(), new Map<string | undefined, RowFields>(), new Map<string | undefined, RowFields>()];
 
   readonly types = new RowTable<'resource_type'>({
     required: ['id', 'key'],
@@ -208,7 +346,13 @@ export class ResourceNodes {
 
   /** `resources`: expected number of resource nodes (sizes the table once instead of growing it). */
   constructor(resources: number) {
-    this.table = new IdTable<MutableResourceNode>(resources, undefined, (n) => n.id);
+    // The table keeps neither keys nor values: a node holds its id, and its number (in the
+    // slot) finds it in `nodesByNum`.
+    this.table = new IdTable<MutableResourceNode>(resources, undefined, {
+      keyOf: (n) => n.id,
+      numOf: (n) => n.num,
+      byNum: (num) => this.nodesByNum[num] as MutableResourceNode,
+    });
     // Arrays by node number, sized alike (they grow by doubling past it).
     const nums = Math.max(1024, resources);
     this.plain = new Uint8Array(nums);
@@ -225,6 +369,11 @@ export class ResourceNodes {
     this.createdAt = new Float64Array(nums).fill(NaN);
   }
 
+  /** `nodesByNum` at its exact length, once a build is complete (past the count it was made for, it grew by half again). */
+  trim(): void {
+    this.nodesByNum = this.nodesByNum.slice(0, this.nextNum);
+  }
+
   /** The resource node's own id string when a node exists, else `id` (see `RowHooks.slim`). */
   str(id: string): string {
     return this.table.get(id)?.id ?? id;
@@ -233,29 +382,10 @@ export class ResourceNodes {
   nodeFor(id: string): MutableResourceNode {
     let n = this.table.get(id);
     if (!n) {
-      // Fields in the order a check reads them (V8 lays them out in this order).
-      n = {
-        exists: false,
-        type: undefined,
-        policies: undefined,
-        patterns: this.patternCounts.get(id) ?? 0,
-        up: undefined,
-        upInherit: false,
-        num: this.takeNum(),
-        upNum: -1,
-        owner: undefined,
-        links: undefined,
-        id,
-        ext: undefined,
-        parents: undefined,
-        refs: 0,
-        tags: undefined,
-        displayName: undefined,
-        attributes: undefined,
-        createdBy: undefined,
-      };
-      this.table.set(id, n);
+      n = new MutableResourceNode(id, this.takeNum(), this.patternCounts.get(id) ?? 0);
+      // Before the table holds it: the table finds its values by number.
       this.nodesByNum[n.num] = n;
+      this.table.set(id, n);
       this.refreshCopies(n);
     }
     return n;
@@ -381,6 +511,22 @@ export class ResourceNodes {
     const more = this.externalMore.size > 0 ? this.externalMore.get(n.ext as string) : undefined;
     return more !== undefined && (typeof more === 'string' ? more === n.id : bagIds(more).includes(n.id));
   }
+
+  /** The {@link RowFields} of a row's `attributes` and `createdBy` (the values stored: see `indexResource`), shared when they are common. */
+  rowFields(attributes: unknown, createdBy: unknown): RowFields {
+    const shared = attributes === EMPTY_ATTRIBUTES ? 0 : attributes === undefined ? 1 : attributes === null ? 2 : -1;
+    if (shared < 0 || (createdBy !== undefined && typeof createdBy !== 'string')) return { attributes, createdBy };
+    const byCreator = this.sharedRowFields[shared];
+    let f = byCreator.get(createdBy);
+    if (f === undefined) {
+      if (byCreator.size >= 4096) byCreator.clear();
+      byCreator.set(createdBy, (f = Object.freeze({ attributes, createdBy })));
+    }
+    return f;
+  }
+
+  /** The row fields of a node whose row goes. */
+  static readonly NO_ROW_FIELDS = NO_ROW_FIELDS;
 
   /** Stores a resource's `createdAt`: a canonical ISO-8601 string as its milliseconds, anything else as given. */
   setCreatedAt(num: number, v: unknown): void {

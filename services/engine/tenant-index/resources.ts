@@ -4,7 +4,7 @@
  */
 import type { Resource, ResourceEdge, ResourceScopeLink } from '../model.js';
 import { bagRows, rbAdd, rbDelete, rbWith, rbWithout, type MutableRowBag } from './bags.js';
-import { EMPTY_ATTRIBUTES, isEmptyObject, type MutableParentLink, type ResourceNodes } from './resource-nodes.js';
+import { EMPTY_ATTRIBUTES, ResourceNodes, isEmptyObject, type MutableParentLink } from './resource-nodes.js';
 import { RowTable, copyField } from './row-table.js';
 import type { ScopeFamily } from './scopes.js';
 import type { SubjectFamily } from './subjects.js';
@@ -108,8 +108,7 @@ export class ResourceFamily {
     n.ext = r.externalResourceId;
     n.owner = this.scopes.str(r.ownerScopeId);
     n.displayName = r.displayName;
-    n.attributes = isEmptyObject(r.attributes) ? EMPTY_ATTRIBUTES : r.attributes;
-    n.createdBy = typeof r.createdBy === 'string' ? this.creatorStr(r.createdBy) : r.createdBy;
+    n.row = nodes.rowFields(isEmptyObject(r.attributes) ? EMPTY_ATTRIBUTES : r.attributes, typeof r.createdBy === 'string' ? this.creatorStr(r.createdBy) : r.createdBy);
     nodes.setCreatedAt(n.num, (r as { createdAt?: unknown }).createdAt);
     n.patterns += nodes.patternCounts.get(r.externalResourceId) ?? 0;
     nodes.refreshCopies(n);
@@ -130,8 +129,7 @@ export class ResourceFamily {
       n.ext = undefined;
       n.owner = undefined;
       n.displayName = undefined;
-      n.attributes = undefined;
-      n.createdBy = undefined;
+      n.row = ResourceNodes.NO_ROW_FIELDS;
       nodes.setCreatedAt(n.num, undefined);
       n.patterns -= nodes.patternCounts.get(r.externalResourceId) ?? 0;
       nodes.refreshCopies(n);

@@ -155,6 +155,15 @@ export class SubjectGrants implements GrantSet {
   }
 
   /**
+   * Copies the arrays grown by `push` to their exact length (V8 grows an array by half again
+   * plus 16 slots: a subject's list of 10 grants holds 47 slots), once a build is complete.
+   */
+  trim(): void {
+    if (this.list !== undefined) this.list = this.list.slice();
+    else for (const [r, ps] of this.byResource as Map<string, string[]>) if (ps.length > 2) (this.byResource as Map<string, string[]>).set(r, ps.slice());
+  }
+
+  /**
    * The set's storage as it is, for tests that check it agrees with itself
    * (services/engine/testdata/derived-state.ts); never written through.
    */

@@ -100,6 +100,15 @@ export class SubjectFamily {
     private readonly resources: ResourceNodes,
   ) {}
 
+  /** Copies the arrays grown by `push` (assignment lists, grant lists) to their exact length, once a build is complete. */
+  trim(): void {
+    for (const n of this.nodes.values()) {
+      if (n.assignments.length > 0) n.assignments = n.assignments.slice();
+      if (n.assignmentsByScope !== undefined) for (const [scope, list] of n.assignmentsByScope) n.assignmentsByScope.set(scope, list.slice());
+    }
+    for (const set of this.grantSets) set?.trim();
+  }
+
   readonly subjects = new RowTable<'subject'>({
     required: ['id', 'type'],
     slim: (r) => {

@@ -156,6 +156,12 @@ export class TenantIndex {
     this.subjectOrder = new SubjectOrder(this.subjects.nodes);
   }
 
+  /** Copies what a build grew by `push` to its exact length (see `SubjectFamily.trim`, `ResourceNodes.trim`). */
+  private trim(): void {
+    this.subjects.trim();
+    this.nodes.trim();
+  }
+
   /** Builds an index from every row of a tenant at `snapshot.revision`. Throws InvalidChangeError on a malformed row. */
   static fromSnapshot(snapshot: TenantSnapshot): TenantIndex {
     if (!Number.isSafeInteger(snapshot.revision)) throw new InvalidChangeError('snapshot revision must be an integer');
@@ -170,6 +176,7 @@ export class TenantIndex {
       const store = storeOf(idx.kinds, kind);
       for (const row of (snapshot.rows[kind] ?? []) as RowsByKind[EntityKind][]) store.upsert(row);
     }
+    idx.trim();
     return idx;
   }
 
@@ -197,6 +204,7 @@ export class TenantIndex {
         if (!Number.isSafeInteger(revision)) throw new InvalidChangeError('snapshot revision must be an integer');
         done = true;
         idx._revision = revision;
+        idx.trim();
         return idx;
       },
     };
