@@ -49,6 +49,8 @@ test('a session ends when its key expires, on either database: back to sign-in w
     const res = await fetch(`${backend.url}/api-keys`, { method: 'POST', headers: { ...json, 'x-api-key': backend.platformKey }, body: JSON.stringify({ name: 'short-lived', kind: 'platform', expiresAt }) });
     expect(res.status).toBe(200);
     const key = (await res.json()) as { secretKey: string };
+    // Each try starts signed out: a session of the try before may still be alive.
+    await page.context().clearCookies();
     try {
       await signIn(page, backend, key.secretKey);
       await openView(page, backend, 'roles');

@@ -2,7 +2,7 @@
  * Who is signed in. The session itself is the server's (an HttpOnly cookie the page cannot read);
  * this holds what `/console/session` said of it, and the message to show when it ends.
  */
-import { createContext, useCallback, useContext, useEffect, useMemo, useState, type ReactNode } from 'react';
+import { createContext, useCallback, useContext, useEffect, useMemo, useRef, useState, type ReactNode } from 'react';
 import { useQueryClient } from '@tanstack/react-query';
 import { currentSession, signIn as openSession, signOut as endSession, type SessionInfo } from './api/session.js';
 import { setSessionEndedListener } from './api/transport.js';
@@ -23,6 +23,9 @@ const Context = createContext<SessionContext | null>(null);
 export function SessionProvider({ children }: { children: ReactNode }) {
   const [state, setState] = useState<State>({ kind: 'loading' });
   const queries = useQueryClient();
+  // Set while the user signs out and after: a query still in flight then comes back
+  // `unauthenticated`, which is the sign-out itself, not a session that ended on its own.
+  const signingOut = useRef(false);
 
   useEffect(() => {
     let live = true;
@@ -31,6 +34,7 @@ export function SessionProvider({ children }: { children: ReactNode }) {
       (err: unknown) => live && setState({ kind: 'signed-out', message: `Could not reach the control plane: ${(err as Error).message}` }),
     );
     setSessionEndedListener((message) => {
+      if (signingOut.current) return;
       queries.clear();
       setState({ kind: 'signed-out', message: `Your session has ended: ${message}` });
     });
@@ -41,12 +45,20 @@ export function SessionProvider({ children }: { children: ReactNode }) {
 
   const signIn = useCallback(async (apiKey: string) => {
     const session = await openSession(apiKey);
+    signingOut.current = false;
     queries.clear();
     setState({ kind: 'signed-in', session });
   }, [queries]);
 
   const signOut = useCallback(async () => {
-    await endSession();
+    signingOut.current = true;
+    try {
+      await queries.cancelQueries();
+      await endSession();
+    } catch (err) {
+      signingOut.current = false;
+      throw err;
+    }
     queries.clear();
     setState({ kind: 'signed-out', message: 'You have signed out.' });
   }, [queries]);
