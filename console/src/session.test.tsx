@@ -1,6 +1,6 @@
 // @vitest-environment happy-dom
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { act, cleanup, render, screen } from '@testing-library/react';
+import { act, cleanup, render, screen, waitFor } from '@testing-library/react';
 import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
 import { SessionProvider, useSession } from './session.js';
 
@@ -36,7 +36,8 @@ async function signedIn() {
       </SessionProvider>
     </QueryClientProvider>,
   );
-  expect((await screen.findByRole('status')).textContent).toBe('signed-in');
+  // The status shows `loading` until the session is read.
+  await waitFor(() => expect(screen.getByRole('status').textContent).toBe('signed-in'));
 }
 
 describe('SessionProvider', () => {
