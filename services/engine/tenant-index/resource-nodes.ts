@@ -123,48 +123,46 @@ export class MutableResourceNode {
     this.bits = (v << PATTERNS_SHIFT) | (this.bits & (B_EXISTS | B_UP_INHERIT));
   }
 
+  /** The side object, made when a value is to be stored; undefined when there is none and none is needed. */
+  private relationsFor(v: unknown): NodeRelations | undefined {
+    if (this.rel === undefined && v !== undefined) this.rel = new NodeRelations();
+    return this.rel;
+  }
+
   get parents(): MutableRowBag<MutableParentLink> | undefined {
     return this.rel === undefined ? undefined : this.rel.parents;
   }
   set parents(v: MutableRowBag<MutableParentLink> | undefined) {
-    if (this.rel === undefined) {
-      if (v === undefined) return;
-      this.rel = new NodeRelations();
-    }
-    this.rel.parents = v;
+    const rel = this.relationsFor(v);
+    if (rel === undefined) return;
+    rel.parents = v;
     this.dropEmpty();
   }
   get policies(): MutableRowBag<Policy> | undefined {
     return this.rel === undefined ? undefined : this.rel.policies;
   }
   set policies(v: MutableRowBag<Policy> | undefined) {
-    if (this.rel === undefined) {
-      if (v === undefined) return;
-      this.rel = new NodeRelations();
-    }
-    this.rel.policies = v;
+    const rel = this.relationsFor(v);
+    if (rel === undefined) return;
+    rel.policies = v;
     this.dropEmpty();
   }
   get links(): MutableRowBag<ResourceScopeLink> | undefined {
     return this.rel === undefined ? undefined : this.rel.links;
   }
   set links(v: MutableRowBag<ResourceScopeLink> | undefined) {
-    if (this.rel === undefined) {
-      if (v === undefined) return;
-      this.rel = new NodeRelations();
-    }
-    this.rel.links = v;
+    const rel = this.relationsFor(v);
+    if (rel === undefined) return;
+    rel.links = v;
     this.dropEmpty();
   }
   get tags(): MutableRowBag<TagAssignment> | undefined {
     return this.rel === undefined ? undefined : this.rel.tags;
   }
   set tags(v: MutableRowBag<TagAssignment> | undefined) {
-    if (this.rel === undefined) {
-      if (v === undefined) return;
-      this.rel = new NodeRelations();
-    }
-    this.rel.tags = v;
+    const rel = this.relationsFor(v);
+    if (rel === undefined) return;
+    rel.tags = v;
     this.dropEmpty();
   }
   /** Number of parent links pointing at this node: it must not be dropped while any does. */
