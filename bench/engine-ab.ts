@@ -13,6 +13,7 @@
  * subjects): each engine's median mean-per-check and the median, min and max of head ÷ base;
  * and each index's memory (heap + ArrayBuffers). Writes bench/results/engine-ab.json.
  */
+import { execFileSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { evaluate as Evaluate, EvaluateRequest } from '../services/engine/evaluate.js';
@@ -46,6 +47,12 @@ function memory(): number {
   return m.heapUsed + m.arrayBuffers;
 }
 
+/** A checkout's commit (`+dirty` when its tracked files differ from it). */
+function commitOf(dir: string): string {
+  const git = (...a: string[]) => execFileSync('git', a, { cwd: dir, encoding: 'utf8' }).trim();
+  return git('rev-parse', 'HEAD') + (git('status', '--porcelain', '--untracked-files=no') === '' ? '' : '+dirty');
+}
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const round3 = (x: number) => Math.round(x * 1000) / 1000;
 
@@ -70,6 +77,7 @@ const shape = { name: 'ab', resources: RESOURCES, subjects: 100_000, roles: 1_00
 const gen = generateTenant(shape, 13);
 const base = await engine(BASE, gen.snapshot);
 const head = await engine(HEAD, gen.snapshot);
+console.log(`base ${commitOf(BASE).slice(0, 7)}, head ${commitOf(HEAD).slice(0, 7)}`);
 console.log(`index memory: base ${base.memoryMiB} MiB, head ${head.memoryMiB} MiB (${RESOURCES} resources, 100k subjects)`);
 
 const sets: Record<string, EvaluateRequest[]> = {
@@ -111,6 +119,6 @@ for (const [name, requests] of Object.entries(sets)) {
 const file = writeResults('engine-ab', {
   command: `node --expose-gc --import tsx bench/engine-ab.ts --base <checkout> --resources ${RESOURCES} --rounds ${ROUNDS}`,
   loadAtStart,
-  results: { base: resolve(BASE), head: resolve(HEAD), shape, indexMemoryMiB: { base: base.memoryMiB, head: head.memoryMiB }, sets: results },
+  results: { baseCommit: commitOf(BASE), headCommit: commitOf(HEAD), shape, indexMemoryMiB: { base: base.memoryMiB, head: head.memoryMiB }, sets: results },
 });
 console.log(`wrote ${file}`);
