@@ -62,7 +62,10 @@ export function sessionRoute(sessions: Sessions): (req: NodeServerRequest, res: 
         const secret = credentialsOfNode(req.headers);
         if (secret === undefined) throw connectErrorWithInfo('send the API key in x-api-key or Authorization: Bearer', Code.Unauthenticated, ErrorReason.UNAUTHENTICATED);
         const opened = await sessions.open(secret);
-        const maxAge = Math.floor((opened.expiresAt.getTime() - sessions.now()) / 1000);
+        // Whole seconds, rounded up: the browser keeps sending the cookie until the session has
+        // ended, so the server says why it ended (rounded down, the cookie vanished up to a second
+        // early and the console could only report missing credentials).
+        const maxAge = Math.ceil((opened.expiresAt.getTime() - sessions.now()) / 1000);
         return sendJson(res, describe(opened.principal, opened.expiresAt, sessions), { 'set-cookie': sessionSetCookie(sessions, opened.id, maxAge) });
       }
       case 'GET': {
