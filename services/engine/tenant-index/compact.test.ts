@@ -9,7 +9,9 @@ import { derivedState, grantSetCanonical } from '../testdata/derived-state.js';
 import { mulberry32 } from '../../../test/seeded-random.js';
 import { GRANT_SCAN_LIMIT, SubjectGrants, TenantIndex, bagRows } from './mod.js';
 
-const grant = (i: number, resource = `resource_${i % 7}`): OwnershipGrant => ({ id: `ownership_grant_${i}`, subjectId: 'subject_s', resourceId: resource, roleId: 'role_r' });
+/** Grant ids of both forms: the service's own (packed into integers) for even i, a client's (kept as a string) for odd. */
+const grantId = (i: number) => (i % 2 === 0 ? `ownership_grant_0192f3a4-0000-7000-8000-${i.toString(16).padStart(12, '0')}` : `ownership_grant_${i}`);
+const grant = (i: number, resource = `resource_${i % 7}`): OwnershipGrant => ({ id: grantId(i), subjectId: 'subject_s', resourceId: resource, roleId: 'role_r' });
 const ids = (b: ReturnType<SubjectGrants['get']>) => [...bagRows(b)].map((g) => g.id).sort();
 
 describe('SubjectGrants', () => {
@@ -20,6 +22,10 @@ describe('SubjectGrants', () => {
       expect(set.size).toBe(model.size);
       for (const g of model.values()) expect(set.find(g.id)).toStrictEqual(g);
       expect(set.find('ownership_grant_none')).toBeUndefined();
+      expect(set.find(grantId(100_000))).toBeUndefined();
+      expect(set.has(grantId(100_000))).toBe(false);
+      for (const g of model.values()) expect(set.has(g.id)).toBe(true);
+      expect(set.rows().map((g) => g.id).sort()).toEqual([...model.keys()].sort());
       for (let r = 0; r < 8; r++) {
         const want = [...model.values()].filter((g) => g.resourceId === `resource_${r}`).map((g) => g.id).sort();
         expect(ids(set.get(`resource_${r}`))).toEqual(want);

@@ -1,18 +1,30 @@
 /** One subject's ownership grants, in the least memory a few or many of them take. */
 import type { OwnershipGrant } from '../model.js';
+import { PACKED, packId, unpackId } from '../packed-id.js';
 import { rbWith, type MutableRowBag, type RowBag } from './bags.js';
 import { GRANT_SCAN_LIMIT, type GrantSet } from './types.js';
 
+/** Prefix of the grant ids that pack (packed-id.ts): the service's own `ownership_grant_{uuidv7}`. */
+const GRANT_PREFIX = 'ownership_grant_';
 /**
- * A subject's ownership grants, as strings only (no row objects: a row is made when asked for).
- * Most subjects hold a few: `[grantId, resourceId, roleId, …]` in one flat array, scanned
- * (24 bytes a grant, where a row object costs 56 and a map entry 40 to 80). Past
- * {@link GRANT_SCAN_LIMIT} grants they move into maps by resource and by grant id, and back
- * into an array when deletes bring them under half of it.
+ * Slots of one grant in a set's list: the grant id's four words (or the id string, then three
+ * zeros, when it does not pack), the resource id, the role id.
+ */
+export const GRANT_STRIDE = 6;
+const RESOURCE = 4;
+const ROLE = 5;
+
+/**
+ * A subject's ownership grants, with no row objects (a row is made when asked for). Most
+ * subjects hold a few: one flat array of {@link GRANT_STRIDE} slots a grant, scanned, the grant id
+ * packed into four small integers when it is the service's own form (48 bytes a grant and the
+ * resource's and role's strings, shared; a row object costs 56, a map entry 40 to 80, a grant id
+ * string 72). Past {@link GRANT_SCAN_LIMIT} grants they move into maps by resource and by grant
+ * id (ids as strings), and back into an array when deletes bring them under half of it.
  */
 export class SubjectGrants implements GrantSet {
-  /** `[grantId, resourceId, roleId, …]` while few; undefined while the maps hold them. */
-  private list: string[] | undefined = [];
+  /** {@link GRANT_STRIDE} slots a grant while few; undefined while the maps hold them. */
+  private list: (string | number)[] | undefined = [];
   /** resourceId → `[grantId, roleId, …]`. */
   private byResource: Map<string, string[]> | undefined;
   /** grantId → resourceId. */
@@ -33,13 +45,29 @@ export class SubjectGrants implements GrantSet {
     return { id, subjectId: this.subjectId, resourceId, roleId };
   }
 
+  /** The row of the grant at slot `i` of the list. */
+  private rowAt(list: (string | number)[], i: number): OwnershipGrant {
+    return this.row(idAt(list, i), list[i + RESOURCE] as string, list[i + ROLE] as string);
+  }
+
+  /** Slot of the grant with this id in the list, or -1. */
+  private indexOf(list: (string | number)[], id: string): number {
+    if (packId(id, GRANT_PREFIX)) {
+      const [w0, w1, w2, w3] = PACKED;
+      for (let i = 0; i < list.length; i += GRANT_STRIDE) {
+        if (list[i] === w0 && list[i + 1] === w1 && list[i + 2] === w2 && list[i + 3] === w3) return i;
+      }
+      return -1;
+    }
+    for (let i = 0; i < list.length; i += GRANT_STRIDE) if (list[i] === id) return i;
+    return -1;
+  }
+
   get(resourceId: string): RowBag<OwnershipGrant> | undefined {
     const list = this.list;
     if (list !== undefined) {
       let found: MutableRowBag<OwnershipGrant> | undefined;
-      for (let i = 0; i < list.length; i += 3) {
-        if (list[i + 1] === resourceId) found = rbWith(found, this.row(list[i], list[i + 1], list[i + 2]));
-      }
+      for (let i = 0; i < list.length; i += GRANT_STRIDE) if (list[i + RESOURCE] === resourceId) found = rbWith(found, this.rowAt(list, i));
       return found;
     }
     const pairs = (this.byResource as Map<string, string[]>).get(resourceId);
@@ -54,16 +82,15 @@ export class SubjectGrants implements GrantSet {
   has(id: string): boolean {
     const list = this.list;
     if (list === undefined) return (this.byId as Map<string, string>).has(id);
-    for (let i = 0; i < list.length; i += 3) if (list[i] === id) return true;
-    return false;
+    return this.indexOf(list, id) >= 0;
   }
 
   /** The grant with this id, or undefined. */
   find(id: string): OwnershipGrant | undefined {
     const list = this.list;
     if (list !== undefined) {
-      for (let i = 0; i < list.length; i += 3) if (list[i] === id) return this.row(list[i], list[i + 1], list[i + 2]);
-      return undefined;
+      const i = this.indexOf(list, id);
+      return i < 0 ? undefined : this.row(id, list[i + RESOURCE] as string, list[i + ROLE] as string);
     }
     const resourceId = (this.byId as Map<string, string>).get(id);
     if (resourceId === undefined) return undefined;
@@ -80,12 +107,13 @@ export class SubjectGrants implements GrantSet {
       this.file(id, resourceId, roleId);
       return;
     }
-    list.push(id, resourceId, roleId);
-    if (list.length > GRANT_SCAN_LIMIT * 3) {
+    if (packId(id, GRANT_PREFIX)) list.push(PACKED[0], PACKED[1], PACKED[2], PACKED[3], resourceId, roleId);
+    else list.push(id, 0, 0, 0, resourceId, roleId);
+    if (list.length > GRANT_SCAN_LIMIT * GRANT_STRIDE) {
       this.byResource = new Map();
       this.byId = new Map();
       this.list = undefined;
-      for (let i = 0; i < list.length; i += 3) this.file(list[i], list[i + 1], list[i + 2]);
+      for (let i = 0; i < list.length; i += GRANT_STRIDE) this.file(idAt(list, i), list[i + RESOURCE] as string, list[i + ROLE] as string);
     }
   }
 
@@ -101,17 +129,13 @@ export class SubjectGrants implements GrantSet {
   delete(id: string): void {
     const list = this.list;
     if (list !== undefined) {
-      for (let i = 0; i < list.length; i += 3) {
-        if (list[i] !== id) continue;
-        // Move the last entry into the hole.
-        const last = list.length - 3;
-        list[i] = list[last];
-        list[i + 1] = list[last + 1];
-        list[i + 2] = list[last + 2];
-        list.length = last;
-        this.count--;
-        return;
-      }
+      const i = this.indexOf(list, id);
+      if (i < 0) return;
+      // Move the last entry into the hole.
+      const last = list.length - GRANT_STRIDE;
+      for (let k = 0; k < GRANT_STRIDE; k++) list[i + k] = list[last + k];
+      list.length = last;
+      this.count--;
       return;
     }
     const byId = this.byId as Map<string, string>;
@@ -125,18 +149,18 @@ export class SubjectGrants implements GrantSet {
     if (pairs.length === 0) byResource.delete(resourceId);
     this.count--;
     if (this.count <= GRANT_SCAN_LIMIT / 2) {
-      const rows: string[] = [];
-      for (const [r, ps] of byResource) for (let k = 0; k < ps.length; k += 2) rows.push(ps[k], r, ps[k + 1]);
-      this.list = rows;
+      this.list = [];
       this.byResource = undefined;
       this.byId = undefined;
+      this.count = 0;
+      for (const [r, ps] of byResource) for (let k = 0; k < ps.length; k += 2) this.add(ps[k], r, ps[k + 1]);
     }
   }
 
   forEachResource(visit: (resourceId: string) => void): void {
     const list = this.list;
     if (list !== undefined) {
-      for (let i = 1; i < list.length; i += 3) visit(list[i]);
+      for (let i = 0; i < list.length; i += GRANT_STRIDE) visit(list[i + RESOURCE] as string);
       return;
     }
     for (const [r, ps] of this.byResource as Map<string, string[]>) for (let k = 0; k < ps.length; k += 2) visit(r);
@@ -147,7 +171,7 @@ export class SubjectGrants implements GrantSet {
     const out: OwnershipGrant[] = [];
     if (this.list !== undefined) {
       const list = this.list;
-      for (let i = 0; i < list.length; i += 3) out.push(this.row(list[i], list[i + 1], list[i + 2]));
+      for (let i = 0; i < list.length; i += GRANT_STRIDE) out.push(this.rowAt(list, i));
       return out;
     }
     for (const [r, ps] of this.byResource as Map<string, string[]>) for (let k = 0; k < ps.length; k += 2) out.push(this.row(ps[k], r, ps[k + 1]));
@@ -156,7 +180,7 @@ export class SubjectGrants implements GrantSet {
 
   /**
    * Copies the arrays grown by `push` to their exact length (V8 grows an array by half again
-   * plus 16 slots: a subject's list of 10 grants holds 47 slots), once a build is complete.
+   * plus 16 slots), once a build is complete.
    */
   trim(): void {
     if (this.list !== undefined) this.list = this.list.slice();
@@ -167,7 +191,13 @@ export class SubjectGrants implements GrantSet {
    * The set's storage as it is, for tests that check it agrees with itself
    * (services/engine/testdata/derived-state.ts); never written through.
    */
-  layout(): { readonly list: readonly string[] | undefined; readonly byId: ReadonlyMap<string, string> | undefined; readonly count: number } {
+  layout(): { readonly list: readonly (string | number)[] | undefined; readonly byId: ReadonlyMap<string, string> | undefined; readonly count: number } {
     return { list: this.list, byId: this.byId, count: this.count };
   }
+}
+
+/** The id of the grant at slot `i` of a list: its string, or made from its four words. */
+function idAt(list: (string | number)[], i: number): string {
+  const k = list[i];
+  return typeof k === 'string' ? k : unpackId(GRANT_PREFIX, k, list[i + 1] as number, list[i + 2] as number, list[i + 3] as number);
 }

@@ -19,8 +19,9 @@
  * holds by the hundred thousand keep only the fields of their model interface, with references
  * sharing the referred row's id string (`RowHooks.slim`). Resources have no row object: their
  * fields live in their node (`createdAt` as milliseconds in a column, `{}` attributes as a
- * marker) and `resource(id)` rebuilds the row; ownership grants are three strings each in their
- * subject's `SubjectGrants`, and `ownershipGrant(id)` rebuilds the row. Deletes free their
+ * marker) and `resource(id)` rebuilds the row; ownership grants are a few array slots each in
+ * their subject's `SubjectGrants` (the service's own grant ids as four integers, packed-id.ts),
+ * and `ownershipGrant(id)` rebuilds the row. Deletes free their
  * entries (node numbers and slots are reused), so a long-running follower does not grow with
  * churn.
  *

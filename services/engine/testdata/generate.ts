@@ -362,7 +362,8 @@ export function genTenant(r: Rng): TenantSnapshot {
   const ownership_grant =
     nRes && roleIds.length
       ? Array.from({ length: int(r, 0, 4) }, (_, i) => ({
-          id: `ownership_grant_${i}`,
+          // Both forms: the service's own (uuidv7, kept packed by the index) and a client's.
+          id: i % 2 === 0 ? `ownership_grant_${i}` : `ownership_grant_0192f3a4-0000-7000-8000-${i.toString(16).padStart(12, '0')}`,
           subjectId: holder(),
           resourceId: pick(r, resourceIds),
           roleId: pick(r, roleIds),
