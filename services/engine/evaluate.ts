@@ -232,6 +232,8 @@ const DIRECT: CoverQuery = { action: '', type: null, p0: undefined, p1: undefine
 const VIA: CoverQuery = { action: '', type: null, p0: undefined, p1: undefined, p2: undefined, actionTerm: 0, typeTerm: 0 };
 /** Ancestors visited by the hierarchy walk (cycle detection): `VISITED[0..visited)`. */
 const VISITED: (ResourceNode | undefined)[] = [];
+/** Role ids of a subject's grants on one resource (`GrantSet.rolesOn`). */
+const GRANT_ROLES: string[] = [];
 
 function decisionsOf(ctx: Ctx, roleId: string): OverrideDecisions | null {
   if (!ctx.hasOverrides) return null;
@@ -365,7 +367,10 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
 
   // Ownership grants on the resource.
   const grantsByResource = subjectNode.grantsByResource;
-  if (grantsByResource !== undefined) {
+  if (grantsByResource !== undefined && trace === undefined) {
+    const n = grantsByResource.rolesOn(target.id, GRANT_ROLES);
+    if (n > 0 && grantCovers(ctx, n, nodeOf(index, target), direct)) return done(ctx, true, 'ownership');
+  } else if (grantsByResource !== undefined) {
     const grants = grantsByResource.get(target.id);
     let grantCount = 0;
     for (const g of inIdOrder<OwnershipGrant>(grants)) {
@@ -464,7 +469,14 @@ function inherit(
         }
       }
       // An ownership grant on the ancestor binds its role's covering permissions to it.
-      const grants = grantsByResource === undefined ? undefined : grantsByResource.get(parentNode.id);
+      const n = grantsByResource !== undefined && trace === undefined ? grantsByResource.rolesOn(parentNode.id, GRANT_ROLES) : 0;
+      if (n > 0) {
+        q.p0 = '*';
+        q.p1 = parentNode.id;
+        q.p2 = parentNode.ext;
+        if (grantCovers(ctx, n, parentNode, q)) return done(ctx, true, 'inherited');
+      }
+      const grants = grantsByResource === undefined || trace === undefined ? undefined : grantsByResource.get(parentNode.id);
       if (grants !== undefined) {
         q.p0 = '*';
         q.p1 = parentNode.id;
@@ -487,6 +499,20 @@ function inherit(
   }
   trace?.push({ leg: 'hierarchy', outcome: 'fail', message: `walked ${walked?.length ? walked.join(' → ') : '(no inheriting ancestor)'}; stopped: ${stop}; nothing inherited`, detail: { hierarchyPath: walked } });
   return done(ctx, false, 'no_match');
+}
+
+/**
+ * Whether one of the first `n` roles of {@link GRANT_ROLES}, those of the subject's grants on
+ * `node`, is usable there and covers `q`: the ownership legs without an explanation, where any
+ * covering grant allows (which one, and so the grants' order, matters only to the trace), so
+ * no grant row is made.
+ */
+function grantCovers(ctx: Ctx, n: number, node: ResourceNode, q: CoverQuery): boolean {
+  for (let k = 0; k < n; k++) {
+    const roleId = GRANT_ROLES[k];
+    if (grantRoleUsable(ctx.index, roleId, node.owner) && roleCovers(ctx.index, roleId, q, decisionsOf(ctx, roleId))) return true;
+  }
+  return false;
 }
 
 /** Whether a grant on `node` counts (see grantRoleUsable); says why not in the trace. */

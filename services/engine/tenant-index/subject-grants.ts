@@ -7,24 +7,27 @@ import { GRANT_SCAN_LIMIT, type GrantSet } from './types.js';
 /** Prefix of the grant ids that pack (packed-id.ts): the service's own `ownership_grant_{uuidv7}`. */
 const GRANT_PREFIX = 'ownership_grant_';
 /**
- * Slots of one grant in a set's list: the grant id's four words (or the id string, then three
- * zeros, when it does not pack), the resource id, the role id.
+ * Slots of one grant in a set's `rest`: the grant id's four words (or the id string, then
+ * three zeros, when it does not pack), then the role id.
  */
-export const GRANT_STRIDE = 6;
-const RESOURCE = 4;
-const ROLE = 5;
+export const REST_STRIDE = 5;
+const ROLE = 4;
 
 /**
  * A subject's ownership grants, with no row objects (a row is made when asked for). Most
- * subjects hold a few: one flat array of {@link GRANT_STRIDE} slots a grant, scanned, the grant id
- * packed into four small integers when it is the service's own form (48 bytes a grant and the
- * resource's and role's strings, shared; a row object costs 56, a map entry 40 to 80, a grant id
- * string 72). Past {@link GRANT_SCAN_LIMIT} grants they move into maps by resource and by grant
- * id (ids as strings), and back into an array when deletes bring them under half of it.
+ * subjects hold a few, in two flat arrays scanned: the resource ids, which a check scans, and
+ * the rest, read only for a grant of the resource checked (the grant id packed into four small
+ * integers when it is the service's own form, then the role id): 48 bytes a grant besides the
+ * resource's and role's strings, which are shared, where a row object costs 56, a map entry 40
+ * to 80 and a grant id string 72. Past {@link GRANT_SCAN_LIMIT} grants they move into maps by
+ * resource and by grant id (ids as strings), and back into arrays when deletes bring them
+ * under half of it.
  */
 export class SubjectGrants implements GrantSet {
-  /** {@link GRANT_STRIDE} slots a grant while few; undefined while the maps hold them. */
-  private list: (string | number)[] | undefined = [];
+  /** The grants' resource ids while few; undefined while the maps hold them. */
+  private resources: string[] | undefined = [];
+  /** {@link REST_STRIDE} slots a grant, in the order of `resources`. */
+  private rest: (string | number)[] | undefined = [];
   /** resourceId → `[grantId, roleId, …]`. */
   private byResource: Map<string, string[]> | undefined;
   /** grantId → resourceId. */
@@ -45,29 +48,29 @@ export class SubjectGrants implements GrantSet {
     return { id, subjectId: this.subjectId, resourceId, roleId };
   }
 
-  /** The row of the grant at slot `i` of the list. */
-  private rowAt(list: (string | number)[], i: number): OwnershipGrant {
-    return this.row(idAt(list, i), list[i + RESOURCE] as string, list[i + ROLE] as string);
+  /** The row of the `k`th grant of the arrays. */
+  private rowAt(resources: string[], rest: (string | number)[], k: number): OwnershipGrant {
+    return this.row(idAt(rest, k * REST_STRIDE), resources[k], rest[k * REST_STRIDE + ROLE] as string);
   }
 
-  /** Slot of the grant with this id in the list, or -1. */
-  private indexOf(list: (string | number)[], id: string): number {
+  /** Position of the grant with this id in the arrays, or -1. */
+  private indexOf(rest: (string | number)[], id: string): number {
     if (packId(id, GRANT_PREFIX)) {
       const [w0, w1, w2, w3] = PACKED;
-      for (let i = 0; i < list.length; i += GRANT_STRIDE) {
-        if (list[i] === w0 && list[i + 1] === w1 && list[i + 2] === w2 && list[i + 3] === w3) return i;
+      for (let i = 0; i < rest.length; i += REST_STRIDE) {
+        if (rest[i] === w0 && rest[i + 1] === w1 && rest[i + 2] === w2 && rest[i + 3] === w3) return i / REST_STRIDE;
       }
       return -1;
     }
-    for (let i = 0; i < list.length; i += GRANT_STRIDE) if (list[i] === id) return i;
+    for (let i = 0; i < rest.length; i += REST_STRIDE) if (rest[i] === id) return i / REST_STRIDE;
     return -1;
   }
 
   get(resourceId: string): RowBag<OwnershipGrant> | undefined {
-    const list = this.list;
-    if (list !== undefined) {
+    const resources = this.resources;
+    if (resources !== undefined) {
       let found: MutableRowBag<OwnershipGrant> | undefined;
-      for (let i = 0; i < list.length; i += GRANT_STRIDE) if (list[i + RESOURCE] === resourceId) found = rbWith(found, this.rowAt(list, i));
+      for (let k = 0; k < resources.length; k++) if (resources[k] === resourceId) found = rbWith(found, this.rowAt(resources, this.rest!, k));
       return found;
     }
     const pairs = (this.byResource as Map<string, string[]>).get(resourceId);
@@ -78,19 +81,32 @@ export class SubjectGrants implements GrantSet {
     return found;
   }
 
+  rolesOn(resourceId: string, out: string[]): number {
+    let n = 0;
+    const resources = this.resources;
+    if (resources !== undefined) {
+      const rest = this.rest!;
+      for (let k = 0; k < resources.length; k++) if (resources[k] === resourceId) out[n++] = rest[k * REST_STRIDE + ROLE] as string;
+      return n;
+    }
+    const pairs = (this.byResource as Map<string, string[]>).get(resourceId);
+    if (pairs !== undefined) for (let i = 1; i < pairs.length; i += 2) out[n++] = pairs[i];
+    return n;
+  }
+
   /** Whether the set holds the grant with this id. */
   has(id: string): boolean {
-    const list = this.list;
-    if (list === undefined) return (this.byId as Map<string, string>).has(id);
-    return this.indexOf(list, id) >= 0;
+    const rest = this.rest;
+    if (rest === undefined) return (this.byId as Map<string, string>).has(id);
+    return this.indexOf(rest, id) >= 0;
   }
 
   /** The grant with this id, or undefined. */
   find(id: string): OwnershipGrant | undefined {
-    const list = this.list;
-    if (list !== undefined) {
-      const i = this.indexOf(list, id);
-      return i < 0 ? undefined : this.row(id, list[i + RESOURCE] as string, list[i + ROLE] as string);
+    const rest = this.rest;
+    if (rest !== undefined) {
+      const k = this.indexOf(rest, id);
+      return k < 0 ? undefined : this.row(id, this.resources![k], rest[k * REST_STRIDE + ROLE] as string);
     }
     const resourceId = (this.byId as Map<string, string>).get(id);
     if (resourceId === undefined) return undefined;
@@ -102,18 +118,21 @@ export class SubjectGrants implements GrantSet {
   /** Adds a grant whose id is not in the set yet. */
   add(id: string, resourceId: string, roleId: string): void {
     this.count++;
-    const list = this.list;
-    if (list === undefined) {
+    const resources = this.resources;
+    const rest = this.rest;
+    if (resources === undefined || rest === undefined) {
       this.file(id, resourceId, roleId);
       return;
     }
-    if (packId(id, GRANT_PREFIX)) list.push(PACKED[0], PACKED[1], PACKED[2], PACKED[3], resourceId, roleId);
-    else list.push(id, 0, 0, 0, resourceId, roleId);
-    if (list.length > GRANT_SCAN_LIMIT * GRANT_STRIDE) {
+    resources.push(resourceId);
+    if (packId(id, GRANT_PREFIX)) rest.push(PACKED[0], PACKED[1], PACKED[2], PACKED[3], roleId);
+    else rest.push(id, 0, 0, 0, roleId);
+    if (resources.length > GRANT_SCAN_LIMIT) {
       this.byResource = new Map();
       this.byId = new Map();
-      this.list = undefined;
-      for (let i = 0; i < list.length; i += GRANT_STRIDE) this.file(idAt(list, i), list[i + RESOURCE] as string, list[i + ROLE] as string);
+      this.resources = undefined;
+      this.rest = undefined;
+      for (let k = 0; k < resources.length; k++) this.file(idAt(rest, k * REST_STRIDE), resources[k], rest[k * REST_STRIDE + ROLE] as string);
     }
   }
 
@@ -127,14 +146,17 @@ export class SubjectGrants implements GrantSet {
 
   /** Removes the grant with this id; a no-op when absent. */
   delete(id: string): void {
-    const list = this.list;
-    if (list !== undefined) {
-      const i = this.indexOf(list, id);
-      if (i < 0) return;
+    const resources = this.resources;
+    const rest = this.rest;
+    if (resources !== undefined && rest !== undefined) {
+      const k = this.indexOf(rest, id);
+      if (k < 0) return;
       // Move the last entry into the hole.
-      const last = list.length - GRANT_STRIDE;
-      for (let k = 0; k < GRANT_STRIDE; k++) list[i + k] = list[last + k];
-      list.length = last;
+      const last = resources.length - 1;
+      resources[k] = resources[last];
+      resources.length = last;
+      for (let j = 0; j < REST_STRIDE; j++) rest[k * REST_STRIDE + j] = rest[last * REST_STRIDE + j];
+      rest.length = last * REST_STRIDE;
       this.count--;
       return;
     }
@@ -149,7 +171,8 @@ export class SubjectGrants implements GrantSet {
     if (pairs.length === 0) byResource.delete(resourceId);
     this.count--;
     if (this.count <= GRANT_SCAN_LIMIT / 2) {
-      this.list = [];
+      this.resources = [];
+      this.rest = [];
       this.byResource = undefined;
       this.byId = undefined;
       this.count = 0;
@@ -158,9 +181,9 @@ export class SubjectGrants implements GrantSet {
   }
 
   forEachResource(visit: (resourceId: string) => void): void {
-    const list = this.list;
-    if (list !== undefined) {
-      for (let i = 0; i < list.length; i += GRANT_STRIDE) visit(list[i + RESOURCE] as string);
+    const resources = this.resources;
+    if (resources !== undefined) {
+      for (let k = 0; k < resources.length; k++) visit(resources[k]);
       return;
     }
     for (const [r, ps] of this.byResource as Map<string, string[]>) for (let k = 0; k < ps.length; k += 2) visit(r);
@@ -169,9 +192,9 @@ export class SubjectGrants implements GrantSet {
   /** Every grant, in no particular order. */
   rows(): OwnershipGrant[] {
     const out: OwnershipGrant[] = [];
-    if (this.list !== undefined) {
-      const list = this.list;
-      for (let i = 0; i < list.length; i += GRANT_STRIDE) out.push(this.rowAt(list, i));
+    const resources = this.resources;
+    if (resources !== undefined) {
+      for (let k = 0; k < resources.length; k++) out.push(this.rowAt(resources, this.rest!, k));
       return out;
     }
     for (const [r, ps] of this.byResource as Map<string, string[]>) for (let k = 0; k < ps.length; k += 2) out.push(this.row(ps[k], r, ps[k + 1]));
@@ -183,21 +206,28 @@ export class SubjectGrants implements GrantSet {
    * plus 16 slots), once a build is complete.
    */
   trim(): void {
-    if (this.list !== undefined) this.list = this.list.slice();
-    else for (const [r, ps] of this.byResource as Map<string, string[]>) if (ps.length > 2) (this.byResource as Map<string, string[]>).set(r, ps.slice());
+    if (this.resources !== undefined) {
+      this.resources = this.resources.slice();
+      this.rest = this.rest!.slice();
+    } else for (const [r, ps] of this.byResource as Map<string, string[]>) if (ps.length > 2) (this.byResource as Map<string, string[]>).set(r, ps.slice());
   }
 
   /**
    * The set's storage as it is, for tests that check it agrees with itself
    * (services/engine/testdata/derived-state.ts); never written through.
    */
-  layout(): { readonly list: readonly (string | number)[] | undefined; readonly byId: ReadonlyMap<string, string> | undefined; readonly count: number } {
-    return { list: this.list, byId: this.byId, count: this.count };
+  layout(): {
+    readonly resources: readonly string[] | undefined;
+    readonly rest: readonly (string | number)[] | undefined;
+    readonly byId: ReadonlyMap<string, string> | undefined;
+    readonly count: number;
+  } {
+    return { resources: this.resources, rest: this.rest, byId: this.byId, count: this.count };
   }
 }
 
-/** The id of the grant at slot `i` of a list: its string, or made from its four words. */
-function idAt(list: (string | number)[], i: number): string {
-  const k = list[i];
-  return typeof k === 'string' ? k : unpackId(GRANT_PREFIX, k, list[i + 1] as number, list[i + 2] as number, list[i + 3] as number);
+/** The id of the grant whose slots in `rest` start at `i`: its string, or made from its four words. */
+function idAt(rest: readonly (string | number)[], i: number): string {
+  const k = rest[i];
+  return typeof k === 'string' ? k : unpackId(GRANT_PREFIX, k, rest[i + 1] as number, rest[i + 2] as number, rest[i + 3] as number);
 }

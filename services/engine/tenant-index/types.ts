@@ -95,6 +95,11 @@ export interface SubjectNode {
 export interface GrantSet {
   /** The grants on one resource; undefined when none. */
   get(resourceId: string): RowBag<OwnershipGrant> | undefined;
+  /**
+   * The role ids of the grants on one resource, written to `out` from index 0 (a role once
+   * for each grant): their count. What a decision without an explanation reads, with no row made.
+   */
+  rolesOn(resourceId: string, out: string[]): number;
   /** Number of grants. */
   readonly size: number;
   /** Calls `visit` with the resource id of every grant (once per grant, in no particular order). */

@@ -10,7 +10,7 @@ import { type Bag, type Identified, type RowBag, bagRows } from '../tenant-index
 import type { CollectionFile } from '../tenant-index/collection-files.js';
 import { factFlags, type MutableResourceNode, type ResourceNodes } from '../tenant-index/resource-nodes.js';
 import { RowTable } from '../tenant-index/row-table.js';
-import { GRANT_STRIDE, type SubjectGrants } from '../tenant-index/subject-grants.js';
+import { REST_STRIDE, type SubjectGrants } from '../tenant-index/subject-grants.js';
 import { groupByScope, type MutableSubjectNode, type SubjectFamily } from '../tenant-index/subjects.js';
 import type { TenantIndex } from '../tenant-index/tenant-index.js';
 import {
@@ -86,10 +86,12 @@ function sameStar(a: StarCover | undefined, b: StarCover | undefined): boolean {
 /** A subject's grants as sorted (resource id, grant rows) pairs, with whether its storage agrees with its count. */
 export function grantSetCanonical(set: SubjectGrants): unknown {
   const rows = set.rows();
-  const { list, byId, count } = set.layout();
+  const { resources, rest, byId, count } = set.layout();
   let form = 'ok';
-  if (list !== undefined && list.length > GRANT_SCAN_LIMIT * GRANT_STRIDE) form = 'list too long';
-  if (list === undefined) {
+  if ((resources === undefined) !== (rest === undefined)) form = 'arrays half there';
+  if (resources !== undefined && rest !== undefined && rest.length !== resources.length * REST_STRIDE) form = 'arrays out of step';
+  if (resources !== undefined && resources.length > GRANT_SCAN_LIMIT) form = 'arrays too long';
+  if (resources === undefined) {
     if (count <= GRANT_SCAN_LIMIT / 2) form = 'map too small';
     if (byId === undefined || byId.size !== rows.length || rows.some((g) => byId.get(g.id) !== g.resourceId)) form = 'byId out of sync';
   }
