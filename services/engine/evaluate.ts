@@ -469,18 +469,16 @@ function inherit(
         }
       }
       // An ownership grant on the ancestor binds its role's covering permissions to it.
+      // Without an explanation only the grants' roles are read; with one, their rows.
       const n = grantsByResource !== undefined && trace === undefined ? grantsByResource.rolesOn(parentNode.id, GRANT_ROLES) : 0;
-      if (n > 0) {
+      const grants = grantsByResource !== undefined && trace !== undefined ? grantsByResource.get(parentNode.id) : undefined;
+      if (n > 0 || grants !== undefined) {
         q.p0 = '*';
         q.p1 = parentNode.id;
         q.p2 = parentNode.ext;
-        if (grantCovers(ctx, n, parentNode, q)) return done(ctx, true, 'inherited');
       }
-      const grants = grantsByResource === undefined || trace === undefined ? undefined : grantsByResource.get(parentNode.id);
+      if (n > 0 && grantCovers(ctx, n, parentNode, q)) return done(ctx, true, 'inherited');
       if (grants !== undefined) {
-        q.p0 = '*';
-        q.p1 = parentNode.id;
-        q.p2 = parentNode.ext;
         for (const g of inIdOrder<OwnershipGrant>(grants)) {
           if (!usableGrant(index, g, parentNode, trace)) continue;
           const p = roleCovers(index, g.roleId, q, decisionsOf(ctx, g.roleId));

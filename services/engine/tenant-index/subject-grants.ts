@@ -56,7 +56,10 @@ export class SubjectGrants implements GrantSet {
   /** Position of the grant with this id in the arrays, or -1. */
   private indexOf(rest: (string | number)[], id: string): number {
     if (packId(id, GRANT_PREFIX)) {
-      const [w0, w1, w2, w3] = PACKED;
+      const w0 = PACKED[0];
+      const w1 = PACKED[1];
+      const w2 = PACKED[2];
+      const w3 = PACKED[3];
       for (let i = 0; i < rest.length; i += REST_STRIDE) {
         if (rest[i] === w0 && rest[i + 1] === w1 && rest[i + 2] === w2 && rest[i + 3] === w3) return i / REST_STRIDE;
       }
