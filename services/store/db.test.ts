@@ -3,11 +3,15 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { MissingDatabaseError, openDatabase, type Database } from './db.js';
 import { runWrite } from './write.js';
 import { seedTenant } from '../../test/harness.js';
+
+const execFileAsync = promisify(execFile);
 
 const BUILT_IN = ['environment', 'project', 'tenant', 'workspace'];
 /** db.ts's migration lock (a bigint key: classid 0, objid the value). */
@@ -119,6 +123,32 @@ describe.skipIf(!process.env.DATABASE_URL)('migrations on postgres', () => {
       expect(await one(c, `select count(*)::int as n from change_log where tenant_id = 'tenant_keep'`)).toEqual({ n: 1 });
     } finally {
       for (const d of opened) await d.close();
+      await fresh.drop();
+    }
+  });
+
+  it('a process opening a migrated database loads no migrator; one opening a fresh database does', async () => {
+    const fresh = await freshDatabase();
+    // A process of its own: whether umzug was loaded is read from its module cache.
+    const loadsMigrator = async () => {
+      const script = `import { createRequire } from 'node:module';
+        import { openDatabase } from ${JSON.stringify(new URL('./db.ts', import.meta.url).pathname)};
+        const db = await openDatabase({ databaseUrl: process.env.URL, dataDir: 'memory://' });
+        await db.close();
+        console.log(Object.keys(createRequire(import.meta.url).cache).some((k) => k.includes('/umzug/')));`;
+      const { stdout } = await execFileAsync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { env: { ...process.env, URL: fresh.url } });
+      return stdout.trim();
+    };
+    try {
+      expect(await loadsMigrator()).toBe('true');
+      expect(await loadsMigrator()).toBe('false');
+      const db = await open(fresh.url);
+      try {
+        expectMigratedOnce(await schemaState(db));
+      } finally {
+        await db.close();
+      }
+    } finally {
       await fresh.drop();
     }
   });

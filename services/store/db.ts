@@ -3,15 +3,9 @@ import { resolve } from 'node:path';
 import pg from 'pg';
 import pino, { type Logger } from 'pino';
 import { MikroORM } from '@mikro-orm/postgresql';
-import { Migrator } from '@mikro-orm/migrations';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { ALL_ENTITIES } from './schema.js';
-import { Migration0001Initial } from './migrations/0001-initial.js';
-import { Migration0002ServiceSettings } from './migrations/0002-service-settings.js';
-import { Migration0003ChangeLogRetention } from './migrations/0003-change-log-retention.js';
-import { Migration0004KeyNotify } from './migrations/0004-key-notify.js';
-import { Migration0005Imports } from './migrations/0005-imports.js';
-import { Migration0006RevisionWriters } from './migrations/0006-revision-writers.js';
-import { Migration0007Sessions } from './migrations/0007-sessions.js';
+import { MIGRATION_NAMES, loadMigrations } from './migrations/mod.js';
 import { CursorCodec } from './cursors.js';
 import { CHANGE_CHANNEL, KEY_CHANNEL, Notifications } from './notifications.js';
 import { startEmbedded, type EmbeddedDatabase } from './embedded.js';
@@ -146,21 +140,12 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     // Whether it may be created is decided above: MikroORM would create a missing one silently.
     ensureDatabase: false,
     entities: ALL_ENTITIES,
-    extensions: [Migrator],
     pool: embedded ? { min: 1, max: 1 } : { min: 0, max: 10 },
     allowGlobalContext: false,
     debug: false,
     discovery: { disableDynamicFileAccess: true, requireEntitiesArray: true },
+    // The list itself is given by `migrate`, when one is missing (migrations/mod.ts).
     migrations: {
-      migrationsList: [
-        { name: '0001-initial', class: Migration0001Initial },
-        { name: '0002-service-settings', class: Migration0002ServiceSettings },
-        { name: '0003-change-log-retention', class: Migration0003ChangeLogRetention },
-        { name: '0004-key-notify', class: Migration0004KeyNotify },
-        { name: '0005-imports', class: Migration0005Imports },
-        { name: '0006-revision-writers', class: Migration0006RevisionWriters },
-        { name: '0007-sessions', class: Migration0007Sessions },
-      ],
       // Each migration in a transaction of its own (all at once would rule out 0003's
       // concurrent index builds, which cannot run inside one); the advisory lock still
       // serialises replicas.
@@ -273,13 +258,32 @@ function databaseName(url: string): string {
   return decodeURIComponent(u.pathname.slice(1)) || decodeURIComponent(u.username) || 'postgres';
 }
 
+/** Whether every migration this build knows is recorded as applied. */
+async function migrated(orm: MikroORM): Promise<boolean> {
+  const em = orm.em.fork();
+  const table = orm.config.get('migrations').tableName ?? 'mikro_orm_migrations';
+  const [{ exists }] = (await em.execute('select to_regclass(?) is not null as exists', [table])) as { exists: boolean }[];
+  if (!exists) return false;
+  const rows = (await em.execute(`select name from ${table}`)) as { name: string }[];
+  const applied = new Set(rows.map((r) => r.name));
+  return MIGRATION_NAMES.every((name) => applied.has(name));
+}
+
+/** Applies the pending migrations with MikroORM's migrator, loaded now with the migrations. */
+async function applyMigrations(orm: MikroORM): Promise<void> {
+  const [{ Migrator }, migrationsList] = await Promise.all([import('@mikro-orm/migrations'), loadMigrations()]);
+  orm.config.set('migrations', { ...orm.config.get('migrations'), migrationsList });
+  await new Migrator(orm.em as unknown as EntityManager).up();
+}
+
 /**
- * Applies pending migrations. On PostgreSQL the session advisory lock is held on a
- * dedicated connection, so lock and unlock cannot land on different pooled connections.
- * PGlite has one connection and no one to race with.
+ * Applies pending migrations, if any (a database that has them all loads no migrator). On
+ * PostgreSQL the session advisory lock is held on a dedicated connection, so lock and unlock
+ * cannot land on different pooled connections. PGlite has one connection and no one to race with.
  */
 async function migrate(orm: MikroORM, lockUrl: string | undefined) {
-  if (!lockUrl) return void (await orm.getMigrator().up());
+  if (await migrated(orm)) return;
+  if (!lockUrl) return applyMigrations(orm);
   const lock = new pg.Client({ connectionString: lockUrl });
   await lock.connect();
   try {
@@ -289,7 +293,7 @@ async function migrate(orm: MikroORM, lockUrl: string | undefined) {
     while (!(await lock.query('select pg_try_advisory_lock($1) as got', [MIGRATION_LOCK])).rows[0].got) {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    await orm.getMigrator().up();
+    await applyMigrations(orm);
   } finally {
     await lock.end(); // ending the session releases the lock
   }
