@@ -38,8 +38,12 @@ export function backendAvailable(backend: Backend): boolean {
  * `describe` once per backend, `%s` in the title naming it; a backend that cannot run here is
  * registered as skipped, so that a run without DATABASE_URL shows what it left out.
  */
-export function describeEachBackend(title: string, body: (backend: Backend) => void): void {
-  for (const backend of BACKENDS) describe.skipIf(!backendAvailable(backend))(title.replace('%s', backend), () => body(backend));
+export function describeEachBackend(title: string, body: (backend: Backend) => void): void;
+/** The same over some backends only. */
+export function describeEachBackend(title: string, backends: readonly Backend[], body: (backend: Backend) => void): void;
+export function describeEachBackend(title: string, ...rest: [(backend: Backend) => void] | [readonly Backend[], (backend: Backend) => void]): void {
+  const [backends, body] = rest.length === 1 ? [BACKENDS, rest[0]] : rest;
+  for (const backend of backends) describe.skipIf(!backendAvailable(backend))(title.replace('%s', backend), () => body(backend));
 }
 
 /** A fresh database: a new PostgreSQL database (dropped on close) or an in-memory PGlite. */
