@@ -6,6 +6,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // A migrated database of each backend, copied by the suites' scratch databases.
+    globalSetup: ['./test/global-setup.ts'],
     // Two files at a time on CI's 2 cores: most suites wait on PostgreSQL, timers and child
     // processes, so a second worker roughly halves the wall time (vitest's default is cores − 1).
     maxWorkers: 2,

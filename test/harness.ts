@@ -48,7 +48,7 @@ export function describeEachBackend(title: string, ...rest: [(backend: Backend) 
 
 /** A fresh database: a new PostgreSQL database (dropped on close) or an in-memory PGlite. */
 export async function openTestDatabase(backend: Backend): Promise<Database> {
-  if (backend === 'embedded') return openDatabase({ dataDir: 'memory://' });
+  if (backend === 'embedded') return openDatabase({ dataDir: 'memory://', embeddedImage: process.env.AUTHZ_TEST_EMBEDDED_IMAGE });
   const scratch = await createScratchDatabase(process.env.DATABASE_URL!);
   const db = await openDatabase({ databaseUrl: scratch.url, dataDir: 'memory://' });
   const close = db.close.bind(db);
@@ -165,7 +165,7 @@ export async function startTestControlPlane(
   }
   let cp: ControlPlane;
   try {
-    cp = await startControlPlane(loadConfig(vars, []), createLogger({ logLevel: 'silent' }), internal);
+    cp = await startControlPlane(loadConfig(vars, []), createLogger({ logLevel: 'silent' }), { embeddedImage: process.env.AUTHZ_TEST_EMBEDDED_IMAGE, ...internal });
   } catch (err) {
     await drop();
     throw err;

@@ -65,6 +65,8 @@ export interface InternalOptions {
   otelEnv?: Record<string, string | undefined>;
   /** The console sessions' clock (epoch ms; default Date.now): tests move it past timeouts. */
   sessionClock?: () => number;
+  /** See `DatabaseOptions.embeddedImage` (the test suites' migrated embedded database). */
+  embeddedImage?: string;
 }
 
 export interface ControlPlane {
@@ -99,7 +101,7 @@ export async function startControlPlane(
       target: config.decisionLog, sample: config.decisionLogSample, bufferBytes: config.decisionLogBufferBytes,
       service: 'control-plane', variable: 'SERVICE_DECISION_LOG', registry, logger,
     });
-    db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, createDatabase: config.createDatabase, logger });
+    db = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, createDatabase: config.createDatabase, embeddedImage: internal.embeddedImage, logger });
   } catch (err) {
     await shutdownObservability(tracing, decisionLog);
     if (err instanceof MissingDatabaseError) {

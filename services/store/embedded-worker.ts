@@ -4,19 +4,30 @@
  * its commit held the event loop for 45–60 ms (more on a busy machine); here the request
  * thread only waits on a socket. Started and stopped by embedded.ts.
  */
+import { readFileSync, writeFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import type { EmbeddedReply, EmbeddedRequest, EmbeddedStart } from './embedded.js';
 
 const port = parentPort!;
-const { dir, ...assets } = workerData as EmbeddedStart;
-const db = await PGlite.create(dir, assets);
+const { dir, image, ...assets } = workerData as EmbeddedStart;
+const db = await PGlite.create(dir, { ...assets, loadDataDir: image === undefined ? undefined : new Blob([readFileSync(image)]) });
 const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0 });
 await server.start();
 port.postMessage({ type: 'ready', conn: server.getServerConn() } satisfies EmbeddedReply);
 port.on('message', (m: EmbeddedRequest) => {
-  if (m.type !== 'stop') return;
+  if (m.type === 'save-image') {
+    void (async () => {
+      try {
+        writeFileSync(m.path, Buffer.from(await (await db.dumpDataDir('none')).arrayBuffer()));
+        port.postMessage({ type: 'saved' } satisfies EmbeddedReply);
+      } catch (err) {
+        port.postMessage({ type: 'saved', error: String(err) } satisfies EmbeddedReply);
+      }
+    })();
+    return;
+  }
   void (async () => {
     await server.stop();
     await db.close();
