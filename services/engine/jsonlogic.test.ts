@@ -268,6 +268,18 @@ describe('JSON Logic run-time budget', () => {
     expect(applyJsonLogic({ '==': [1, 1] }, {}, b)).toEqual({ ok: false, error: "evaluation budget exhausted: the decision's 30000 operations are spent" });
   });
 
+  it('meters alike when the module is evaluated twice in one process (a test runner sharing modules)', async () => {
+    // @ts-expect-error: a query makes the module loader evaluate the file again, as a second copy.
+    const again = (await import('./jsonlogic.js?again')) as typeof import('./jsonlogic.js');
+    expect(again.applyJsonLogic).not.toBe(applyJsonLogic);
+    const rule = { in: [-1, { var: 'big' }] };
+    const exhausted = { ok: false, error: 'evaluation budget exhausted: the condition took more than 10000 operations' };
+    for (const apply of [applyJsonLogic, again.applyJsonLogic, applyJsonLogic]) {
+      expect(apply(rule, { big: xs(200_000) })).toEqual(exhausted);
+      expect(apply(rule, { big: xs(10) })).toEqual({ ok: true, value: false });
+    }
+  });
+
   it('meters nothing outside applyJsonLogic', () => {
     const rule = { some: [{ var: 'xs' }, { '==': [{ var: '' }, -1] }] };
     expect(jsonLogic.apply(rule as never, { xs: xs(100_000) })).toBe(false);

@@ -106,19 +106,34 @@ export function getPath(data: unknown, path: string): unknown {
 // --- metering -------------------------------------------------------------------------------
 
 /**
- * Operations left to the condition being evaluated. Only {@link applyJsonLogic} turns metering
- * on, and evaluation is synchronous and never re-entered, so one counter serves every call.
+ * The meter: whether it runs, the operations left to the condition being evaluated, the error
+ * thrown when they run out (built once, so no stack is captured), and the stock `apply` it
+ * wraps. Only {@link applyJsonLogic} turns metering on, and evaluation is synchronous and never
+ * re-entered, so one counter serves every call. It lives on the package's object, like the
+ * operations it meters: should this module be evaluated twice in one process (a test runner
+ * sharing modules between files does), both copies meter through one state and wrap the stock
+ * `apply` once, where module variables made each copy's operations charge a counter the other
+ * copy never read.
  */
-let metering = false;
-let opsLeft = 0;
-/** Thrown (never built again, so no stack is captured) when the counter runs out. */
-const OUT_OF_OPERATIONS = new Error(BUDGET_EXHAUSTED);
+interface Meter {
+  metering: boolean;
+  opsLeft: number;
+  readonly outOfOperations: Error;
+  readonly stockApply: typeof jsonLogic.apply;
+}
+const meter: Meter = ((jsonLogic as unknown as Record<symbol, Meter>)[Symbol.for('authz.jsonlogic.meter')] ??= {
+  metering: false,
+  opsLeft: 0,
+  outOfOperations: new Error(BUDGET_EXHAUSTED),
+  stockApply: jsonLogic.apply,
+});
+const OUT_OF_OPERATIONS = meter.outOfOperations;
 
 /** Charges `n` operations to the running condition. */
 function charge(n: number): void {
-  if (metering && n > 0) {
-    opsLeft -= n;
-    if (opsLeft < 0) throw OUT_OF_OPERATIONS;
+  if (meter.metering && n > 0) {
+    meter.opsLeft -= n;
+    if (meter.opsLeft < 0) throw OUT_OF_OPERATIONS;
   }
 }
 
@@ -129,8 +144,8 @@ function charge(n: number): void {
  */
 function weight(v: unknown): number {
   if (typeof v === 'string') return v.length >>> 4;
-  if (!metering || !Array.isArray(v)) return 0;
-  const cap = opsLeft + 1;
+  if (!meter.metering || !Array.isArray(v)) return 0;
+  const cap = meter.opsLeft + 1;
   let n = 0;
   const stack: unknown[][] = [v];
   while (stack.length > 0) {
@@ -150,9 +165,9 @@ function weight(v: unknown): number {
 // Every node json-logic-js evaluates goes through `jsonLogic.apply` (it recurses through that
 // property, also for each element `some`/`all`/`none`/`filter`/`map`/`reduce` visit), so one
 // wrapper counts them all.
-const stockApply = jsonLogic.apply;
+const stockApply = meter.stockApply;
 jsonLogic.apply = function meteredApply(logic: unknown, data?: unknown): unknown {
-  if (metering && --opsLeft < 0) throw OUT_OF_OPERATIONS;
+  if (meter.metering && --meter.opsLeft < 0) throw OUT_OF_OPERATIONS;
   return stockApply(logic as never, data);
 } as typeof jsonLogic.apply;
 
@@ -248,7 +263,7 @@ function safeIn(a: unknown, b: unknown): boolean {
 // elements, `[1,2] < 3` joins), so they charge what converting costs. Their results are the
 // stock ones: json-logic-js 2.0.5, logic.js, line for line.
 function conv1(a: unknown): void {
-  if (metering && typeof a === 'object') charge(weight(a));
+  if (meter.metering && typeof a === 'object') charge(weight(a));
   else if (typeof a === 'string' && a.length >= 16) charge(a.length >>> 4);
 }
 function conv2(a: unknown, b: unknown): void {
@@ -569,8 +584,8 @@ export function applyJsonLogic(rule: unknown, data: unknown, budget?: DecisionBu
   const own = budget === undefined || budget.left >= CONDITION_MAX_OPERATIONS;
   const allowance = own ? CONDITION_MAX_OPERATIONS : (budget as DecisionBudget).left;
   if (allowance <= 0) return { ok: false, error: (budget as DecisionBudget).spent() };
-  metering = true;
-  opsLeft = allowance;
+  meter.metering = true;
+  meter.opsLeft = allowance;
   try {
     return { ok: true, value: jsonLogic.apply(c.run as never, data) };
   } catch (e) {
@@ -579,8 +594,8 @@ export function applyJsonLogic(rule: unknown, data: unknown, budget?: DecisionBu
     }
     return { ok: false, error: e instanceof Error ? e.message : 'evaluation failed' };
   } finally {
-    metering = false;
-    if (budget !== undefined) budget.left -= allowance - Math.max(0, opsLeft);
+    meter.metering = false;
+    if (budget !== undefined) budget.left -= allowance - Math.max(0, meter.opsLeft);
   }
 }
 

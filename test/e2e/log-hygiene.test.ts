@@ -91,7 +91,8 @@ describe.skipIf(!admin)('log hygiene on PostgreSQL: no secret in the logs of a f
   const track = (name: string, p: RunningProcess) => (outputs.push({ name, lines: p.output }), running.push(p), p);
 
   beforeAll(async () => {
-    scratch = await createScratchDatabase(admin!, 'authz_log_hygiene');
+    // Empty (not the run's migrated copy): the role it is handed to migrates it, so owns its tables.
+    scratch = await createScratchDatabase(admin!, 'authz_log_hygiene', 'template template1');
     await sql(admin!, `create role ${role} login password '${password}'`);
     await sql(admin!, `alter database ${new URL(scratch.url).pathname.slice(1)} owner to ${role}`);
     const u = new URL(scratch.url);
