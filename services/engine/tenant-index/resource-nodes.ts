@@ -345,8 +345,9 @@ export class ResourceNodes {
   /** `resources`: expected number of resource nodes (sizes the table once instead of growing it). */
   constructor(resources: number) {
     // The table keeps neither keys nor values: a node holds its id, and its number (in the
-    // slot) finds it in `nodesByNum`.
+    // slot) finds it in `nodesByNum`. Slots of 32 bytes while every id is the service's own.
     this.table = new IdTable<MutableResourceNode>(resources, undefined, {
+      packPrefix: 'resource_',
       keyOf: (n) => n.id,
       numOf: (n) => n.num,
       byNum: (num) => this.nodesByNum[num] as MutableResourceNode,
