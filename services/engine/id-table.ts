@@ -163,17 +163,22 @@ export class IdTable<V> {
     if (key === this.memoKey) return this.memoHash;
     this.memoKey = key;
     this.memoSlot = NO_SLOT;
-    if (this.stride === WIDE_WORDS) return (this.memoHash = hashId(key, this.seed));
+    // The packed case in its own method: this one stays small enough to inline.
+    return (this.memoHash = this.stride === WIDE_WORDS ? hashId(key, this.seed) : this.hashPacked(key));
+  }
+
+  /** The hash of `key` in the packed layout, its words remembered; 0 (and remembered absent) when it does not pack. */
+  private hashPacked(key: string): number {
     if (!packId(key, this.prefix as string)) {
       // Every key of a packed table packs: this one is not there.
       this.memoSlot = -1;
-      return (this.memoHash = 0);
+      return 0;
     }
     const p0 = (this.memoP0 = PACKED[0]);
     const p1 = (this.memoP1 = PACKED[1]);
     const p2 = (this.memoP2 = PACKED[2]);
     const p3 = (this.memoP3 = PACKED[3]);
-    return (this.memoHash = hashWords(p0, p1, p2, p3, this.seed));
+    return hashWords(p0, p1, p2, p3, this.seed);
   }
 
   /** The slot holding `key`, or -1. Valid until the next write. */
