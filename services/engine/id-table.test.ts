@@ -289,7 +289,8 @@ describe('IdTable, packed layout (packPrefix)', () => {
 
   it('takes 32-byte slots while every key packs, 64 after the first that does not', () => {
     const t = new IdTable<number>(1000, 3, { packPrefix: PREFIX });
-    expect([t.capacity, t.byteLength]).toEqual([1334, 1334 * 32]);
+    // No layout before the first key: a small wide table, the capacity it was made for still due.
+    expect([t.packed, t.capacity]).toEqual([false, 1334]);
     for (let i = 0; i < 900; i++) t.set(packing(i), i);
     expect([t.packed, t.byteLength]).toEqual([true, 1334 * 32]);
     t.set('resource_my-doc', -1);
@@ -299,6 +300,20 @@ describe('IdTable, packed layout (packPrefix)', () => {
     t.set(packing(2000), 2000);
     expect(t.packed).toBe(false);
     expect(new IdTable<number>(1000, 3).byteLength).toBe(1334 * 64);
+  });
+
+  it('is wide from the start when its first key does not pack, and never packs', () => {
+    const t = new IdTable<number>(1000, 3, { packPrefix: PREFIX });
+    expect(t.get(packing(1))).toBeUndefined();
+    t.set('resource_my-doc', -1);
+    expect([t.packed, t.capacity, t.byteLength]).toEqual([false, 1334, 1334 * 64]);
+    for (let i = 0; i < 900; i++) t.set(packing(i), i);
+    expect([t.packed, t.size, t.get('resource_my-doc'), t.get(packing(899))]).toEqual([false, 901, -1, 899]);
+    // Emptied and filled again: the layout stays what the first key chose.
+    t.delete('resource_my-doc');
+    for (let i = 0; i < 900; i++) t.delete(packing(i));
+    t.set(packing(5), 5);
+    expect([t.packed, t.get(packing(5))]).toEqual([false, 5]);
   });
 
   /** Packing keys from a small pool (so sets, deletes and lookups meet), now and then one that does not pack. */
@@ -327,6 +342,7 @@ describe('IdTable, packed layout (packPrefix)', () => {
         const table = new IdTable<Entry>(size, seed, numbered ? { packPrefix: PREFIX, keyOf: (e) => e.key, numOf: (e) => e.num, byNum: (n) => byNum[n] as Entry } : { packPrefix: PREFIX });
         const model = new Map<string, { value: number; words: number[] }>();
         let widened = false;
+        let inserted = false;
         for (const o of ops) {
           if (o.op === 'set') {
             const old = table.get(o.key);
@@ -336,6 +352,7 @@ describe('IdTable, packed layout (packPrefix)', () => {
               byNum[e.num] = e;
               table.set(o.key, e);
               widened ||= !packId(o.key, PREFIX);
+              inserted = true;
             }
             model.set(o.key, { value: o.value, words: model.get(o.key)?.words ?? [0, 0] });
           } else if (o.op === 'delete') {
@@ -350,7 +367,8 @@ describe('IdTable, packed layout (packPrefix)', () => {
             model.get(o.key)!.words = [o.w0, o.w1];
           }
           expect(table.size).toBe(model.size);
-          expect(table.packed).toBe(!widened);
+          // The first key inserted chooses the layout; a key that does not pack widens it for good.
+          expect(table.packed).toBe(inserted && !widened);
         }
         for (const [k, { value, words }] of model) {
           const slot = table.slotOf(k);
