@@ -2,7 +2,8 @@
  * Resource nodes: everything a check reads about one resource hangs off its node (a small
  * object: see {@link MutableResourceNode}), and the node's id sits in an {@link IdTable} whose
  * slot also holds the resource's facts ({@link FACT_FLAGS}) and the node's number, so the
- * common check reads one cache line; the node itself is found by its number in `nodesByNum`.
+ * common check reads one cache line (half of one while every resource id is the service's own:
+ * the table's packed layout); the node itself is found by its number in `nodesByNum`.
  * Around the nodes: their numbers (reused after deletes) with the plain-node bitmap and the
  * `createdAt` column, the type slots, the external-id table, and the count of permissions
  * naming each id. Resource types live here too: a type slot carries its type's key.
@@ -345,8 +346,9 @@ export class ResourceNodes {
   /** `resources`: expected number of resource nodes (sizes the table once instead of growing it). */
   constructor(resources: number) {
     // The table keeps neither keys nor values: a node holds its id, and its number (in the
-    // slot) finds it in `nodesByNum`.
+    // slot) finds it in `nodesByNum`. Slots of 32 bytes while every id is the service's own.
     this.table = new IdTable<MutableResourceNode>(resources, undefined, {
+      packPrefix: 'resource_',
       keyOf: (n) => n.id,
       numOf: (n) => n.num,
       byNum: (num) => this.nodesByNum[num] as MutableResourceNode,

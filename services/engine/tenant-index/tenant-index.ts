@@ -33,8 +33,8 @@
  *
  * On a tenant larger than the CPU caches every object a check touches for the first time costs
  * a trip to DRAM. Resources, the biggest collection, are therefore kept in an `IdTable`
- * whose slot (one cache line) also holds the resource's facts (`FACT_FLAGS`): a common check
- * reads that line and not the node. Roles keep their pattern-`*` permissions as a flat
+ * whose slot (a cache line, half of one while every resource id is service-issued) also holds
+ * the resource's facts (`FACT_FLAGS`): a common check reads that slot and not the node. Roles keep their pattern-`*` permissions as a flat
  * {@link StarCover}. The nodes also carry copies that spare a check the other objects: the
  * subject's type and its first role assignments (no row, no array), the resource's type slot
  * (key and collection count), owner scope and a count of the permissions that name it (when 0,
