@@ -44,6 +44,8 @@ test('alice may write document/roadmap in /eng by her role: the form asks, the t
   await page.getByRole('button', { name: 'Check', exact: true }).click();
 
   await expect(page.locator('.verdict')).toHaveText('✓ Allowed');
+  // The playground's styles hold at desktop width too (an unclosed @media block once kept them to phones).
+  await expect(page.locator('.field-row').first()).toHaveCSS('display', 'flex');
   await expect(page.locator('.facts').filter({ hasText: 'Reason' })).toContainText('role');
   const roles = leg(page, 'roles');
   await expect(roles.locator('summary')).toHaveText('roles allow 2 steps');
