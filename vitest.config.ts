@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import LongestFirst from './test/sequencer.js';
 
 export default defineConfig({
   test: {
@@ -15,6 +16,8 @@ export default defineConfig({
     // Two files at a time on CI's 2 cores: most suites wait on PostgreSQL, timers and child
     // processes, so a second worker roughly halves the wall time (vitest's default is cores − 1).
     maxWorkers: 2,
+    // Longest files first (test/sequencer.ts), from test/durations.json.
+    sequence: { sequencer: LongestFirst },
     // The default output, then one line when PostgreSQL tests were skipped (no DATABASE_URL).
     reporters: ['default', './test/postgres-skips.ts'],
   },
