@@ -5,11 +5,13 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import pino from 'pino';
 import pg from 'pg';
 import { MissingDatabaseError, openDatabase, type Database } from './db.js';
 import { runWrite } from './write.js';
 import { seedTenant } from '../../test/harness.js';
+import { createScratchDatabase } from '../../test/databases.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -150,6 +152,33 @@ describe.skipIf(!process.env.DATABASE_URL)('migrations on postgres', () => {
       }
     } finally {
       await fresh.drop();
+    }
+  });
+
+  it('a connection the server drops is logged through the service logger as JSON, never printed by the driver', async () => {
+    const scratch = await createScratchDatabase(admin);
+    const lines: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
+    const printed = vi.spyOn(console, 'log');
+    const db = await openDatabase({ databaseUrl: scratch.url, dataDir: 'memory://', logger });
+    try {
+      await one(db, 'select 1');
+      const name = new URL(scratch.url).pathname.slice(1);
+      await adminQuery(`select pg_terminate_backend(pid) from pg_stat_activity where datname = '${name}' and pid <> pg_backend_pid()`);
+      // The pool finds its connection dropped when it next hands one out, and makes another.
+      for (let i = 0; i < 20 && !lines.some((l) => l.includes('dropped')); i++) {
+        await one(db, 'select 1').catch(() => undefined);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(printed.mock.calls.filter((c) => String(c[0]).includes('Connection Error'))).toEqual([]);
+      const warned = lines.map((l) => JSON.parse(l) as { level: number; msg: string; component?: string }).filter((l) => l.component === 'database-driver');
+      expect(warned.length).toBeGreaterThan(0);
+      expect(warned[0].level).toBe(40);
+      expect(warned[0].msg).toMatch(/terminating connection|ended unexpectedly/);
+    } finally {
+      printed.mockRestore();
+      await db.close();
+      await scratch.drop();
     }
   });
 

@@ -149,6 +149,17 @@ export async function openDatabase(opts: DatabaseOptions): Promise<Database> {
     ensureDatabase: false,
     entities: ALL_ENTITIES,
     pool: embedded ? { min: 1, max: 1 } : { min: 0, max: 10 },
+    // knex prints its warnings (a pooled connection the server dropped, found when the pool next
+    // hands it out) with console.log: plain text amid the JSON log lines. They go to the
+    // service's logger instead; its debug messages are query traces, left off.
+    driverOptions: {
+      log: {
+        warn: (m: unknown) => logger.warn({ component: 'database-driver' }, `database connection dropped or refused: ${String(m).replace(/^Connection Error: /, '')}`),
+        error: (m: unknown) => logger.error({ component: 'database-driver' }, String(m)),
+        deprecate: (m: unknown) => logger.warn({ component: 'database-driver' }, String(m)),
+        debug: () => undefined,
+      },
+    },
     allowGlobalContext: false,
     debug: false,
     discovery: { disableDynamicFileAccess: true, requireEntitiesArray: true },
