@@ -189,7 +189,9 @@ async function startRealControlPlane(realistic?: Bodies): Promise<{ url: string;
   if (realistic && !scratch) throw new Error('the realistic mix needs DATABASE_URL (its tenant is written into the control plane\'s PostgreSQL)');
   const env: Record<string, string> = { SERVICE_PORT: '0', SERVICE_BOOTSTRAP_API_KEY: CP_KEY, SERVICE_DATA_DIR: 'memory://', SERVICE_LOG_LEVEL: 'info' };
   if (scratch) env.DATABASE_URL = scratch.url;
-  const { url, child } = track(await startProcess('control-plane', env, { built: true }));
+  // BENCH_CONTROL_PLANE_NODE_ARGS (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`) profiles the control plane.
+  const nodeArgs = (process.env.BENCH_CONTROL_PLANE_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const { url, child } = track(await startProcess('control-plane', env, { built: true, nodeArgs }));
   const call = async (path: string, body: unknown) => {
     const r = await fetch(url + path, { method: 'POST', headers: { 'x-api-key': CP_KEY, 'content-type': 'application/json' }, body: JSON.stringify(body) });
     const json = (await r.json()) as Record<string, string>;

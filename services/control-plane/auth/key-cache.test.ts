@@ -298,6 +298,28 @@ describe('the key cache\'s races', () => {
     await f.release();
   });
 
+  it('drops the least recently used prefix first, a hit counting as a use', async () => {
+    const secrets = [0, 1, 2].map((i) => `azk_prefix${i}xx_0123456789abcdefghijklmnopqrstuv`);
+    const f = fakeDatabase(secrets.map((sec, i) => row({ id: `apk_${i}`, secretHash: hashSecret(sec), prefix: sec.slice(0, 12) })));
+    const cache = new CachedKeyVerifier(f.db, { maxEntries: 2 });
+    const readThrough = async (sec: string) => {
+      const p = cache.verify(sec);
+      expect(p).toBeInstanceOf(Promise);
+      await f.release();
+      await p;
+    };
+    await readThrough(secrets[0]);
+    await readThrough(secrets[1]);
+    // prefix 0, read first, is used again: prefix 1 is now the least recently used.
+    expect(cache.verify(secrets[0])).toMatchObject({ keyId: 'apk_0' });
+    expect(cache.verify(secrets[0])).toMatchObject({ keyId: 'apk_0' });
+    await readThrough(secrets[2]);
+    expect(cache.verify(secrets[0])).toMatchObject({ keyId: 'apk_0' });
+    expect(cache.verify(secrets[2])).toMatchObject({ keyId: 'apk_2' });
+    await readThrough(secrets[1]);
+    expect(cache.stats).toMatchObject({ size: 2, misses: 4 });
+  });
+
   it('reads the database again for a revoked or expired match (a newer key may share the secret)', async () => {
     let now = 1_000_000;
     const f = fakeDatabase([row({ expiresAt: new Date(now + 100).toISOString() })]);

@@ -49,6 +49,8 @@ export interface KeyCacheStats {
 
 export class CachedKeyVerifier implements KeyVerifier {
   private readonly entries = new Map<string, Entry>();
+  /** The prefix stored or used last: the last of `entries`. */
+  private newest: string | undefined;
   /** Database reads in flight per prefix, shared by concurrent misses of one generation. */
   private readonly reading = new Map<string, Promise<readonly KeyCandidate[]>>();
   /** Moves on every invalidation: a read that saw it move does not store what it read. */
@@ -105,9 +107,12 @@ export class CachedKeyVerifier implements KeyVerifier {
         const found = match(entry.candidates, now);
         if (found) {
           this.hits++;
-          // Most recently used last.
-          this.entries.delete(prefix);
-          this.entries.set(prefix, entry);
+          // Most recently used last (already, for a caller calling again: most calls).
+          if (this.newest !== prefix) {
+            this.entries.delete(prefix);
+            this.entries.set(prefix, entry);
+            this.newest = prefix;
+          }
           return found;
         }
       }
@@ -121,6 +126,7 @@ export class CachedKeyVerifier implements KeyVerifier {
     this.generation++;
     this.entries.delete(prefix);
     this.reading.delete(prefix);
+    if (this.newest === prefix) this.newest = undefined;
   }
 
   /** Forgets everything (notifications may have been missed). */
@@ -128,6 +134,7 @@ export class CachedKeyVerifier implements KeyVerifier {
     this.generation++;
     this.entries.clear();
     this.reading.clear();
+    this.newest = undefined;
   }
 
   close(): void {
@@ -166,6 +173,7 @@ export class CachedKeyVerifier implements KeyVerifier {
   private put(prefix: string, candidates: readonly KeyCandidate[], readAt: number): void {
     this.entries.delete(prefix);
     this.entries.set(prefix, { candidates, readAt });
+    this.newest = prefix;
     while (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value as string);
   }
 }

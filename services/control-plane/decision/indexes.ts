@@ -42,6 +42,9 @@ interface Entry {
   busy: Promise<unknown>;
   /** Rows of the index when last caught up. */
   rows: number;
+  /** The index and revision `rows` was counted at: a use that finds both unchanged counts nothing. */
+  countedIndex: TenantIndex;
+  countedRevision: number;
 }
 
 /** Scope → tenant entries kept (scopes never change tenant; the oldest are forgotten first). */
@@ -61,6 +64,8 @@ export class TenantIndexes {
   /** Loaded entries, least recently used first (re-inserted on each use). */
   private readonly loaded = new Map<string, Entry>();
   private readonly scopeTenants = new Map<string, string>();
+  /** The entry used last: the last of `loaded`. */
+  private newest: Entry | undefined;
   /** Rows of the loaded entries together (each entry's count as of its last use). */
   private rows = 0;
   /** Indexes dropped to stay within `maxRows` since start. */
@@ -142,6 +147,11 @@ export class TenantIndexes {
     return { tenants: this.loaded.size, rows: this.rows };
   }
 
+  /** Whether the tenant's index is held now (asking does not count as a use). */
+  holds(tenantId: string): boolean {
+    return this.loaded.has(tenantId);
+  }
+
   /** Index builds running and waiting for a turn. */
   builds(): { running: number; waiting: number } {
     return { running: this.building, waiting: this.buildQueue.length };
@@ -153,10 +163,17 @@ export class TenantIndexes {
    */
   private touch(tenantId: string, p: Promise<Entry>, entry: Entry): void {
     if (this.entries.get(tenantId) !== p) return; // dropped meanwhile: answer, do not re-add
+    const index = entry.index;
+    // The common decision: its tenant was the last one used, and its index has not moved since
+    // (no re-insertion into the LRU order, no count of 19 kinds: 3% of a REST decision's CPU).
+    if (this.newest === entry && entry.countedIndex === index && entry.countedRevision === index.revision) return;
     if (this.loaded.delete(tenantId)) this.rows -= entry.rows;
-    entry.rows = rowCount(entry.index);
+    entry.rows = rowCount(index);
+    entry.countedIndex = index;
+    entry.countedRevision = index.revision;
     this.rows += entry.rows;
     this.loaded.set(tenantId, entry);
+    this.newest = entry;
     for (const [other, e] of this.loaded) {
       if (this.rows <= this.opts.maxRows) break;
       if (other === tenantId) continue;
@@ -228,7 +245,7 @@ export class TenantIndexes {
       for (const text of texts) builder.add(kind, changeDataOfText(columns, text) ?? messageToChangeData(def, columns.row(text)));
     }
     const index = builder.build(revision);
-    return { index, busy: Promise.resolve(), rows: rowCount(index) };
+    return { index, busy: Promise.resolve(), rows: rowCount(index), countedIndex: index, countedRevision: index.revision };
   }
 }
 
