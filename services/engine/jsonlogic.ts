@@ -95,10 +95,15 @@ function isArrayIndex(key: string): boolean {
 
 /** Follows a dot path with {@link ownProp}; undefined when any step is missing. */
 export function getPath(data: unknown, path: string): unknown {
+  return getPathParts(data, path.split('.'));
+}
+
+/** {@link getPath} over a path already split at its dots. */
+export function getPathParts(data: unknown, parts: readonly string[]): unknown {
   let cur: unknown = data;
-  for (const part of path.split('.')) {
+  for (let i = 0; i < parts.length; i++) {
     if (cur === null || cur === undefined) return undefined;
-    cur = ownProp(cur, part);
+    cur = ownProp(cur, parts[i]);
   }
   return cur;
 }

@@ -12,6 +12,7 @@ import {
   regexCompileCost,
   regexDfaDisabled,
   regexSearchCost,
+  resourceField,
   validateMatchDefinition,
   type MatchSubject,
   type ResourceTags,
@@ -83,6 +84,19 @@ describe('fields', () => {
   it('reads attributes through own properties only', () => {
     expect(m({ fields: { 'attributes.labels.length': 2 } })).toBe(false);
     expect(m({ fields: { 'attributes.tier.length': 4 } })).toBe(false);
+  });
+});
+
+describe('attribute paths', () => {
+  it('reads the same after more distinct attribute fields than the split-path memo keeps', () => {
+    const r: Resource = { ...resource, attributes: { a: { b: 1 }, n: 7 } };
+    for (let i = 0; i < 10_050; i++) expect(resourceField(r, `attributes.f${i}.x`)).toBeUndefined();
+    expect(resourceField(r, 'attributes.a.b')).toBe(1);
+    expect(resourceField(r, 'attributes.a')).toEqual({ b: 1 });
+    expect(resourceField(r, 'attributes.n.toString')).toBeUndefined();
+    expect(resourceField(r, 'attributes.a.__proto__')).toBeUndefined();
+    expect(m({ fields: { 'attributes.a.b': 1, 'attributes.owner': null } }, r)).toBe(true);
+    expect(m({ fields: { 'attributes.owner.team': 'red' } })).toBe(true);
   });
 });
 

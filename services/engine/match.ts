@@ -39,7 +39,7 @@
 import { RE2JS } from 're2js';
 import type { DecisionBudget } from './budget.js';
 import { isPlainObject } from './json.js';
-import { applyJsonLogic, getPath, logicTruthy, validateJsonLogic } from './jsonlogic.js';
+import { applyJsonLogic, getPathParts, logicTruthy, validateJsonLogic } from './jsonlogic.js';
 import type { Resource } from './model.js';
 
 export const MATCH_MAX_DEPTH = 32;
@@ -392,8 +392,25 @@ export function resourceField(resource: Resource, name: string): unknown {
     const v = (resource as unknown as Record<string, unknown>)[name];
     return v;
   }
-  if (name.startsWith('attributes.')) return getPath(resource.attributes ?? undefined, name.slice('attributes.'.length));
+  if (name.startsWith('attributes.')) return getPathParts(resource.attributes ?? undefined, attributePath(name));
   return undefined;
+}
+
+/**
+ * `attributes.<path>` split at its dots, kept by field name: a decision reads the same few fields
+ * of its definitions many times, and slicing and splitting the name each time cost more than the
+ * reads (a fifth of matching a collection). Names come from stored definitions; past
+ * {@link MAX_SPLIT_PATHS} of them the memo starts over.
+ */
+const splitPaths = new Map<string, readonly string[]>();
+const MAX_SPLIT_PATHS = 10_000;
+function attributePath(name: string): readonly string[] {
+  let parts = splitPaths.get(name);
+  if (parts === undefined) {
+    if (splitPaths.size >= MAX_SPLIT_PATHS) splitPaths.clear();
+    splitPaths.set(name, (parts = name.slice('attributes.'.length).split('.')));
+  }
+  return parts;
 }
 
 function eq(v: unknown, x: unknown): boolean {
