@@ -19,6 +19,43 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ op: fc.constant('words' as const), key: keyArb, w0: fc.integer(), w1: fc.integer() }) },
 );
 
+
+type NumberedEntry = { key: string; num: number; value: number };
+
+/**
+ * The caller's side of a table whose values are found by number (numOf/byNum): entries in an
+ * array by number, numbers reused after deletes, as ResourceNodes keeps them.
+ */
+class NumberedEntries {
+  readonly byNum: (NumberedEntry | undefined)[] = [];
+  private readonly free: number[] = [];
+  readonly options = { keyOf: (e: NumberedEntry) => e.key, numOf: (e: NumberedEntry) => e.num, byNum: (n: number) => this.byNum[n] as NumberedEntry };
+
+  /** Sets `key` to `value`, numbering a new entry; true when the key was new. */
+  set(table: IdTable<NumberedEntry>, key: string, value: number): boolean {
+    const old = table.get(key);
+    if (old !== undefined) {
+      old.value = value;
+      return false;
+    }
+    const e = { key, num: this.free.pop() ?? this.byNum.length, value };
+    this.byNum[e.num] = e;
+    table.set(key, e);
+    return true;
+  }
+
+  /** Deletes `key` from the table, freeing its number; what `table.delete` answered. */
+  delete(table: IdTable<NumberedEntry>, key: string): boolean {
+    const old = table.get(key);
+    const deleted = table.delete(key);
+    if (old !== undefined) {
+      this.byNum[old.num] = undefined;
+      this.free.push(old.num);
+    }
+    return deleted;
+  }
+}
+
 describe('IdTable', () => {
   it('behaves like a Map (with hot words) under any sequence of writes', () => {
     fc.assert(
@@ -163,29 +200,15 @@ describe('IdTable', () => {
   it('behaves like a Map when values are found by number (numOf/byNum, no value array), through growth, deletes and reseeds', () => {
     fc.assert(
       fc.property(fc.array(opArb, { maxLength: 400 }), fc.integer(), fc.constantFrom(0, 7, 100), (ops, seed, size) => {
-        type Entry = { key: string; num: number; value: number };
-        // The caller's array by number; numbers are reused after deletes, as ResourceNodes does.
-        const byNum: (Entry | undefined)[] = [];
-        const free: number[] = [];
-        const table = new IdTable<Entry>(size, seed, { keyOf: (e) => e.key, numOf: (e) => e.num, byNum: (n) => byNum[n] as Entry });
+        const entries = new NumberedEntries();
+        const table = new IdTable<NumberedEntry>(size, seed, entries.options);
         const model = new Map<string, number>();
         for (const o of ops) {
           if (o.op === 'set') {
-            const old = table.get(o.key);
-            if (old !== undefined) old.value = o.value;
-            else {
-              const e = { key: o.key, num: free.pop() ?? byNum.length, value: o.value };
-              byNum[e.num] = e;
-              table.set(o.key, e);
-            }
+            entries.set(table, o.key, o.value);
             model.set(o.key, o.value);
           } else if (o.op === 'delete') {
-            const old = table.get(o.key);
-            expect(table.delete(o.key)).toBe(model.delete(o.key));
-            if (old !== undefined) {
-              byNum[old.num] = undefined;
-              free.push(old.num);
-            }
+            expect(entries.delete(table, o.key)).toBe(model.delete(o.key));
           } else if (model.has(o.key)) table.setWords(o.key, o.w0, o.w1);
           expect(table.size).toBe(model.size);
         }
@@ -336,32 +359,20 @@ describe('IdTable, packed layout (packPrefix)', () => {
   it('behaves like a Map (values by number, hot words) in either layout and through the switch, growth, deletes and reseeds', () => {
     fc.assert(
       fc.property(packedOpsArb, fc.integer(), fc.constantFrom(0, 7, 100), fc.boolean(), (ops, seed, size, numbered) => {
-        type Entry = { key: string; num: number; value: number };
-        const byNum: (Entry | undefined)[] = [];
-        const free: number[] = [];
-        const table = new IdTable<Entry>(size, seed, numbered ? { packPrefix: PREFIX, keyOf: (e) => e.key, numOf: (e) => e.num, byNum: (n) => byNum[n] as Entry } : { packPrefix: PREFIX });
+        const entries = new NumberedEntries();
+        const table = new IdTable<NumberedEntry>(size, seed, numbered ? { packPrefix: PREFIX, ...entries.options } : { packPrefix: PREFIX });
         const model = new Map<string, { value: number; words: number[] }>();
         let widened = false;
         let inserted = false;
         for (const o of ops) {
           if (o.op === 'set') {
-            const old = table.get(o.key);
-            if (old !== undefined) old.value = o.value;
-            else {
-              const e = { key: o.key, num: free.pop() ?? byNum.length, value: o.value };
-              byNum[e.num] = e;
-              table.set(o.key, e);
+            if (entries.set(table, o.key, o.value)) {
               widened ||= !packId(o.key, PREFIX);
               inserted = true;
             }
             model.set(o.key, { value: o.value, words: model.get(o.key)?.words ?? [0, 0] });
           } else if (o.op === 'delete') {
-            const old = table.get(o.key);
-            expect(table.delete(o.key)).toBe(model.delete(o.key));
-            if (old !== undefined) {
-              byNum[old.num] = undefined;
-              free.push(old.num);
-            }
+            expect(entries.delete(table, o.key)).toBe(model.delete(o.key));
           } else if (model.has(o.key)) {
             table.setWords(o.key, o.w0, o.w1);
             model.get(o.key)!.words = [o.w0, o.w1];
