@@ -277,7 +277,7 @@ describe.each(seeds)('effective permissions agree with evaluate (%s seed %i)', (
 
 // --- match definitions: compiled matcher vs direct interpretation ------------------------------
 
-describe.each(seeds)('match definitions agree with the reference (%s seed %i)', (_label, seed) => {
+describe.each(seeds)('match definitions agree with the reference (%s seed %i)', (label, seed) => {
   it('on generated definitions and resources', () => {
     let matched = 0;
     let errored = 0;
@@ -316,7 +316,10 @@ describe.each(seeds)('match definitions agree with the reference (%s seed %i)', 
     expect(matched).toBeGreaterThan(total * 0.1);
     expect(total - matched).toBeGreaterThan(total * 0.1);
     expect(invalid).toBeGreaterThan(total * 0.1);
-    expect(errored).toBeGreaterThan(invalid);
+    expect(errored).toBeGreaterThanOrEqual(invalid);
+    // Valid definitions that error on a resource are rare in the generator's output: some random
+    // seeds produce none (1180611981), so only the fixed seed must show them.
+    if (label === 'fixed') expect(errored).toBeGreaterThan(invalid);
   });
 });
 
