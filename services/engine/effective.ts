@@ -84,8 +84,9 @@ export function effectivePermissions(index: TenantIndex, query: EffectivePermiss
     }
   }
 
-  if (resource) {
-    for (const g of bagRows<OwnershipGrant>(subjectNode?.grantsByResource?.get(resource.id))) {
+  const resourceNode = resource ? index.resourceNode(resource.id) : undefined;
+  if (resource && resourceNode !== undefined) {
+    for (const g of bagRows<OwnershipGrant>(subjectNode.grantsByResource?.get(resourceNode.num))) {
       if (!grantRoleUsable(index, g.roleId, resource.ownerScopeId)) continue;
       for (const pId of permsOf(g.roleId)) {
         const p = index.permission(pId);

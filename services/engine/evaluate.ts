@@ -368,10 +368,10 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
   // Ownership grants on the resource.
   const grantsByResource = subjectNode.grantsByResource;
   if (grantsByResource !== undefined && trace === undefined) {
-    const n = grantsByResource.rolesOn(target.id, GRANT_ROLES);
+    const n = grantsByResource.rolesOn(target.num, GRANT_ROLES);
     if (n > 0 && grantCovers(ctx, n, nodeOf(index, target), direct)) return done(ctx, true, 'ownership');
   } else if (grantsByResource !== undefined) {
-    const grants = grantsByResource.get(target.id);
+    const grants = grantsByResource.get(target.num);
     let grantCount = 0;
     for (const g of inIdOrder<OwnershipGrant>(grants)) {
       if (!usableGrant(index, g, nodeOf(index, target), trace)) continue;
@@ -470,8 +470,8 @@ function inherit(
       }
       // An ownership grant on the ancestor binds its role's covering permissions to it.
       // Without an explanation only the grants' roles are read; with one, their rows.
-      const n = grantsByResource !== undefined && trace === undefined ? grantsByResource.rolesOn(parentNode.id, GRANT_ROLES) : 0;
-      const grants = grantsByResource !== undefined && trace !== undefined ? grantsByResource.get(parentNode.id) : undefined;
+      const n = grantsByResource !== undefined && trace === undefined ? grantsByResource.rolesOn(parentNode.num, GRANT_ROLES) : 0;
+      const grants = grantsByResource !== undefined && trace !== undefined ? grantsByResource.get(parentNode.num) : undefined;
       if (n > 0 || grants !== undefined) {
         q.p0 = '*';
         q.p1 = parentNode.id;

@@ -261,6 +261,11 @@ export class IdTable<V> {
     return vals !== undefined ? (vals[slot] as V) : (this.byNum as (num: number) => V)(this.words[slot * this.stride + NUM_WORD]);
   }
 
+  /** The value's number in a slot returned by {@link slotOf} (a table with `byNum`). */
+  numAt(slot: number): number {
+    return this.words[slot * this.stride + NUM_WORD];
+  }
+
   /** Hot word `k` (0 ≤ k < HOT_WORDS) of a slot. */
   word(slot: number, k: number): number {
     return this.words[slot * this.stride + 1 + k];

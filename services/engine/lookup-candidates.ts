@@ -77,12 +77,10 @@ export function lookupCandidates(
     }
   }
 
-  subject.grantsByResource?.forEachResource((resourceId) => {
-    const n = index.resourceNode(resourceId);
-    if (n !== undefined) {
-      found.push(n);
-      roots.push(n);
-    }
+  subject.grantsByResource?.forEachResource((num) => {
+    const n = index.resourceNodeByNum(num);
+    found.push(n);
+    roots.push(n);
   });
 
   addDescendants(index, roots, found);

@@ -35,6 +35,8 @@ export interface KnownTarget {
   /** The resource id. */
   id: string;
   slot: number;
+  /** Its node's number (what grants name it by), read from the slot. */
+  num: number;
   flags: number;
   upNum: number;
   type: TypeSlot | undefined;
@@ -73,7 +75,7 @@ function knownTarget(index: TenantIndex, id: string, typeKey: string | undefined
   const flags = index.resourceFact(slot, FACT_FLAGS);
   if ((flags & F_EXISTS) === 0) return null;
   const type = index.typeSlotAt((flags >>> F_TYPE_SHIFT) - 1);
-  return { kind: 'known', id, slot, flags, upNum: index.resourceFact(slot, FACT_UP_NUM), type, typeKey: typeKey ?? type?.key, node: undefined };
+  return { kind: 'known', id, slot, num: index.resourceNumAt(slot), flags, upNum: index.resourceFact(slot, FACT_UP_NUM), type, typeKey: typeKey ?? type?.key, node: undefined };
 }
 
 /** Several resources under one external id and type key: nearest owner on the path, else smallest id. */

@@ -136,11 +136,11 @@ class Compiler {
     const owned: string[] = [];
     // Ownership: the subject's granted resources of the type, not a scan of the type's.
     if (this.grants !== undefined) {
-      const granted = new Set<string>();
-      this.grants.forEachResource((id) => granted.add(id));
-      for (const id of granted) {
-        const node = this.index.resourceNode(id);
-        if (node !== undefined && this.ofType(node) && this.grantCovers(node)) owned.push(id);
+      const granted = new Set<number>();
+      this.grants.forEachResource((num) => granted.add(num));
+      for (const num of granted) {
+        const node = this.index.resourceNodeByNum(num);
+        if (this.ofType(node) && this.grantCovers(node)) owned.push(node.id);
       }
     }
 
@@ -215,9 +215,9 @@ class Compiler {
       const node = this.index.resourceNode(pattern);
       if (node !== undefined && node.exists) roots.push(node);
     }
-    this.grants?.forEachResource((id) => {
-      const node = this.index.resourceNode(id);
-      if (node !== undefined && node.exists) roots.push(node);
+    this.grants?.forEachResource((num) => {
+      const node = this.index.resourceNodeByNum(num);
+      if (node.exists) roots.push(node);
     });
     const seen = new Set<ResourceNode>(roots);
     const found: ResourceNode[] = [...seen];
@@ -292,7 +292,7 @@ class Compiler {
 
   /** A usable ownership grant of the subject on `on` whose role covers the action for the plan's type (a child's, when `on` is an ancestor). */
   private grantCovers(on: ResourceNode): boolean {
-    const grants = (this.grants as NonNullable<SubjectNode['grantsByResource']>).get(on.id);
+    const grants = (this.grants as NonNullable<SubjectNode['grantsByResource']>).get(on.num);
     for (const g of bagRows<OwnershipGrant>(grants)) {
       if (!grantRoleUsable(this.index, g.roleId, on.owner)) continue;
       for (const p of this.permsOf(g.roleId)) {

@@ -13,10 +13,12 @@ import { GRANT_SCAN_LIMIT, SubjectGrants, TenantIndex, bagRows } from './mod.js'
 const grantId = (i: number) => (i % 2 === 0 ? `ownership_grant_0192f3a4-0000-7000-8000-${i.toString(16).padStart(12, '0')}` : `ownership_grant_${i}`);
 const grant = (i: number, resource = `resource_${i % 7}`): OwnershipGrant => ({ id: grantId(i), subjectId: 'subject_s', resourceId: resource, roleId: 'role_r' });
 const ids = (b: ReturnType<SubjectGrants['get']>) => [...bagRows(b)].map((g) => g.id).sort();
+/** Resource number r is `resource_r` (the index's nodes give a set its resource ids). */
+const RESOURCE_IDS = { idOf: (num: number) => `resource_${num}` };
 
 describe('SubjectGrants', () => {
   it('answers the same in array form and map form, through growth, deletes and re-inserts', () => {
-    const set = new SubjectGrants('subject_s');
+    const set = new SubjectGrants('subject_s', -1, RESOURCE_IDS);
     const model = new Map<string, OwnershipGrant>();
     const check = () => {
       expect(set.size).toBe(model.size);
@@ -28,20 +30,21 @@ describe('SubjectGrants', () => {
       expect(set.rows().map((g) => g.id).sort()).toEqual([...model.keys()].sort());
       for (let r = 0; r < 8; r++) {
         const want = [...model.values()].filter((g) => g.resourceId === `resource_${r}`).map((g) => g.id).sort();
-        expect(ids(set.get(`resource_${r}`))).toEqual(want);
+        expect(ids(set.get(r))).toEqual(want);
       }
       expect((grantSetCanonical(set) as { form: string }).form).toBe('ok');
     };
     for (let i = 0; i < 3 * GRANT_SCAN_LIMIT; i++) {
-      set.add(grant(i).id, grant(i).resourceId, 'role_r');
+      set.add(grant(i).id, i % 7, 'role_r');
       model.set(grant(i).id, grant(i));
       check();
     }
-    // Deleting an absent grant changes nothing.
-    set.delete(grant(10_000).id);
+    // Deleting an absent grant changes nothing (and names no resource).
+    expect(set.delete(grant(10_000).id)).toBe(-1);
     check();
     for (let i = 0; i < 3 * GRANT_SCAN_LIMIT; i += 2) {
-      set.delete(grant(i).id);
+      // A delete gives back its grant's resource number (the index releases the node with it).
+      expect(set.delete(grant(i).id)).toBe(i % 7);
       model.delete(grant(i).id);
       check();
     }
@@ -54,7 +57,7 @@ describe('SubjectGrants', () => {
     expect(set.size).toBe(0);
     // Re-inserts after emptying.
     for (let i = 0; i < GRANT_SCAN_LIMIT + 2; i++) {
-      set.add(grant(i).id, 'resource_1', 'role_r');
+      set.add(grant(i).id, 1, 'role_r');
       model.set(grant(i).id, grant(i, 'resource_1'));
     }
     check();

@@ -327,6 +327,11 @@ export class ResourceNodes {
   private createdAt: Float64Array;
   readonly createdAtRaw = new Map<number, unknown>();
   /**
+   * Ownership grants naming each node, by its number: a subject's grants hold resource numbers
+   * (subject-grants.ts), so the node, and its number, must outlive every grant naming it.
+   */
+  private grantRefs: Int32Array;
+  /**
    * creator → the {@link RowFields} of rows with that creator and attributes `{}`, absent or
    * null (one map each): shared by every such node (few subjects create a tenant's
    * resources). Cleared when full, so they stay small; nodes keep what they share.
@@ -367,6 +372,7 @@ export class ResourceNodes {
       resources,
     );
     this.createdAt = new Float64Array(nums).fill(NaN);
+    this.grantRefs = new Int32Array(nums);
   }
 
   /** `nodesByNum` at its exact length, once a build is complete (past the count it was made for, it grew by half again). */
@@ -391,10 +397,33 @@ export class ResourceNodes {
     return n;
   }
 
+  /** The number of the node of `id` (made if needed), counted as named by one more ownership grant. */
+  grantRef(id: string): number {
+    const num = this.nodeFor(id).num;
+    this.grantRefs[num]++;
+    return num;
+  }
+
+  /** One ownership grant fewer names node number `num`; the node goes once nothing else holds it. */
+  grantUnref(num: number): void {
+    this.grantRefs[num]--;
+    this.prune((this.nodesByNum[num] as MutableResourceNode).id);
+  }
+
+  /** Ownership grants naming node number `num` (for tests and diagnostics). */
+  grantRefsOf(num: number): number {
+    return num < this.grantRefs.length ? this.grantRefs[num] : 0;
+  }
+
+  /** The resource id of node number `num` (a live node: one a grant or a table entry holds). */
+  idOf(num: number): string {
+    return (this.nodesByNum[num] as MutableResourceNode).id;
+  }
+
   /** Drops a node that no longer carries anything. */
   prune(id: string): void {
     const n = this.table.get(id);
-    if (n && !n.exists && !n.parents && !n.policies && !n.links && !n.tags && n.refs === 0) {
+    if (n && !n.exists && !n.parents && !n.policies && !n.links && !n.tags && n.refs === 0 && this.grantRefs[n.num] === 0) {
       this.table.delete(id);
       this.plain[n.num] = 0;
       this.nodesByNum[n.num] = undefined;
@@ -410,6 +439,11 @@ export class ResourceNodes {
       const grown = new Uint8Array(this.plain.length * 2);
       grown.set(this.plain);
       this.plain = grown;
+    }
+    if (num >= this.grantRefs.length) {
+      const grown = new Int32Array(this.grantRefs.length * 2);
+      grown.set(this.grantRefs);
+      this.grantRefs = grown;
     }
     return num;
   }

@@ -13,43 +13,51 @@ const GRANT_PREFIX = 'ownership_grant_';
 export const REST_STRIDE = 5;
 const ROLE = 4;
 
+/** Where a grant set finds a resource's id from the number it keeps (`ResourceNodes`). */
+export interface ResourceIds {
+  idOf(num: number): string;
+}
+
 /**
- * A subject's ownership grants, with no row objects (a row is made when asked for). Most
- * subjects hold a few, in two flat arrays scanned: the resource ids, which a check scans, and
- * the rest, read only for a grant of the resource checked (the grant id packed into four small
- * integers when it is the service's own form, then the role id): 48 bytes a grant besides the
- * resource's and role's strings, which are shared, where a row object costs 56, a map entry 40
+ * A subject's ownership grants, with no row objects (a row is made when asked for). A grant names
+ * its resource by the resource node's number (the index keeps the node while a grant names it:
+ * `ResourceNodes.grantRef`), so no grant holds a resource id string and a check compares small
+ * integers. Most subjects hold a few, in two flat arrays scanned: the resource numbers, which a
+ * check scans, and the rest, read only for a grant of the resource checked (the grant id packed
+ * into four small integers when it is the service's own form, then the role id): 48 bytes a
+ * grant besides the role's string, which is shared, where a row object costs 56, a map entry 40
  * to 80 and a grant id string 72. Past {@link GRANT_SCAN_LIMIT} grants they move into maps by
- * resource and by grant id (ids as strings), and back into arrays when deletes bring them
+ * resource number and by grant id (ids as strings), and back into arrays when deletes bring them
  * under half of it.
  */
 export class SubjectGrants implements GrantSet {
-  /** The grants' resource ids while few; undefined while the maps hold them. */
-  private resources: string[] | undefined = [];
+  /** The grants' resource numbers while few; undefined while the maps hold them. */
+  private resources: number[] | undefined = [];
   /** {@link REST_STRIDE} slots a grant, in the order of `resources`. */
   private rest: (string | number)[] | undefined = [];
-  /** resourceId → `[grantId, roleId, …]`. */
-  private byResource: Map<string, string[]> | undefined;
-  /** grantId → resourceId. */
-  private byId: Map<string, string> | undefined;
+  /** resource number → `[grantId, roleId, …]`. */
+  private byResource: Map<number, string[]> | undefined;
+  /** grantId → resource number. */
+  private byId: Map<string, number> | undefined;
   private count = 0;
 
-  /** `num`: the set's number in its index (the grant-id table maps each grant to it). */
+  /** `num`: the set's number in its index (the grant-id table maps each grant to it); `ids`: the resource ids of the numbers. */
   constructor(
     readonly subjectId: string,
-    readonly num = -1,
+    readonly num: number,
+    private readonly ids: ResourceIds,
   ) {}
 
   get size(): number {
     return this.count;
   }
 
-  private row(id: string, resourceId: string, roleId: string): OwnershipGrant {
-    return { id, subjectId: this.subjectId, resourceId, roleId };
+  private row(id: string, resource: number, roleId: string): OwnershipGrant {
+    return { id, subjectId: this.subjectId, resourceId: this.ids.idOf(resource), roleId };
   }
 
   /** The row of the `k`th grant of the arrays. */
-  private rowAt(resources: string[], rest: (string | number)[], k: number): OwnershipGrant {
+  private rowAt(resources: number[], rest: (string | number)[], k: number): OwnershipGrant {
     return this.row(idAt(rest, k * REST_STRIDE), resources[k], rest[k * REST_STRIDE + ROLE] as string);
   }
 
@@ -69,30 +77,30 @@ export class SubjectGrants implements GrantSet {
     return -1;
   }
 
-  get(resourceId: string): RowBag<OwnershipGrant> | undefined {
+  get(resource: number): RowBag<OwnershipGrant> | undefined {
     const resources = this.resources;
     if (resources !== undefined) {
       let found: MutableRowBag<OwnershipGrant> | undefined;
-      for (let k = 0; k < resources.length; k++) if (resources[k] === resourceId) found = rbWith(found, this.rowAt(resources, this.rest!, k));
+      for (let k = 0; k < resources.length; k++) if (resources[k] === resource) found = rbWith(found, this.rowAt(resources, this.rest!, k));
       return found;
     }
-    const pairs = (this.byResource as Map<string, string[]>).get(resourceId);
+    const pairs = (this.byResource as Map<number, string[]>).get(resource);
     if (pairs === undefined) return undefined;
-    if (pairs.length === 2) return this.row(pairs[0], resourceId, pairs[1]);
+    if (pairs.length === 2) return this.row(pairs[0], resource, pairs[1]);
     let found: MutableRowBag<OwnershipGrant> | undefined;
-    for (let i = 0; i < pairs.length; i += 2) found = rbWith(found, this.row(pairs[i], resourceId, pairs[i + 1]));
+    for (let i = 0; i < pairs.length; i += 2) found = rbWith(found, this.row(pairs[i], resource, pairs[i + 1]));
     return found;
   }
 
-  rolesOn(resourceId: string, out: string[]): number {
+  rolesOn(resource: number, out: string[]): number {
     let n = 0;
     const resources = this.resources;
     if (resources !== undefined) {
       const rest = this.rest!;
-      for (let k = 0; k < resources.length; k++) if (resources[k] === resourceId) out[n++] = rest[k * REST_STRIDE + ROLE] as string;
+      for (let k = 0; k < resources.length; k++) if (resources[k] === resource) out[n++] = rest[k * REST_STRIDE + ROLE] as string;
       return n;
     }
-    const pairs = (this.byResource as Map<string, string[]>).get(resourceId);
+    const pairs = (this.byResource as Map<number, string[]>).get(resource);
     if (pairs !== undefined) for (let i = 1; i < pairs.length; i += 2) out[n++] = pairs[i];
     return n;
   }
@@ -100,7 +108,7 @@ export class SubjectGrants implements GrantSet {
   /** Whether the set holds the grant with this id. */
   has(id: string): boolean {
     const rest = this.rest;
-    if (rest === undefined) return (this.byId as Map<string, string>).has(id);
+    if (rest === undefined) return (this.byId as Map<string, number>).has(id);
     return this.indexOf(rest, id) >= 0;
   }
 
@@ -111,23 +119,23 @@ export class SubjectGrants implements GrantSet {
       const k = this.indexOf(rest, id);
       return k < 0 ? undefined : this.row(id, this.resources![k], rest[k * REST_STRIDE + ROLE] as string);
     }
-    const resourceId = (this.byId as Map<string, string>).get(id);
-    if (resourceId === undefined) return undefined;
-    const pairs = (this.byResource as Map<string, string[]>).get(resourceId) as string[];
-    for (let i = 0; i < pairs.length; i += 2) if (pairs[i] === id) return this.row(id, resourceId, pairs[i + 1]);
+    const resource = (this.byId as Map<string, number>).get(id);
+    if (resource === undefined) return undefined;
+    const pairs = (this.byResource as Map<number, string[]>).get(resource) as string[];
+    for (let i = 0; i < pairs.length; i += 2) if (pairs[i] === id) return this.row(id, resource, pairs[i + 1]);
     return undefined;
   }
 
-  /** Adds a grant whose id is not in the set yet. */
-  add(id: string, resourceId: string, roleId: string): void {
+  /** Adds a grant whose id is not in the set yet, on the resource numbered `resource`. */
+  add(id: string, resource: number, roleId: string): void {
     this.count++;
     const resources = this.resources;
     const rest = this.rest;
     if (resources === undefined || rest === undefined) {
-      this.file(id, resourceId, roleId);
+      this.file(id, resource, roleId);
       return;
     }
-    resources.push(resourceId);
+    resources.push(resource);
     if (packId(id, GRANT_PREFIX)) rest.push(PACKED[0], PACKED[1], PACKED[2], PACKED[3], roleId);
     else rest.push(id, 0, 0, 0, roleId);
     if (resources.length > GRANT_SCAN_LIMIT) {
@@ -139,21 +147,22 @@ export class SubjectGrants implements GrantSet {
     }
   }
 
-  private file(id: string, resourceId: string, roleId: string): void {
-    const m = this.byResource as Map<string, string[]>;
-    const pairs = m.get(resourceId);
-    if (pairs === undefined) m.set(resourceId, [id, roleId]);
+  private file(id: string, resource: number, roleId: string): void {
+    const m = this.byResource as Map<number, string[]>;
+    const pairs = m.get(resource);
+    if (pairs === undefined) m.set(resource, [id, roleId]);
     else pairs.push(id, roleId);
-    (this.byId as Map<string, string>).set(id, resourceId);
+    (this.byId as Map<string, number>).set(id, resource);
   }
 
-  /** Removes the grant with this id; a no-op when absent. */
-  delete(id: string): void {
+  /** Removes the grant with this id; returns the number of its resource, or -1 when absent. */
+  delete(id: string): number {
     const resources = this.resources;
     const rest = this.rest;
     if (resources !== undefined && rest !== undefined) {
       const k = this.indexOf(rest, id);
-      if (k < 0) return;
+      if (k < 0) return -1;
+      const resource = resources[k];
       // Move the last entry into the hole.
       const last = resources.length - 1;
       resources[k] = resources[last];
@@ -161,17 +170,17 @@ export class SubjectGrants implements GrantSet {
       for (let j = 0; j < REST_STRIDE; j++) rest[k * REST_STRIDE + j] = rest[last * REST_STRIDE + j];
       rest.length = last * REST_STRIDE;
       this.count--;
-      return;
+      return resource;
     }
-    const byId = this.byId as Map<string, string>;
-    const byResource = this.byResource as Map<string, string[]>;
-    const resourceId = byId.get(id);
-    if (resourceId === undefined) return;
+    const byId = this.byId as Map<string, number>;
+    const byResource = this.byResource as Map<number, string[]>;
+    const resource = byId.get(id);
+    if (resource === undefined) return -1;
     byId.delete(id);
-    const pairs = byResource.get(resourceId) as string[];
+    const pairs = byResource.get(resource) as string[];
     const i = pairs.indexOf(id);
     pairs.splice(i - (i % 2), 2);
-    if (pairs.length === 0) byResource.delete(resourceId);
+    if (pairs.length === 0) byResource.delete(resource);
     this.count--;
     if (this.count <= GRANT_SCAN_LIMIT / 2) {
       this.resources = [];
@@ -181,15 +190,16 @@ export class SubjectGrants implements GrantSet {
       this.count = 0;
       for (const [r, ps] of byResource) for (let k = 0; k < ps.length; k += 2) this.add(ps[k], r, ps[k + 1]);
     }
+    return resource;
   }
 
-  forEachResource(visit: (resourceId: string) => void): void {
+  forEachResource(visit: (resource: number) => void): void {
     const resources = this.resources;
     if (resources !== undefined) {
       for (let k = 0; k < resources.length; k++) visit(resources[k]);
       return;
     }
-    for (const [r, ps] of this.byResource as Map<string, string[]>) for (let k = 0; k < ps.length; k += 2) visit(r);
+    for (const [r, ps] of this.byResource as Map<number, string[]>) for (let k = 0; k < ps.length; k += 2) visit(r);
   }
 
   /** Every grant, in no particular order. */
@@ -200,7 +210,7 @@ export class SubjectGrants implements GrantSet {
       for (let k = 0; k < resources.length; k++) out.push(this.rowAt(resources, this.rest!, k));
       return out;
     }
-    for (const [r, ps] of this.byResource as Map<string, string[]>) for (let k = 0; k < ps.length; k += 2) out.push(this.row(ps[k], r, ps[k + 1]));
+    for (const [r, ps] of this.byResource as Map<number, string[]>) for (let k = 0; k < ps.length; k += 2) out.push(this.row(ps[k], r, ps[k + 1]));
     return out;
   }
 
@@ -212,7 +222,7 @@ export class SubjectGrants implements GrantSet {
     if (this.resources !== undefined) {
       this.resources = this.resources.slice();
       this.rest = this.rest!.slice();
-    } else for (const [r, ps] of this.byResource as Map<string, string[]>) if (ps.length > 2) (this.byResource as Map<string, string[]>).set(r, ps.slice());
+    } else for (const [r, ps] of this.byResource as Map<number, string[]>) if (ps.length > 2) (this.byResource as Map<number, string[]>).set(r, ps.slice());
   }
 
   /**
@@ -220,9 +230,9 @@ export class SubjectGrants implements GrantSet {
    * (services/engine/testdata/derived-state.ts); never written through.
    */
   layout(): {
-    readonly resources: readonly string[] | undefined;
+    readonly resources: readonly number[] | undefined;
     readonly rest: readonly (string | number)[] | undefined;
-    readonly byId: ReadonlyMap<string, string> | undefined;
+    readonly byId: ReadonlyMap<string, number> | undefined;
     readonly count: number;
   } {
     return { resources: this.resources, rest: this.rest, byId: this.byId, count: this.count };

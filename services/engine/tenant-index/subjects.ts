@@ -275,10 +275,10 @@ export class SubjectFamily {
     let set = n.grantsByResource;
     if (set === undefined) {
       const num = this.freeGrantNums.pop() ?? this.grantSets.length;
-      this.grantSets[num] = n.grantsByResource = set = new SubjectGrants(n.id, num);
+      this.grantSets[num] = n.grantsByResource = set = new SubjectGrants(n.id, num, this.resources);
     }
     // The set holds the grant before the table maps its id (a reseed lists the sets).
-    set.add(g.id, this.resources.str(g.resourceId), this.roles.str(g.roleId));
+    set.add(g.id, this.resources.grantRef(g.resourceId), this.roles.str(g.roleId));
     this.grantsById.add(g.id, set.num);
   }
 
@@ -288,7 +288,8 @@ export class SubjectFamily {
     this.grantsById.delete(g.id);
     const set = n?.grantsByResource;
     if (set) {
-      set.delete(g.id);
+      const resource = set.delete(g.id);
+      if (resource >= 0) this.resources.grantUnref(resource);
       if (set.size === 0) {
         n!.grantsByResource = undefined;
         this.grantSets[set.num] = undefined;

@@ -424,6 +424,16 @@ export class TenantIndex {
     return this.resourceTable.valueAt(slot);
   }
 
+  /** The number of the node in a resource slot (see {@link ResourceNode.num}), without reading the node. */
+  resourceNumAt(slot: number): number {
+    return this.resourceTable.numAt(slot);
+  }
+
+  /** The resource node numbered `num`: one a grant names ({@link GrantSet.forEachResource}) or another live node's number. */
+  resourceNodeByNum(num: number): ResourceNode {
+    return this.nodes.nodesByNum[num] as MutableResourceNode;
+  }
+
   /** The type slot numbered `num` (from a resource's flags), or undefined for -1. */
   typeSlotAt(num: number): TypeSlot | undefined {
     return num < 0 ? undefined : (this.nodes.typeSlotsByNum[num] as MutableTypeSlot);

@@ -91,19 +91,22 @@ export interface SubjectNode {
   readonly tags: RowBag<TagAssignment> | undefined;
 }
 
-/** A subject's ownership grants by resource (see `SubjectGrants`). */
+/**
+ * A subject's ownership grants by resource (see `SubjectGrants`). A resource is named by its
+ * node's number ({@link ResourceNode.num}): every resource a grant names has a node.
+ */
 export interface GrantSet {
-  /** The grants on one resource; undefined when none. */
-  get(resourceId: string): RowBag<OwnershipGrant> | undefined;
+  /** The grants on the resource numbered `resource`; undefined when none. */
+  get(resource: number): RowBag<OwnershipGrant> | undefined;
   /**
    * The role ids of the grants on one resource, written to `out` from index 0 (a role once
    * for each grant): their count. What a decision without an explanation reads, with no row made.
    */
-  rolesOn(resourceId: string, out: string[]): number;
+  rolesOn(resource: number, out: string[]): number;
   /** Number of grants. */
   readonly size: number;
-  /** Calls `visit` with the resource id of every grant (once per grant, in no particular order). */
-  forEachResource(visit: (resourceId: string) => void): void;
+  /** Calls `visit` with the resource number of every grant (once per grant, in no particular order). */
+  forEachResource(visit: (resource: number) => void): void;
 }
 
 /** Up to this many grants a subject keeps them in a flat array, scanned; more go in a map. */

@@ -5,7 +5,7 @@
  * each copy the index keeps (inline assignments, facts, the plain bitmap, star covers, the
  * id tables) is checked against what it copies and shows as `'stale'` when it disagrees.
  */
-import { ENTITY_KINDS } from '../model.js';
+import { ENTITY_KINDS, type OwnershipGrant } from '../model.js';
 import { type Bag, type Identified, type RowBag, bagRows } from '../tenant-index/bags.js';
 import type { CollectionFile } from '../tenant-index/collection-files.js';
 import { factFlags, type MutableResourceNode, type ResourceNodes } from '../tenant-index/resource-nodes.js';
@@ -93,7 +93,11 @@ export function grantSetCanonical(set: SubjectGrants): unknown {
   if (resources !== undefined && resources.length > GRANT_SCAN_LIMIT) form = 'arrays too long';
   if (resources === undefined) {
     if (count <= GRANT_SCAN_LIMIT / 2) form = 'map too small';
-    if (byId === undefined || byId.size !== rows.length || rows.some((g) => byId.get(g.id) !== g.resourceId)) form = 'byId out of sync';
+    const filed = (g: OwnershipGrant) => {
+      const num = byId?.get(g.id);
+      return num !== undefined && [...bagRows<OwnershipGrant>(set.get(num))].some((x) => x.id === g.id && x.resourceId === g.resourceId);
+    };
+    if (byId === undefined || byId.size !== rows.length || !rows.every(filed)) form = 'byId out of sync';
   }
   const byResource = new Map<string, typeof rows>();
   for (const g of rows) (byResource.get(g.resourceId) ?? byResource.set(g.resourceId, []).get(g.resourceId)!).push(g);
@@ -168,6 +172,9 @@ export function derivedState(index: TenantIndex): Record<string, unknown> {
   // A type slot's count of existing resources must be the number of nodes it types.
   const typed = new Map<string, number>();
   for (const [, n] of nodes.table.entries()) if (n.exists && n.type !== undefined) typed.set(n.type.id, (typed.get(n.type.id) ?? 0) + 1);
+  // A node's count of grants naming it must be the number of grants whose resource it is.
+  const granted = new Map<number, number>();
+  for (const set of subjects.grantSets) set?.forEachResource((num) => granted.set(num, (granted.get(num) ?? 0) + 1));
   return {
     subjects: byKey(
       [...subjects.nodes.entries()].map(([k, n]) => [
@@ -207,6 +214,7 @@ export function derivedState(index: TenantIndex): Record<string, unknown> {
           patterns: n.patterns,
           up: n.up === nodes.parentOf(n)?.parent && n.upInherit === (nodes.parentOf(n)?.inherit ?? false) ? (n.up?.id ?? null) : 'stale',
           refs: n.refs,
+          grantRefs: nodes.grantRefsOf(n.num) === (granted.get(n.num) ?? 0) ? nodes.grantRefsOf(n.num) : 'stale',
           // Numbers differ between builds; their use must agree with the node.
           plain: n.upNum === (n.up ? n.up.num : -1) && nodes.plain[n.num] === (n.exists && n.patterns === 0 && n.up === undefined ? 1 : 0) ? 'ok' : 'stale',
           // Each link must point at the live node of its parent.
