@@ -440,21 +440,21 @@ function inherit(
         break;
       }
       if (!parentNode.exists) {
-        if (trace) stop = `parent ${parentNode.id} not found`;
+        if (trace) stop = `parent ${index.resourceIdOf(parentNode)} not found`;
         break;
       }
       // One node per id, so identity is the id comparison.
       let seen = parentNode === start;
       for (let k = 0; k < visited && !seen; k++) seen = VISITED[k] === parentNode;
       if (seen) {
-        if (trace) stop = `cycle at ${parentNode.id}`;
+        if (trace) stop = `cycle at ${index.resourceIdOf(parentNode)}`;
         break;
       }
       VISITED[visited++] = parentNode;
-      walked?.push(parentNode.id);
+      walked?.push(index.resourceIdOf(parentNode));
       // A role permission is inherited when its pattern is the ancestor's id.
       if ((depth === 0 ? upPatterns : parentNode.patterns) > 0) {
-        q.p0 = parentNode.id;
+        q.p0 = index.resourceIdOf(parentNode);
         q.p1 = undefined;
         q.p2 = undefined;
         for (let k = 0; k < roles.n; k++) {
@@ -463,7 +463,7 @@ function inherit(
           const p = coversWith(index, role, q, decisionsOf(ctx, roleId));
           if (p) {
             const n = trace ? namedCover(index, roleId, q, decisionsOf(ctx, roleId), p) : p;
-            trace?.push({ leg: 'hierarchy', outcome: 'allow', message: `ancestor ${parentNode.id} via ${(walked as string[]).join(' → ')}: role ${roleId} has permission ${n.id} (${n.key})`, detail: { hierarchyPath: [...(walked as string[])], roleId, permissionId: n.id } });
+            trace?.push({ leg: 'hierarchy', outcome: 'allow', message: `ancestor ${index.resourceIdOf(parentNode)} via ${(walked as string[]).join(' → ')}: role ${roleId} has permission ${n.id} (${n.key})`, detail: { hierarchyPath: [...(walked as string[])], roleId, permissionId: n.id } });
             return done(ctx, true, 'inherited');
           }
         }
@@ -474,7 +474,7 @@ function inherit(
       const grants = grantsByResource !== undefined && trace !== undefined ? grantsByResource.get(parentNode.num) : undefined;
       if (n > 0 || grants !== undefined) {
         q.p0 = '*';
-        q.p1 = parentNode.id;
+        q.p1 = index.resourceIdOf(parentNode);
         q.p2 = parentNode.ext;
       }
       if (n > 0 && grantCovers(ctx, n, parentNode, q)) return done(ctx, true, 'inherited');
@@ -484,7 +484,7 @@ function inherit(
           const p = roleCovers(index, g.roleId, q, decisionsOf(ctx, g.roleId));
           if (p) {
             const n = trace ? namedCover(index, g.roleId, q, decisionsOf(ctx, g.roleId), p) : p;
-            trace?.push({ leg: 'hierarchy', outcome: 'allow', message: `ancestor ${parentNode.id} via ${(walked as string[]).join(' → ')}: ownership grant ${g.id} (role ${g.roleId}) permission ${n.id} (${n.key})`, detail: { hierarchyPath: [...(walked as string[])], grantId: g.id, roleId: g.roleId, permissionId: n.id } });
+            trace?.push({ leg: 'hierarchy', outcome: 'allow', message: `ancestor ${index.resourceIdOf(parentNode)} via ${(walked as string[]).join(' → ')}: ownership grant ${g.id} (role ${g.roleId}) permission ${n.id} (${n.key})`, detail: { hierarchyPath: [...(walked as string[])], grantId: g.id, roleId: g.roleId, permissionId: n.id } });
             return done(ctx, true, 'inherited');
           }
         }
@@ -553,7 +553,7 @@ function directQuery(index: TenantIndex, q: CoverQuery, action: string, target: 
       if ((target.flags & F_NAMED) !== 0) {
         const node = nodeOf(index, target);
         q.p1 = node.ext;
-        q.p2 = node.id;
+        q.p2 = target.id;
       }
       break;
   }

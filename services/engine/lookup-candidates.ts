@@ -86,7 +86,7 @@ export function lookupCandidates(
   addDescendants(index, roots, found);
   const out: ResourceNode[] = [];
   for (const n of found) if (n.exists && (typeKey === undefined || n.type?.key === typeKey)) out.push(n);
-  out.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  out.sort((a, b) => index.compareResourceIds(a, b));
   // One node per id: a repeat sits next to its first.
   let kept = 0;
   for (let i = 0; i < out.length; i++) if (kept === 0 || out[i] !== out[kept - 1]) out[kept++] = out[i];
@@ -215,7 +215,7 @@ function addDescendants(index: TenantIndex, roots: readonly ResourceNode[], foun
   for (let depth = 0; depth < MAX_HIERARCHY_DEPTH && level.length > 0; depth++) {
     const next: ResourceNode[] = [];
     for (const parent of level) {
-      const links = index.childLinks(parent.id);
+      const links = index.childLinks(index.resourceIdOf(parent));
       if (links === undefined) continue;
       for (const link of bagRows(links)) {
         if (!link.inherit) continue;

@@ -97,7 +97,7 @@ export function lookupSubjects(
   if (index.scopePath(query.scopeId).ids.length === 0) throw new ScopeNotFoundError(query.scopeId);
 
   const nodes = index.subjectsInIdOrder(query.subjectType || undefined);
-  let i = query.after === undefined ? 0 : firstAfter(nodes, query.after);
+  let i = query.after === undefined ? 0 : firstAfter(nodes, query.after, (n) => n.id);
   if (i >= nodes.length) return { subjects: [], revision };
   const actor = { subjectId: '' };
   const request: EvaluateRequest = { actor, scopeId: query.scopeId, action: query.action, resource: query.resource, context: query.context };

@@ -56,9 +56,9 @@ export type ListedResource = Pick<Resource, 'id' | 'externalResourceId' | 'resou
 };
 
 /** A node whose resource exists, as a listing answers it. */
-function listed(node: ResourceNode): ListedResource {
+function listed(node: ResourceNode, id: string): ListedResource {
   const type = node.type as NonNullable<ResourceNode['type']>;
-  return { id: node.id, externalResourceId: node.ext as string, resourceTypeId: type.id, resourceType: type.key ?? '', ownerScopeId: node.owner as string };
+  return { id, externalResourceId: node.ext as string, resourceTypeId: type.id, resourceType: type.key ?? '', ownerScopeId: node.owner as string };
 }
 
 export interface LookupResourcesPage {
@@ -111,14 +111,16 @@ export function lookupResources(
   const request: EvaluateRequest = { actor, scopeId: query.scopeId, action: query.action, resource: { resourceId: '' }, context: query.context };
   const resourceRef = request.resource as { resourceId: string };
   const resources: ListedResource[] = [];
-  const start = query.after === undefined ? 0 : firstAfter(nodes, query.after);
+  const idOf = (n: ResourceNode) => index.resourceIdOf(n);
+  const start = query.after === undefined ? 0 : firstAfter(nodes, query.after, idOf);
   let i = start;
   const end = Math.min(nodes.length, i + maxVisits);
   for (; i < end && resources.length < pageSize; i++) {
-    resourceRef.resourceId = nodes[i].id;
-    if (evaluate(index, request, options).allowed) resources.push(listed(nodes[i]));
+    const id = idOf(nodes[i]);
+    resourceRef.resourceId = id;
+    if (evaluate(index, request, options).allowed) resources.push(listed(nodes[i], id));
   }
   const page: LookupResourcesPage = { resources, revision, via: candidates === undefined ? 'walk' : 'candidates', visited: i - start };
-  if (i < nodes.length) page.last = nodes[i - 1].id;
+  if (i < nodes.length) page.last = idOf(nodes[i - 1]);
   return page;
 }

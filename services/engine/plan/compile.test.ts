@@ -55,10 +55,10 @@ function answers(t: TenantSnapshot, q: Partial<PlanResourcesQuery> = {}, gate: G
   const plan = planResources(index, query, { now: NOW, gate });
   const out: Record<string, boolean | '?'> = {};
   for (const node of index.resourcesInIdOrder('doc')) {
-    const v = evaluateTree(plan.condition, { resource: index.resource(node.id) as Resource, typeKey: 'doc' });
-    const allowed = evaluate(index, { ...query, resource: { resourceId: node.id } }, { now: NOW, gate }).allowed;
-    if (v !== undefined) expect(v, node.id).toBe(allowed);
-    out[node.id] = v ?? '?';
+    const v = evaluateTree(plan.condition, { resource: index.resource(index.resourceIdOf(node)) as Resource, typeKey: 'doc' });
+    const allowed = evaluate(index, { ...query, resource: { resourceId: index.resourceIdOf(node) } }, { now: NOW, gate }).allowed;
+    if (v !== undefined) expect(v, index.resourceIdOf(node)).toBe(allowed);
+    out[index.resourceIdOf(node)] = v ?? '?';
   }
   return { plan, out };
 }

@@ -140,7 +140,7 @@ class Compiler {
       this.grants.forEachResource((num) => granted.add(num));
       for (const num of granted) {
         const node = this.index.resourceNodeByNum(num);
-        if (this.ofType(node) && this.grantCovers(node)) owned.push(node.id);
+        if (this.ofType(node) && this.grantCovers(node)) owned.push(this.index.resourceIdOf(node));
       }
     }
 
@@ -183,7 +183,7 @@ class Compiler {
       const typeId = node.type?.id as string;
       let ids = byType.get(typeId);
       if (ids === undefined) byType.set(typeId, (ids = []));
-      ids.push(node.id);
+      ids.push(this.index.resourceIdOf(node));
     }
     return byType;
   }
@@ -195,8 +195,8 @@ class Compiler {
     for (const l of this.index.scopeLinks()) {
       const node = this.index.resourceNode(l.resourceId);
       if (node === undefined || !this.ofType(node)) continue;
-      linked.push(node.id);
-      if (this.path.set.has(l.scopeId)) linkedReach.push(node.id);
+      linked.push(l.resourceId);
+      if (this.path.set.has(l.scopeId)) linkedReach.push(l.resourceId);
     }
     return { linked, linkedReach };
   }
@@ -225,7 +225,7 @@ class Compiler {
     for (let depth = 0; depth < MAX_HIERARCHY_DEPTH && level.length > 0; depth++) {
       const next: ResourceNode[] = [];
       for (const parent of level) {
-        for (const link of bagRows(this.index.childLinks(parent.id))) {
+        for (const link of bagRows(this.index.childLinks(this.index.resourceIdOf(parent)))) {
           if (!link.inherit || !link.child.exists || seen.has(link.child)) continue;
           seen.add(link.child);
           found.push(link.child);
@@ -235,7 +235,7 @@ class Compiler {
       level = next;
     }
     const out: string[] = [];
-    for (const node of found) if (this.ofType(node) && node.up !== undefined && this.inherits(node)) out.push(node.id);
+    for (const node of found) if (this.ofType(node) && node.up !== undefined && this.inherits(node)) out.push(this.index.resourceIdOf(node));
     return out;
   }
 
@@ -297,7 +297,7 @@ class Compiler {
       if (!grantRoleUsable(this.index, g.roleId, on.owner)) continue;
       for (const p of this.permsOf(g.roleId)) {
         const pat = p.resourcePattern;
-        if (pat === '*' || pat === on.id || pat === on.ext) return true;
+        if (pat === '*' || pat === on.ext || pat === this.index.resourceIdOf(on)) return true;
       }
     }
     return false;
@@ -307,7 +307,7 @@ class Compiler {
   private isSource(node: ResourceNode): boolean {
     let v = this.sourceMemo.get(node);
     if (v === undefined) {
-      v = this.patterns.has(node.id) || (this.grants !== undefined && this.grantCovers(node));
+      v = this.patterns.has(this.index.resourceIdOf(node)) || (this.grants !== undefined && this.grantCovers(node));
       this.sourceMemo.set(node, v);
     }
     return v;

@@ -100,11 +100,11 @@ function allowedByPlan(index: TenantIndex, gate: GateMode): Set<string> {
   const plan = planResources(index, query, { now: NOW, gate });
   const allowed = new Set<string>();
   for (const node of index.resourcesInIdOrder('doc')) {
-    const byPlan = evaluateTree(plan.condition, { resource: index.resource(node.id) as Resource, typeKey: 'doc' });
-    const byEvaluate = evaluate(index, { ...query, resource: { resourceId: node.id } }, { now: NOW, gate }).allowed;
+    const byPlan = evaluateTree(plan.condition, { resource: index.resource(index.resourceIdOf(node)) as Resource, typeKey: 'doc' });
+    const byEvaluate = evaluate(index, { ...query, resource: { resourceId: index.resourceIdOf(node) } }, { now: NOW, gate }).allowed;
     // A residual is evaluate's to decide.
-    if (byPlan !== undefined) expect(byPlan, `${node.id} under ${gate}`).toBe(byEvaluate);
-    if (byPlan) allowed.add(node.id);
+    if (byPlan !== undefined) expect(byPlan, `${index.resourceIdOf(node)} under ${gate}`).toBe(byEvaluate);
+    if (byPlan) allowed.add(index.resourceIdOf(node));
   }
   return allowed;
 }

@@ -11,6 +11,7 @@
 import { IdTable } from '../id-table.js';
 import type { JsonObject, Policy, Resource, ResourceScopeLink, TagAssignment } from '../model.js';
 import { NumTable } from '../num-table.js';
+import { PACKED, packId, unpackId } from '../packed-id.js';
 import { bagAdd, bagDelete, bagIds, type Multi, type MutableRowBag } from './bags.js';
 import { RowTable } from './row-table.js';
 import {
@@ -66,6 +67,9 @@ export interface RowFields {
   readonly createdBy: unknown;
 }
 
+/** Prefix of the resource ids a node keeps as four words (the service's own: packed-id.ts). */
+const RESOURCE_PREFIX = 'resource_';
+
 /** The row fields of a node whose row does not exist. */
 const NO_ROW_FIELDS: RowFields = Object.freeze({ attributes: undefined, createdBy: undefined });
 
@@ -96,8 +100,9 @@ export class MutableResourceNode {
   /** See {@link RowFields}. */
   row: RowFields = NO_ROW_FIELDS;
 
+  /** `key`: the resource id when it does not pack (see `ResourceNodes.idOf`), else undefined. */
   constructor(
-    readonly id: string,
+    readonly key: string | undefined,
     readonly num: number,
     patterns: number,
   ) {
@@ -263,7 +268,7 @@ class ResourceView implements Resource {
     private readonly n: MutableResourceNode,
   ) {}
   get id(): string {
-    return this.n.id;
+    return this.nodes.idOf(this.n);
   }
   get resourceTypeId(): string {
     return (this.n.type as MutableTypeSlot).id;
@@ -332,6 +337,11 @@ export class ResourceNodes {
    */
   private grantRefs: Int32Array;
   /**
+   * The four words of each node's resource id when it packs (`resource_` and a canonical UUID,
+   * packed-id.ts), by number; the node then keeps no id string. Grown on the first such id.
+   */
+  private idWords = new Int32Array(0);
+  /**
    * creator → the {@link RowFields} of rows with that creator and attributes `{}`, absent or
    * null (one map each): shared by every such node (few subjects create a tenant's
    * resources). Cleared when full, so they stay small; nodes keep what they share.
@@ -353,8 +363,8 @@ export class ResourceNodes {
     // The table keeps neither keys nor values: a node holds its id, and its number (in the
     // slot) finds it in `nodesByNum`. Slots of 32 bytes while every id is the service's own.
     this.table = new IdTable<MutableResourceNode>(resources, undefined, {
-      packPrefix: 'resource_',
-      keyOf: (n) => n.id,
+      packPrefix: RESOURCE_PREFIX,
+      keyOf: (n) => this.idOf(n),
       numOf: (n) => n.num,
       byNum: (num) => this.nodesByNum[num] as MutableResourceNode,
     });
@@ -380,19 +390,64 @@ export class ResourceNodes {
     this.nodesByNum = this.nodesByNum.slice(0, this.nextNum);
   }
 
-  /** The resource node's own id string when a node exists, else `id` (see `RowHooks.slim`). */
+  /**
+   * The resource node's own id string when it keeps one (an id that does not pack), else `id`
+   * (see `RowHooks.slim`).
+   */
   str(id: string): string {
-    return this.table.get(id)?.id ?? id;
+    return this.table.get(id)?.key ?? id;
+  }
+
+  /** A node's resource id: its own string, or made from the four words its number keeps. */
+  idOf(n: MutableResourceNode): string {
+    const key = n.key;
+    if (key !== undefined) return key;
+    const w = this.idWords;
+    const at = 4 * n.num;
+    return unpackId(RESOURCE_PREFIX, w[at], w[at + 1], w[at + 2], w[at + 3]);
+  }
+
+  /** The resource id of node number `num` (a live node: one a grant or a table entry holds). */
+  idOfNum(num: number): string {
+    return this.idOf(this.nodesByNum[num] as MutableResourceNode);
+  }
+
+  /** Two nodes by resource id (code units), without making the ids when both pack. */
+  compareIds(a: MutableResourceNode, b: MutableResourceNode): number {
+    if (a.key === undefined && b.key === undefined) {
+      // A packed id is a fixed prefix and 32 lowercase hex digits at fixed places: its order is
+      // that of its words read as unsigned integers.
+      const w = this.idWords;
+      for (let i = 4 * a.num, j = 4 * b.num, k = 0; k < 4; i++, j++, k++) {
+        if (w[i] !== w[j]) return w[i] >>> 0 < w[j] >>> 0 ? -1 : 1;
+      }
+      return 0;
+    }
+    const x = this.idOf(a);
+    const y = this.idOf(b);
+    return x < y ? -1 : x > y ? 1 : 0;
   }
 
   nodeFor(id: string): MutableResourceNode {
     let n = this.table.get(id);
     if (!n) {
-      n = new MutableResourceNode(id, this.takeNum(), this.patternCounts.get(id) ?? 0);
+      const num = this.takeNum();
+      let key: string | undefined = id;
+      if (packId(id, RESOURCE_PREFIX)) {
+        // The id is kept as four words by number, not as a string (a 64-byte string a resource).
+        if (4 * num >= this.idWords.length) {
+          const grown = new Int32Array(Math.max(4 * (num + 1), 4 * this.plain.length));
+          grown.set(this.idWords);
+          this.idWords = grown;
+        }
+        this.idWords.set(PACKED, 4 * num);
+        key = undefined;
+      }
+      n = new MutableResourceNode(key, num, this.patternCounts.get(id) ?? 0);
       // Before the table holds it: the table finds its values by number.
       this.nodesByNum[n.num] = n;
       this.table.set(id, n);
-      this.refreshCopies(n);
+      this.refreshCopies(n, id);
     }
     return n;
   }
@@ -407,17 +462,12 @@ export class ResourceNodes {
   /** One ownership grant fewer names node number `num`; the node goes once nothing else holds it. */
   grantUnref(num: number): void {
     this.grantRefs[num]--;
-    this.prune((this.nodesByNum[num] as MutableResourceNode).id);
+    this.prune(this.idOfNum(num));
   }
 
   /** Ownership grants naming node number `num` (for tests and diagnostics). */
   grantRefsOf(num: number): number {
     return num < this.grantRefs.length ? this.grantRefs[num] : 0;
-  }
-
-  /** The resource id of node number `num` (a live node: one a grant or a table entry holds). */
-  idOf(num: number): string {
-    return (this.nodesByNum[num] as MutableResourceNode).id;
   }
 
   /** Drops a node that no longer carries anything. */
@@ -452,19 +502,19 @@ export class ResourceNodes {
    * Re-derives a node's copies outside the node: its bit in the plain-node bitmap and its
    * facts in the resource table (after its row, type, patterns, parent, policies or links changed).
    */
-  refreshCopies(n: MutableResourceNode): void {
+  refreshCopies(n: MutableResourceNode, id: string = this.idOf(n)): void {
     this.plain[n.num] = n.exists && n.patterns === 0 && n.up === undefined ? 1 : 0;
     // Word FACT_FLAGS, then FACT_UP_NUM.
-    this.table.setWords(n.id, factFlags(n), n.upNum);
+    this.table.setWords(id, factFlags(n), n.upNum);
   }
 
   /** Re-derives a node's `up`/`upInherit` from its chosen parent link. */
-  refreshUp(n: MutableResourceNode): void {
+  refreshUp(n: MutableResourceNode, id: string): void {
     const link = this.parentOf(n) as MutableParentLink | undefined;
     n.up = link?.parent;
     n.upInherit = link?.inherit ?? false;
     n.upNum = link ? link.parent.num : -1;
-    this.refreshCopies(n);
+    this.refreshCopies(n, id);
   }
 
   /**
@@ -498,7 +548,7 @@ export class ResourceNodes {
     const byId = this.table.get(pattern);
     if (byId) {
       byId.patterns += delta;
-      this.refreshCopies(byId);
+      this.refreshCopies(byId, pattern);
     }
     for (const n of this.nodesByExternal(pattern)) {
       n.patterns += delta;
@@ -519,14 +569,14 @@ export class ResourceNodes {
   addExternal(n: MutableResourceNode): void {
     const ext = n.ext as string;
     if (this.externalFirst.get(ext) < 0) this.externalFirst.add(ext, n.num);
-    else bagAdd(this.externalMore, ext, n.id);
+    else bagAdd(this.externalMore, ext, this.idOf(n));
   }
 
   /** Unfiles a node whose row goes, while `n.ext` still holds its external id. */
   removeExternal(n: MutableResourceNode): void {
     const ext = n.ext as string;
     if (this.externalFirst.get(ext) !== n.num) {
-      bagDelete(this.externalMore, ext, n.id);
+      bagDelete(this.externalMore, ext, this.idOf(n));
       return;
     }
     const more = this.externalMore.size > 0 ? this.externalMore.get(ext) : undefined;
@@ -536,14 +586,16 @@ export class ResourceNodes {
     }
     // Another resource carries the id: it takes the table's entry.
     const next = this.table.get(typeof more === 'string' ? more : bagIds(more)[0]) as MutableResourceNode;
-    bagDelete(this.externalMore, ext, next.id);
+    bagDelete(this.externalMore, ext, this.idOf(next));
     this.externalFirst.renumber(ext, n.num, next.num);
   }
 
   /** Whether a node is filed in `externalMore` rather than in the table. */
   isExternalMore(n: MutableResourceNode): boolean {
     const more = this.externalMore.size > 0 ? this.externalMore.get(n.ext as string) : undefined;
-    return more !== undefined && (typeof more === 'string' ? more === n.id : bagIds(more).includes(n.id));
+    if (more === undefined) return false;
+    const id = this.idOf(n);
+    return typeof more === 'string' ? more === id : bagIds(more).includes(id);
   }
 
   /** The {@link RowFields} of a row's `attributes` and `createdBy` (the values stored: see `indexResource`), shared when they are common. */
@@ -591,7 +643,7 @@ export class ResourceNodes {
   /** The row of a node whose resource exists (see `TenantIndex.resourceRow`). */
   row(n: MutableResourceNode): Resource {
     const out: Record<string, unknown> = {
-      id: n.id,
+      id: this.idOf(n),
       resourceTypeId: (n.type as MutableTypeSlot).id,
       ownerScopeId: n.owner,
       externalResourceId: n.ext,

@@ -34,8 +34,8 @@ export class ResourceOrder {
     for (const id of resourceIds) {
       const n = this.nodes.table.get(id);
       const current = n !== undefined && n.exists ? n : undefined;
-      if (this.all !== undefined) place(this.all, id, current);
-      for (const [key, typed] of this.byType) place(typed, id, current !== undefined && current.type?.key === key ? current : undefined);
+      if (this.all !== undefined) this.place(this.all, id, current);
+      for (const [key, typed] of this.byType) this.place(typed, id, current !== undefined && current.type?.key === key ? current : undefined);
     }
   }
 
@@ -45,7 +45,8 @@ export class ResourceOrder {
     if (all === undefined) {
       const out: MutableResourceNode[] = [];
       for (const n of this.nodes.nodesByNum) if (n !== undefined && n.exists) out.push(n);
-      out.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+      const nodes = this.nodes;
+      out.sort((a, b) => nodes.compareIds(a, b));
       this.all = all = out;
     }
     if (typeKey === undefined) return all;
@@ -56,36 +57,32 @@ export class ResourceOrder {
     }
     return typed;
   }
-}
 
-/** Puts `node` (or nothing) where id `id` belongs in `nodes`, replacing what held that id. */
-function place(nodes: MutableResourceNode[], id: string, node: MutableResourceNode | undefined): void {
-  const at = firstAtOrAfter(nodes, id);
-  const held = at < nodes.length && nodes[at].id === id;
-  if (node === undefined) {
-    if (held) nodes.splice(at, 1);
-  } else if (held) nodes[at] = node;
-  else nodes.splice(at, 0, node);
-}
-
-function firstAtOrAfter(nodes: readonly { readonly id: string }[], id: string): number {
-  let lo = 0;
-  let hi = nodes.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (nodes[mid].id < id) lo = mid + 1;
-    else hi = mid;
+  /** Puts `node` (or nothing) where id `id` belongs in `list`, replacing what held that id. */
+  private place(list: MutableResourceNode[], id: string, node: MutableResourceNode | undefined): void {
+    const idOf = (n: MutableResourceNode) => this.nodes.idOf(n);
+    let lo = 0;
+    let hi = list.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (idOf(list[mid]) < id) lo = mid + 1;
+      else hi = mid;
+    }
+    const held = lo < list.length && idOf(list[lo]) === id;
+    if (node === undefined) {
+      if (held) list.splice(lo, 1);
+    } else if (held) list[lo] = node;
+    else list.splice(lo, 0, node);
   }
-  return lo;
 }
 
-/** The position of the first node whose id sorts after `id` (binary search). */
-export function firstAfter(nodes: readonly { readonly id: string }[], id: string): number {
+/** The position of the first node whose id sorts after `id` (binary search; `idOf` gives a node's id). */
+export function firstAfter<T>(nodes: readonly T[], id: string, idOf: (node: T) => string): number {
   let lo = 0;
   let hi = nodes.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (nodes[mid].id <= id) lo = mid + 1;
+    if (idOf(nodes[mid]) <= id) lo = mid + 1;
     else hi = mid;
   }
   return lo;

@@ -61,8 +61,8 @@ export class ResourceFamily {
       parent.refs++;
       const link: MutableParentLink = { id: e.id, edge: e, inherit: e.cascade === 'inherit', parent, child: n };
       n.parents = rbWith(n.parents, link);
-      rbAdd(this.childrenByParent, parent.id, link);
-      this.nodes.refreshUp(n);
+      rbAdd(this.childrenByParent, e.parentResourceId, link);
+      this.nodes.refreshUp(n, e.childResourceId);
     },
     unindex: (e) => {
       rbDelete(this.childrenByParent, e.parentResourceId, e.id);
@@ -72,9 +72,9 @@ export class ResourceFamily {
       for (const l of bagRows(n.parents)) if (l.id === e.id) link = l;
       if (!link) return;
       n.parents = rbWithout(n.parents, e.id);
-      this.nodes.refreshUp(n);
+      this.nodes.refreshUp(n, e.childResourceId);
       link.parent.refs--;
-      this.nodes.prune(link.parent.id);
+      this.nodes.prune(e.parentResourceId);
       this.nodes.prune(e.childResourceId);
     },
   });
@@ -85,13 +85,13 @@ export class ResourceFamily {
     index: (l) => {
       const n = this.nodes.nodeFor(l.resourceId);
       n.links = rbWith(n.links, l);
-      this.nodes.refreshCopies(n);
+      this.nodes.refreshCopies(n, l.resourceId);
     },
     unindex: (l: ResourceScopeLink) => {
       const n = this.nodes.table.get(l.resourceId);
       if (n) {
         n.links = rbWithout(n.links, l.id);
-        this.nodes.refreshCopies(n);
+        this.nodes.refreshCopies(n, l.resourceId);
       }
       this.nodes.prune(l.resourceId);
     },
@@ -111,7 +111,7 @@ export class ResourceFamily {
     n.row = nodes.rowFields(isEmptyObject(r.attributes) ? EMPTY_ATTRIBUTES : r.attributes, typeof r.createdBy === 'string' ? this.creatorStr(r.createdBy) : r.createdBy);
     nodes.setCreatedAt(n.num, (r as { createdAt?: unknown }).createdAt);
     n.patterns += nodes.patternCounts.get(r.externalResourceId) ?? 0;
-    nodes.refreshCopies(n);
+    nodes.refreshCopies(n, r.id);
     nodes.addExternal(n);
   }
 
@@ -132,7 +132,7 @@ export class ResourceFamily {
       n.row = ResourceNodes.NO_ROW_FIELDS;
       nodes.setCreatedAt(n.num, undefined);
       n.patterns -= nodes.patternCounts.get(r.externalResourceId) ?? 0;
-      nodes.refreshCopies(n);
+      nodes.refreshCopies(n, r.id);
     }
     nodes.prune(r.id);
   }

@@ -56,7 +56,7 @@ export class SubjectOrder {
 
 /** Puts `node` (or nothing) where id `id` belongs in `nodes`, replacing what held that id. */
 function place(nodes: MutableSubjectNode[], id: string, node: MutableSubjectNode | undefined): void {
-  const after = firstAfter(nodes, id);
+  const after = firstAfter(nodes, id, (n) => n.id);
   const held = after > 0 && nodes[after - 1].id === id;
   if (node === undefined) {
     if (held) nodes.splice(after - 1, 1);

@@ -419,6 +419,16 @@ export class TenantIndex {
     return this.resourceTable.word(slot, word);
   }
 
+  /** A resource node's id (made from four words when it is the service's own form: see {@link ResourceNode}). */
+  resourceIdOf(node: ResourceNode): string {
+    return this.nodes.idOf(node as MutableResourceNode);
+  }
+
+  /** Two resource nodes by id (code units), without making the ids when both are the service's own form. */
+  compareResourceIds(a: ResourceNode, b: ResourceNode): number {
+    return this.nodes.compareIds(a as MutableResourceNode, b as MutableResourceNode);
+  }
+
   /** The node in a resource slot. */
   resourceNodeAt(slot: number): ResourceNode {
     return this.resourceTable.valueAt(slot);

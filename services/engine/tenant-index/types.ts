@@ -125,9 +125,11 @@ export interface TypeSlot {
   readonly collections: number;
 }
 
-/** What a check reads about one resource. */
+/**
+ * What a check reads about one resource. Its id is not a field: a service-issued id is kept only
+ * as four words by the node's number (`TenantIndex.resourceIdOf` makes the string).
+ */
 export interface ResourceNode {
-  readonly id: string;
   /** Whether the resource row exists (its fields are kept in the node; see TenantIndex.resource). */
   readonly exists: boolean;
   /** Slot of the row's resource type (its key is undefined while the type does not exist). */

@@ -128,12 +128,13 @@ function externalCanonical(nodes: ResourceNodes): [string, string[]][] {
   let firsts = 0;
   nodes.nodesByNum.forEach((n, num) => {
     if (n === undefined || !n.exists) return;
-    if (n.num !== num || nodes.table.get(n.id) !== n) (byExt.get('(stale nodes)') ?? byExt.set('(stale nodes)', []).get('(stale nodes)')!).push(n.id);
+    const id = nodes.idOf(n);
+    if (n.num !== num || nodes.table.get(id) !== n) (byExt.get('(stale nodes)') ?? byExt.set('(stale nodes)', []).get('(stale nodes)')!).push(id);
     const ext = n.ext as string;
     const first = nodes.externalFirst.get(ext) === n.num;
     const more = nodes.isExternalMore(n);
     if (first) firsts++;
-    (byExt.get(ext) ?? byExt.set(ext, []).get(ext)!).push(first !== more ? n.id : `${n.id} (filed ${first ? 'twice' : 'nowhere'})`);
+    (byExt.get(ext) ?? byExt.set(ext, []).get(ext)!).push(first !== more ? id : `${id} (filed ${first ? 'twice' : 'nowhere'})`);
   });
   const out = [...byExt].map(([k, list]) => [k, list.sort()] as [string, string[]]).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
   if (nodes.externalFirst.size !== firsts) out.push([`(the external-id table holds ${nodes.externalFirst.size} for ${firsts})`, []]);
@@ -212,7 +213,7 @@ export function derivedState(index: TenantIndex): Record<string, unknown> {
               ? 'ok'
               : 'stale',
           patterns: n.patterns,
-          up: n.up === nodes.parentOf(n)?.parent && n.upInherit === (nodes.parentOf(n)?.inherit ?? false) ? (n.up?.id ?? null) : 'stale',
+          up: n.up === nodes.parentOf(n)?.parent && n.upInherit === (nodes.parentOf(n)?.inherit ?? false) ? (n.up ? nodes.idOf(n.up) : null) : 'stale',
           refs: n.refs,
           grantRefs: nodes.grantRefsOf(n.num) === (granted.get(n.num) ?? 0) ? nodes.grantRefsOf(n.num) : 'stale',
           // Numbers differ between builds; their use must agree with the node.
@@ -220,7 +221,7 @@ export function derivedState(index: TenantIndex): Record<string, unknown> {
           // Each link must point at the live node of its parent.
           parents: [...bagRows(n.parents)]
             .sort((x, y) => (x.id < y.id ? -1 : 1))
-            .map((l) => ({ edge: l.edge, parent: l.parent.id, live: nodes.table.get(l.parent.id) === l.parent })),
+            .map((l) => ({ edge: l.edge, parent: nodes.idOf(l.parent), live: nodes.table.get(nodes.idOf(l.parent)) === l.parent })),
           policies: ids(n.policies),
           links: ids(n.links),
           tags: ids(n.tags),
@@ -265,7 +266,11 @@ export function derivedState(index: TenantIndex): Record<string, unknown> {
         parent,
         [...bagRows(bag)]
           .sort((x, y) => (x.id < y.id ? -1 : 1))
-          .map((l) => ({ edge: l.id, child: l.child.id, live: l.parent.id === parent && [...bagRows(l.child.parents)].includes(l) && nodes.table.get(l.child.id) === l.child })),
+          .map((l) => ({
+            edge: l.id,
+            child: nodes.idOf(l.child),
+            live: nodes.idOf(l.parent) === parent && [...bagRows(l.child.parents)].includes(l) && nodes.table.get(nodes.idOf(l.child)) === l.child,
+          })),
       ]),
     ),
     scopeTags: canon(tags.scopeTags as Deep, 1),

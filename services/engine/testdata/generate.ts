@@ -252,6 +252,9 @@ export const GENERATED_CONDITIONS: readonly JsonValue[] = [...RESOURCE_CONDITION
 const maybeList = (r: Rng): { xs?: number[] } => (chance(r, 0.5) ? { xs: Array.from({ length: pick(r, [0, 2, 14, 16]) }, (_, i) => i) } : {});
 
 /** A random tenant; `salt` varies the shape between two tenants built over the same id pools. */
+/** First groups of generated service-form resource ids (see genTenant). */
+const UUID_HEADS = ['0192f3a4', '7fffffff', '80000000', 'f00dcafe', '0192f3a5'];
+
 export function genTenant(r: Rng): TenantSnapshot {
   const nScopes = int(r, 1, 6);
   const scopeIds = Array.from({ length: nScopes }, (_, i) => `scope_${i}`);
@@ -278,7 +281,13 @@ export function genTenant(r: Rng): TenantSnapshot {
   ];
   const typeIds = resource_type.map((t) => t.id);
   const nRes = int(r, 0, 7);
-  const resourceIds = Array.from({ length: nRes }, (_, i) => `resource_${i}`);
+  // Resource ids in both forms: a client's (kept as strings by the index), the service's own
+  // (`resource_` and a canonical UUID, kept by the index as four words, their order taken from
+  // the words: first groups above 7fffffff test it unsigned), or a tenant mixing the two.
+  const idForm = int(r, 0, 2);
+  const resourceIds = Array.from({ length: nRes }, (_, i) =>
+    idForm === 0 || (idForm === 2 && chance(r, 0.5)) ? `resource_${i}` : `resource_${pick(r, UUID_HEADS)}-0000-7000-8000-${i.toString(16).padStart(12, '0')}`,
+  );
   const resource = resourceIds.map((id) => ({
     id,
     // Sometimes a type that does not exist (dangling, or deleted by a later change).
@@ -365,7 +374,8 @@ export function genTenant(r: Rng): TenantSnapshot {
           // Both forms: the service's own (uuidv7, kept packed by the index) and a client's.
           id: i % 2 === 0 ? `ownership_grant_${i}` : `ownership_grant_0192f3a4-0000-7000-8000-${i.toString(16).padStart(12, '0')}`,
           subjectId: holder(),
-          resourceId: pick(r, resourceIds),
+          // Now and then a resource with no row (the index keeps a node for the grant).
+          resourceId: chance(r, 0.1) ? 'resource_0192f3a4-0000-7000-8000-00000000dead' : pick(r, resourceIds),
           roleId: pick(r, roleIds),
         }))
       : [];
