@@ -250,7 +250,8 @@ describe.each(seeds)('effective permissions agree with evaluate (%s seed %i)', (
                 const seen = new Set([resource.id]);
                 let cur = resource;
                 for (let depth = 0; depth < 64; depth++) {
-                  const edge = index.parentOf(index.resourceNode(cur.id))?.edge;
+                  const link = index.parentOf(index.resourceNode(cur.id));
+                  const edge = link && index.resourceEdge(link.id);
                   const parent = edge && edge.cascade === 'inherit' ? index.resource(edge.parentResourceId) : undefined;
                   if (!parent || seen.has(parent.id)) break;
                   seen.add(parent.id);

@@ -435,7 +435,7 @@ function inherit(
       if (!node.upInherit) {
         if (trace) {
           const link = index.parentOf(node) as ParentLink;
-          stop = `edge ${link.id} to ${link.edge.parentResourceId} has cascade none`;
+          stop = `edge ${link.id} to ${index.resourceIdOf(link.parent)} has cascade none`;
         }
         break;
       }

@@ -5,7 +5,7 @@
 import type { Resource, ResourceEdge, ResourceScopeLink } from '../model.js';
 import { bagRows, rbAdd, rbDelete, rbWith, rbWithout, type MutableRowBag } from './bags.js';
 import { EMPTY_ATTRIBUTES, ResourceNodes, isEmptyObject, type MutableParentLink } from './resource-nodes.js';
-import { RowTable, copyField } from './row-table.js';
+import { RowTable } from './row-table.js';
 import type { ScopeFamily } from './scopes.js';
 import type { SubjectFamily } from './subjects.js';
 import type { KindStore } from './types.js';
@@ -42,42 +42,78 @@ export class ResourceFamily {
     count: () => this.nodes.existing,
   };
 
-  readonly edges = new RowTable<'resource_edge'>({
+  /** Edge id → its link, the only thing the index keeps of an edge (see `edgeRow`). */
+  readonly edgeLinks = new Map<string, MutableParentLink>();
+  /** `relationshipType` values as first seen: a tenant uses a few, on every edge. */
+  private readonly relationshipTypes = new Map<string, string>();
+
+  readonly edges: KindStore<'resource_edge'> = {
     required: ['id', 'parentResourceId', 'childResourceId', 'cascade'],
     invalid: (r) => (r.cascade !== 'inherit' && r.cascade !== 'none' ? 'resource_edge.cascade is invalid' : null),
-    slim: (e) => {
-      const out: Record<string, unknown> = {
-        id: e.id,
-        parentResourceId: this.nodes.str(e.parentResourceId),
-        childResourceId: this.nodes.str(e.childResourceId),
-        cascade: e.cascade,
-      };
-      copyField(out, e as unknown as Record<string, unknown>, 'relationshipType');
-      return out as unknown as ResourceEdge;
+    get: (id) => {
+      const link = this.edgeLinks.get(id);
+      return link === undefined ? undefined : this.edgeRow(link);
     },
-    index: (e) => {
-      const n = this.nodes.nodeFor(e.childResourceId);
-      const parent = this.nodes.nodeFor(e.parentResourceId);
-      parent.refs++;
-      const link: MutableParentLink = { id: e.id, edge: e, inherit: e.cascade === 'inherit', parent, child: n };
-      n.parents = rbWith(n.parents, link);
-      rbAdd(this.childrenByParent, e.parentResourceId, link);
-      this.nodes.refreshUp(n, e.childResourceId);
+    upsert: (e) => {
+      const old = this.edgeLinks.get(e.id);
+      if (old !== undefined) this.unindexEdge(old);
+      this.indexEdge(e);
     },
-    unindex: (e) => {
-      rbDelete(this.childrenByParent, e.parentResourceId, e.id);
-      const n = this.nodes.table.get(e.childResourceId);
-      if (!n) return;
-      let link: MutableParentLink | undefined;
-      for (const l of bagRows(n.parents)) if (l.id === e.id) link = l;
-      if (!link) return;
-      n.parents = rbWithout(n.parents, e.id);
-      this.nodes.refreshUp(n, e.childResourceId);
-      link.parent.refs--;
-      this.nodes.prune(e.parentResourceId);
-      this.nodes.prune(e.childResourceId);
+    remove: (id) => {
+      const old = this.edgeLinks.get(id);
+      if (old !== undefined) this.unindexEdge(old);
     },
-  });
+    count: () => this.edgeLinks.size,
+  };
+
+  /** An edge row, made from its link (a new object on every call; `relationshipType` only when the row had it). */
+  edgeRow(link: MutableParentLink): ResourceEdge {
+    const out: Record<string, unknown> = {
+      id: link.id,
+      parentResourceId: this.nodes.idOf(link.parent),
+      childResourceId: this.nodes.idOf(link.child),
+      cascade: link.inherit ? 'inherit' : 'none',
+    };
+    if (link.relationshipType !== undefined) out.relationshipType = link.relationshipType;
+    return out as unknown as ResourceEdge;
+  }
+
+  private indexEdge(e: ResourceEdge): void {
+    const nodes = this.nodes;
+    const n = nodes.nodeFor(e.childResourceId);
+    const parent = nodes.nodeFor(e.parentResourceId);
+    parent.refs++;
+    const link: MutableParentLink = { id: e.id, inherit: e.cascade === 'inherit', relationshipType: this.relationshipType(e), parent, child: n };
+    n.parents = rbWith(n.parents, link);
+    rbAdd(this.childrenByParent, e.parentResourceId, link);
+    nodes.refreshUp(n, e.childResourceId);
+    this.edgeLinks.set(e.id, link);
+  }
+
+  private unindexEdge(link: MutableParentLink): void {
+    const nodes = this.nodes;
+    const parentId = nodes.idOf(link.parent);
+    const childId = nodes.idOf(link.child);
+    rbDelete(this.childrenByParent, parentId, link.id);
+    link.child.parents = rbWithout(link.child.parents, link.id);
+    nodes.refreshUp(link.child, childId);
+    link.parent.refs--;
+    this.edgeLinks.delete(link.id);
+    nodes.prune(parentId);
+    nodes.prune(childId);
+  }
+
+  /** A row's `relationshipType` as given, a string shared with the edges that carry the same one. */
+  private relationshipType(e: ResourceEdge): unknown {
+    const v = (e as { relationshipType?: unknown }).relationshipType;
+    if (typeof v !== 'string') return v;
+    let s = this.relationshipTypes.get(v);
+    if (s === undefined) {
+      if (this.relationshipTypes.size >= 256) this.relationshipTypes.clear();
+      this.relationshipTypes.set(v, (s = v));
+    }
+    return s;
+  }
 
   readonly links = new RowTable<'resource_scope_link'>({
     required: ['id', 'resourceId', 'scopeId'],

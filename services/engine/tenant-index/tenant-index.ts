@@ -312,7 +312,7 @@ export class TenantIndex {
     return this.resourceFamily.links.rows.get(id);
   }
   resourceEdge(id: string): ResourceEdge | undefined {
-    return this.resourceFamily.edges.rows.get(id);
+    return this.resourceFamily.edges.get(id);
   }
   collection(id: string): Collection | undefined {
     return this.policies.collections.rows.get(id);

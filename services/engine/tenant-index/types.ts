@@ -2,7 +2,7 @@
  * The shapes a check reads from the tenant index (nodes, role infos, resource facts), the
  * constants that lay them out, and the one interface every kind of row is kept behind.
  */
-import type { EntityKind, OwnershipGrant, Permission, Policy, ResourceEdge, ResourceScopeLink, Role, RowsByKind, Subject, TagAssignment } from '../model.js';
+import type { EntityKind, OwnershipGrant, Permission, Policy, ResourceScopeLink, Role, RowsByKind, Subject, TagAssignment } from '../model.js';
 import type { RowBag } from './bags.js';
 
 /** Most ancestors a scope or resource walk visits (contract §6: hierarchy depth 64). */
@@ -164,13 +164,15 @@ export interface ResourceNode {
 /**
  * A parent edge with the parent's node resolved, so a hierarchy step costs no lookup in the
  * big resource map. The parent node stays alive (see `refs`) as long as a link points at it.
+ * The index keeps an edge as its link only: no row object and no id strings of its ends.
  */
 export interface ParentLink {
   /** The edge id. */
   readonly id: string;
-  readonly edge: ResourceEdge;
-  /** `edge.cascade === 'inherit'`, copied so a walk need not read the edge. */
+  /** The edge's `cascade` is `inherit` (else `none`). */
   readonly inherit: boolean;
+  /** The edge's `relationshipType` as given (undefined: absent). The edge row is made from the link (`TenantIndex.resourceEdge`). */
+  readonly relationshipType: unknown;
   readonly parent: ResourceNode;
   /** The child's node: the same link object is filed under the parent too (see `TenantIndex.childLinks`). */
   readonly child: ResourceNode;

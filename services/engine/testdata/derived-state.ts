@@ -221,7 +221,12 @@ export function derivedState(index: TenantIndex): Record<string, unknown> {
           // Each link must point at the live node of its parent.
           parents: [...bagRows(n.parents)]
             .sort((x, y) => (x.id < y.id ? -1 : 1))
-            .map((l) => ({ edge: l.edge, parent: nodes.idOf(l.parent), live: nodes.table.get(nodes.idOf(l.parent)) === l.parent })),
+            .map((l) => ({
+              edge: resources.edgeRow(l),
+              parent: nodes.idOf(l.parent),
+              // The link is the one the edge id finds, of this child, and its parent node is live.
+              live: nodes.table.get(nodes.idOf(l.parent)) === l.parent && resources.edgeLinks.get(l.id) === l && l.child === n,
+            })),
           policies: ids(n.policies),
           links: ids(n.links),
           tags: ids(n.tags),
@@ -283,6 +288,7 @@ export function derivedState(index: TenantIndex): Record<string, unknown> {
         if (store instanceof RowTable) return [k, [...store.rows.keys()].sort()];
         if (k === 'resource') return [k, [...nodes.table.entries()].filter(([, n]) => n.exists).map(([id]) => id).sort()];
         if (k === 'ownership_grant') return [k, grantIdsCanonical(subjects)];
+        if (k === 'resource_edge') return [k, [...resources.edgeLinks.keys()].sort()];
         throw new Error(`derivedState: no dump for kind ${k}`);
       }),
     ),
