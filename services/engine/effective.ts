@@ -86,7 +86,7 @@ export function effectivePermissions(index: TenantIndex, query: EffectivePermiss
 
   const resourceNode = resource ? index.resourceNode(resource.id) : undefined;
   if (resource && resourceNode !== undefined) {
-    for (const g of bagRows<OwnershipGrant>(subjectNode.grantsByResource?.get(resourceNode.num))) {
+    for (const g of bagRows<OwnershipGrant>(subjectNode.grantsByResource?.get(resourceNode))) {
       if (!grantRoleUsable(index, g.roleId, resource.ownerScopeId)) continue;
       for (const pId of permsOf(g.roleId)) {
         const p = index.permission(pId);

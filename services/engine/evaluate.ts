@@ -87,7 +87,7 @@ import {
   type OverrideDecisions,
   type SkippedRole,
 } from './roles.js';
-import { gateReachable, nodeOf, resolveTarget, rowOf, type GateMode, type KnownTarget, type ResourceRef, type Target } from './target.js';
+import { gateReachable, resolveTarget, rowOf, type GateMode, type KnownTarget, type ResourceRef, type Target } from './target.js';
 import { byRole, gateMessage, traceHeld, traceTarget, traceUnusableGrant, type TraceStep } from './trace.js';
 
 export { conditionContext } from './policy-leg.js';
@@ -231,7 +231,7 @@ const DIRECT: CoverQuery = { action: '', type: null, p0: undefined, p1: undefine
 /** Query of one hierarchy step. */
 const VIA: CoverQuery = { action: '', type: null, p0: undefined, p1: undefined, p2: undefined, actionTerm: 0, typeTerm: 0 };
 /** Ancestors visited by the hierarchy walk (cycle detection): `VISITED[0..visited)`. */
-const VISITED: (ResourceNode | undefined)[] = [];
+const VISITED: ResourceNode[] = [];
 /** Role ids of a subject's grants on one resource (`GrantSet.rolesOn`). */
 const GRANT_ROLES: string[] = [];
 
@@ -282,9 +282,8 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
   // overlap instead of adding up. Nothing is decided on the subject before the resource and
   // gate legs, as the order of the decision path requires.
   const target = resolveTarget(index, request.resource, path);
-  const up =
-    target !== null && target.kind === 'known' && (target.flags & F_UP) !== 0 && !index.isPlainNum(target.upNum) ? nodeOf(index, target).up : undefined;
-  const upPatterns = up !== undefined ? up.patterns : 0;
+  const upPatterns =
+    target !== null && target.kind === 'known' && (target.flags & F_UP) !== 0 && !index.isPlainNum(target.upNum) ? index.resourceNodes.patterns(target.upNum) : 0;
   // An external id is looked up among subjects of the wanted type only (proto3's empty string: none).
   const subjectNode = actor.subjectId ? index.subjectNode(actor.subjectId) : subjectByExternalId(index, actor.externalId!, actor.subjectType);
   if (target === null) {
@@ -369,12 +368,12 @@ function decide(index: TenantIndex, request: EvaluateRequest, options: EvaluateO
   const grantsByResource = subjectNode.grantsByResource;
   if (grantsByResource !== undefined && trace === undefined) {
     const n = grantsByResource.rolesOn(target.num, GRANT_ROLES);
-    if (n > 0 && grantCovers(ctx, n, nodeOf(index, target), direct)) return done(ctx, true, 'ownership');
+    if (n > 0 && grantCovers(ctx, n, target.num, direct)) return done(ctx, true, 'ownership');
   } else if (grantsByResource !== undefined) {
     const grants = grantsByResource.get(target.num);
     let grantCount = 0;
     for (const g of inIdOrder<OwnershipGrant>(grants)) {
-      if (!usableGrant(index, g, nodeOf(index, target), trace)) continue;
+      if (!usableGrant(index, g, target.num, trace)) continue;
       grantCount++;
       const p = roleCovers(index, g.roleId, direct, decisionsOf(ctx, g.roleId));
       if (p) {
@@ -421,79 +420,75 @@ function inherit(
   // explanation to write) a first edge that does not cascade or a plain parent.
   const f = target.flags;
   const settled = (f & F_UP) === 0 || (trace === undefined && ((f & F_UP_INHERIT) === 0 || (skipPlain && index.isPlainNum(target.upNum))));
-  const start = settled ? undefined : nodeOf(index, target);
-  let node: ResourceNode | undefined = start;
-  try {
-    for (let depth = 0; node !== undefined; depth++) {
-      if (depth >= MAX_HIERARCHY_DEPTH) {
-        if (trace) stop = `depth limit ${MAX_HIERARCHY_DEPTH}`;
-        break;
-      }
-      if (skipPlain && index.upIsPlain(node)) break;
-      const parentNode = node.up;
-      if (!parentNode) break;
-      if (!node.upInherit) {
-        if (trace) {
-          const link = index.parentOf(node) as ParentLink;
-          stop = `edge ${link.id} to ${index.resourceIdOf(link.parent)} has cascade none`;
-        }
-        break;
-      }
-      if (!parentNode.exists) {
-        if (trace) stop = `parent ${index.resourceIdOf(parentNode)} not found`;
-        break;
-      }
-      // One node per id, so identity is the id comparison.
-      let seen = parentNode === start;
-      for (let k = 0; k < visited && !seen; k++) seen = VISITED[k] === parentNode;
-      if (seen) {
-        if (trace) stop = `cycle at ${index.resourceIdOf(parentNode)}`;
-        break;
-      }
-      VISITED[visited++] = parentNode;
-      walked?.push(index.resourceIdOf(parentNode));
-      // A role permission is inherited when its pattern is the ancestor's id.
-      if ((depth === 0 ? upPatterns : parentNode.patterns) > 0) {
-        q.p0 = index.resourceIdOf(parentNode);
-        q.p1 = undefined;
-        q.p2 = undefined;
-        for (let k = 0; k < roles.n; k++) {
-          const role = roles.items[k];
-          const roleId = role.id;
-          const p = coversWith(index, role, q, decisionsOf(ctx, roleId));
-          if (p) {
-            const n = trace ? namedCover(index, roleId, q, decisionsOf(ctx, roleId), p) : p;
-            trace?.push({ leg: 'hierarchy', outcome: 'allow', message: `ancestor ${index.resourceIdOf(parentNode)} via ${(walked as string[]).join(' → ')}: role ${roleId} has permission ${n.id} (${n.key})`, detail: { hierarchyPath: [...(walked as string[])], roleId, permissionId: n.id } });
-            return done(ctx, true, 'inherited');
-          }
-        }
-      }
-      // An ownership grant on the ancestor binds its role's covering permissions to it.
-      // Without an explanation only the grants' roles are read; with one, their rows.
-      const n = grantsByResource !== undefined && trace === undefined ? grantsByResource.rolesOn(parentNode.num, GRANT_ROLES) : 0;
-      const grants = grantsByResource !== undefined && trace !== undefined ? grantsByResource.get(parentNode.num) : undefined;
-      if (n > 0 || grants !== undefined) {
-        q.p0 = '*';
-        q.p1 = index.resourceIdOf(parentNode);
-        q.p2 = parentNode.ext;
-      }
-      if (n > 0 && grantCovers(ctx, n, parentNode, q)) return done(ctx, true, 'inherited');
-      if (grants !== undefined) {
-        for (const g of inIdOrder<OwnershipGrant>(grants)) {
-          if (!usableGrant(index, g, parentNode, trace)) continue;
-          const p = roleCovers(index, g.roleId, q, decisionsOf(ctx, g.roleId));
-          if (p) {
-            const n = trace ? namedCover(index, g.roleId, q, decisionsOf(ctx, g.roleId), p) : p;
-            trace?.push({ leg: 'hierarchy', outcome: 'allow', message: `ancestor ${index.resourceIdOf(parentNode)} via ${(walked as string[]).join(' → ')}: ownership grant ${g.id} (role ${g.roleId}) permission ${n.id} (${n.key})`, detail: { hierarchyPath: [...(walked as string[])], grantId: g.id, roleId: g.roleId, permissionId: n.id } });
-            return done(ctx, true, 'inherited');
-          }
-        }
-      }
-      node = parentNode;
+  const nodes = index.resourceNodes;
+  const start = settled ? -1 : target.num;
+  let node: ResourceNode = start;
+  for (let depth = 0; node >= 0; depth++) {
+    if (depth >= MAX_HIERARCHY_DEPTH) {
+      if (trace) stop = `depth limit ${MAX_HIERARCHY_DEPTH}`;
+      break;
     }
-  } finally {
-    // Drop the references (a replaced index must not stay reachable from here).
-    for (let k = 0; k < visited; k++) VISITED[k] = undefined;
+    if (skipPlain && index.upIsPlain(node)) break;
+    const parentNode = nodes.up(node);
+    if (parentNode < 0) break;
+    if (!nodes.upInherit(node)) {
+      if (trace) {
+        const link = index.parentOf(node) as ParentLink;
+        stop = `edge ${link.id} to ${index.resourceIdOf(link.parent)} has cascade none`;
+      }
+      break;
+    }
+    if (!nodes.exists(parentNode)) {
+      if (trace) stop = `parent ${index.resourceIdOf(parentNode)} not found`;
+      break;
+    }
+    // One node per id, so the number is the id comparison.
+    let seen = parentNode === start;
+    for (let k = 0; k < visited && !seen; k++) seen = VISITED[k] === parentNode;
+    if (seen) {
+      if (trace) stop = `cycle at ${index.resourceIdOf(parentNode)}`;
+      break;
+    }
+    VISITED[visited++] = parentNode;
+    walked?.push(index.resourceIdOf(parentNode));
+    // A role permission is inherited when its pattern is the ancestor's id.
+    if ((depth === 0 ? upPatterns : nodes.patterns(parentNode)) > 0) {
+      q.p0 = index.resourceIdOf(parentNode);
+      q.p1 = undefined;
+      q.p2 = undefined;
+      for (let k = 0; k < roles.n; k++) {
+        const role = roles.items[k];
+        const roleId = role.id;
+        const p = coversWith(index, role, q, decisionsOf(ctx, roleId));
+        if (p) {
+          const n = trace ? namedCover(index, roleId, q, decisionsOf(ctx, roleId), p) : p;
+          trace?.push({ leg: 'hierarchy', outcome: 'allow', message: `ancestor ${index.resourceIdOf(parentNode)} via ${(walked as string[]).join(' → ')}: role ${roleId} has permission ${n.id} (${n.key})`, detail: { hierarchyPath: [...(walked as string[])], roleId, permissionId: n.id } });
+          return done(ctx, true, 'inherited');
+        }
+      }
+    }
+    // An ownership grant on the ancestor binds its role's covering permissions to it.
+    // Without an explanation only the grants' roles are read; with one, their rows.
+    const n = grantsByResource !== undefined && trace === undefined ? grantsByResource.rolesOn(parentNode, GRANT_ROLES) : 0;
+    const grants = grantsByResource !== undefined && trace !== undefined ? grantsByResource.get(parentNode) : undefined;
+    if (n > 0 || grants !== undefined) {
+      q.p0 = '*';
+      q.p1 = index.resourceIdOf(parentNode);
+      q.p2 = nodes.ext(parentNode);
+    }
+    if (n > 0 && grantCovers(ctx, n, parentNode, q)) return done(ctx, true, 'inherited');
+    if (grants !== undefined) {
+      for (const g of inIdOrder<OwnershipGrant>(grants)) {
+        if (!usableGrant(index, g, parentNode, trace)) continue;
+        const p = roleCovers(index, g.roleId, q, decisionsOf(ctx, g.roleId));
+        if (p) {
+          const n = trace ? namedCover(index, g.roleId, q, decisionsOf(ctx, g.roleId), p) : p;
+          trace?.push({ leg: 'hierarchy', outcome: 'allow', message: `ancestor ${index.resourceIdOf(parentNode)} via ${(walked as string[]).join(' → ')}: ownership grant ${g.id} (role ${g.roleId}) permission ${n.id} (${n.key})`, detail: { hierarchyPath: [...(walked as string[])], grantId: g.id, roleId: g.roleId, permissionId: n.id } });
+          return done(ctx, true, 'inherited');
+        }
+      }
+    }
+    node = parentNode;
   }
   trace?.push({ leg: 'hierarchy', outcome: 'fail', message: `walked ${walked?.length ? walked.join(' → ') : '(no inheriting ancestor)'}; stopped: ${stop}; nothing inherited`, detail: { hierarchyPath: walked } });
   return done(ctx, false, 'no_match');
@@ -508,14 +503,14 @@ function inherit(
 function grantCovers(ctx: Ctx, n: number, node: ResourceNode, q: CoverQuery): boolean {
   for (let k = 0; k < n; k++) {
     const roleId = GRANT_ROLES[k];
-    if (grantRoleUsable(ctx.index, roleId, node.owner) && roleCovers(ctx.index, roleId, q, decisionsOf(ctx, roleId))) return true;
+    if (grantRoleUsable(ctx.index, roleId, ctx.index.resourceNodes.owner(node)) && roleCovers(ctx.index, roleId, q, decisionsOf(ctx, roleId))) return true;
   }
   return false;
 }
 
 /** Whether a grant on `node` counts (see grantRoleUsable); says why not in the trace. */
 function usableGrant(index: TenantIndex, g: OwnershipGrant, node: ResourceNode, trace: TraceStep[] | undefined): boolean {
-  if (grantRoleUsable(index, g.roleId, node.owner)) return true;
+  if (grantRoleUsable(index, g.roleId, index.resourceNodes.owner(node))) return true;
   if (trace) traceUnusableGrant(index, trace, g, node);
   return false;
 }
@@ -551,8 +546,7 @@ function directQuery(index: TenantIndex, q: CoverQuery, action: string, target: 
     case 'known':
       q.type = target.typeKey;
       if ((target.flags & F_NAMED) !== 0) {
-        const node = nodeOf(index, target);
-        q.p1 = node.ext;
+        q.p1 = index.resourceNodes.ext(target.num);
         q.p2 = target.id;
       }
       break;

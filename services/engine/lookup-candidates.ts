@@ -77,15 +77,15 @@ export function lookupCandidates(
     }
   }
 
-  subject.grantsByResource?.forEachResource((num) => {
-    const n = index.resourceNodeByNum(num);
+  subject.grantsByResource?.forEachResource((n) => {
     found.push(n);
     roots.push(n);
   });
 
   addDescendants(index, roots, found);
   const out: ResourceNode[] = [];
-  for (const n of found) if (n.exists && (typeKey === undefined || n.type?.key === typeKey)) out.push(n);
+  const nodes = index.resourceNodes;
+  for (const n of found) if (nodes.exists(n) && (typeKey === undefined || nodes.type(n)?.key === typeKey)) out.push(n);
   out.sort((a, b) => index.compareResourceIds(a, b));
   // One node per id: a repeat sits next to its first.
   let kept = 0;

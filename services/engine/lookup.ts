@@ -26,7 +26,7 @@ import { ScopeNotFoundError } from './errors.js';
 import { candidatesFor } from './lookup-candidates.js';
 import type { Resource } from './model.js';
 import { subjectByExternalId } from './subject-ref.js';
-import type { ResourceNode, TenantIndex } from './tenant-index/mod.js';
+import type { ResourceNode, TenantIndex, TypeSlot } from './tenant-index/mod.js';
 import { firstAfter } from './tenant-index/resource-order.js';
 
 export interface LookupResourcesQuery {
@@ -56,9 +56,10 @@ export type ListedResource = Pick<Resource, 'id' | 'externalResourceId' | 'resou
 };
 
 /** A node whose resource exists, as a listing answers it. */
-function listed(node: ResourceNode, id: string): ListedResource {
-  const type = node.type as NonNullable<ResourceNode['type']>;
-  return { id, externalResourceId: node.ext as string, resourceTypeId: type.id, resourceType: type.key ?? '', ownerScopeId: node.owner as string };
+function listed(index: TenantIndex, node: ResourceNode, id: string): ListedResource {
+  const nodes = index.resourceNodes;
+  const type = nodes.type(node) as TypeSlot;
+  return { id, externalResourceId: nodes.ext(node) as string, resourceTypeId: type.id, resourceType: type.key ?? '', ownerScopeId: nodes.owner(node) as string };
 }
 
 export interface LookupResourcesPage {
@@ -118,7 +119,7 @@ export function lookupResources(
   for (; i < end && resources.length < pageSize; i++) {
     const id = idOf(nodes[i]);
     resourceRef.resourceId = id;
-    if (evaluate(index, request, options).allowed) resources.push(listed(nodes[i], id));
+    if (evaluate(index, request, options).allowed) resources.push(listed(index, nodes[i], id));
   }
   const page: LookupResourcesPage = { resources, revision, via: candidates === undefined ? 'walk' : 'candidates', visited: i - start };
   if (i < nodes.length) page.last = idOf(nodes[i - 1]);

@@ -13,7 +13,7 @@ import { applyJsonLogic, logicTruthy, missingVariables } from './jsonlogic.js';
 import { matchOutcome, type MatchSubject, type ResourceTags } from './match.js';
 import type { Collection, Policy, Resource, Subject } from './model.js';
 import { cmp } from './order.js';
-import { nodeOf, type KnownTarget } from './target.js';
+import type { KnownTarget } from './target.js';
 import { collectionStep, policyStep, ruledOutStep, type TraceStep } from './trace.js';
 
 /** What the policy leg reads, built once by a decision that reaches it. */
@@ -60,8 +60,8 @@ function decidePolicies(leg: PolicyLeg, budget: DecisionBudget): Policy | undefi
   const { index, trace, now } = leg;
   const spare = trace ? new DecisionBudget() : undefined;
   // A view: match definitions read a field or two, so no whole row is built.
-  const resource = index.resourceView(nodeOf(index, leg.target));
-  const direct = nodeOf(index, leg.target).policies;
+  const resource = index.resourceView(leg.target.num);
+  const direct = index.resourceNodes.policies(leg.target.num);
   const hasCollections = index.hasCollectionsOfType(resource.resourceTypeId);
   if (direct === undefined && !hasCollections) {
     trace?.push({ leg: 'policy', outcome: 'skip', message: 'no policy targets the resource or a matching collection' });

@@ -26,34 +26,29 @@ export type ResourceRef = { resourceId: string } | { externalResourceId: string;
 
 /**
  * A resource the tenant holds, as first resolved: its slot facts (see `FACT_FLAGS` in
- * index.ts), enough for the common check. Its node, one more trip to DRAM on a large tenant,
- * is read by {@link nodeOf} only on a leg that needs more (policies, links, a parent to walk,
- * a permission naming it, an explanation).
+ * index.ts), enough for the common check, and its node's number. The node's columns, more
+ * trips to DRAM on a large tenant, are read only on a leg that needs more (policies, links, a
+ * parent to walk, a permission naming it, an explanation).
  */
 export interface KnownTarget {
   kind: 'known';
   /** The resource id. */
   id: string;
   slot: number;
-  /** Its node's number (what grants name it by), read from the slot. */
-  num: number;
+  /** Its node (what grants name it by), read from the slot. */
+  num: ResourceNode;
   flags: number;
   upNum: number;
   type: TypeSlot | undefined;
   typeKey: string | undefined;
-  node: ResourceNode | undefined;
 }
 
 /** How the request's resource resolved. */
 export type Target = { kind: 'none' } | KnownTarget | { kind: 'external'; externalResourceId: string; typeKey: string };
 
-export function nodeOf(index: TenantIndex, t: KnownTarget): ResourceNode {
-  return (t.node ??= index.resourceNodeAt(t.slot));
-}
-
 /** The row of a known target (it exists: resolution checked). */
 export function rowOf(index: TenantIndex, t: KnownTarget): Resource {
-  return index.resourceRow(nodeOf(index, t));
+  return index.resourceRow(t.num);
 }
 
 const NO_RESOURCE: Target = { kind: 'none' };
@@ -75,7 +70,7 @@ function knownTarget(index: TenantIndex, id: string, typeKey: string | undefined
   const flags = index.resourceFact(slot, FACT_FLAGS);
   if ((flags & F_EXISTS) === 0) return null;
   const type = index.typeSlotAt((flags >>> F_TYPE_SHIFT) - 1);
-  return { kind: 'known', id, slot, num: index.resourceNumAt(slot), flags, upNum: index.resourceFact(slot, FACT_UP_NUM), type, typeKey: typeKey ?? type?.key, node: undefined };
+  return { kind: 'known', id, slot, num: index.resourceNodeAt(slot), flags, upNum: index.resourceFact(slot, FACT_UP_NUM), type, typeKey: typeKey ?? type?.key };
 }
 
 /** Several resources under one external id and type key: nearest owner on the path, else smallest id. */
@@ -94,9 +89,9 @@ export function gateReachable(index: TenantIndex, target: Target, path: ScopePat
   if (target.kind === 'external') return gate !== 'strict';
   if (target.kind !== 'known') return true;
   if (gate === 'links-fallback' && (target.flags & F_LINKS) === 0) return true;
-  const node = nodeOf(index, target);
-  const links = node.links;
-  if (path.set.has(node.owner as string)) return true;
+  const nodes = index.resourceNodes;
+  const links = nodes.links(target.num);
+  if (path.set.has(nodes.owner(target.num) as string)) return true;
   for (const l of bagRows<ResourceScopeLink>(links)) if (path.set.has(l.scopeId)) return true;
   return false;
 }

@@ -8,7 +8,7 @@ import type { MatchOutcome } from './match.js';
 import type { OwnershipGrant, Policy, ResourceScopeLink } from './model.js';
 import { cmp } from './order.js';
 import type { HeldRole, SkippedRole } from './roles.js';
-import { nodeOf, rowOf, type GateMode, type Target } from './target.js';
+import { rowOf, type GateMode, type Target } from './target.js';
 
 export type TraceLeg =
   | 'scope'
@@ -57,7 +57,7 @@ export function gateMessage(index: TenantIndex, target: Target, path: ScopePath,
   }
   if (target.kind !== 'known') return 'no resource';
   const r = rowOf(index, target);
-  const links = nodeOf(index, target).links;
+  const links = index.resourceNodes.links(target.num);
   if (gate === 'links-fallback' && links === undefined) return 'links-fallback gate: resource has no scope links, reachable from every scope';
   if (path.set.has(r.ownerScopeId)) return `${gate} gate: owner scope ${r.ownerScopeId} is the evaluation scope or an ancestor`;
   for (const l of [...bagRows<ResourceScopeLink>(links)].sort((a, b) => cmp(a.id, b.id))) {
@@ -96,7 +96,7 @@ export function traceUnusableGrant(index: TenantIndex, trace: TraceStep[], g: Ow
     leg: 'ownership',
     outcome: 'skip',
     message: role
-      ? `ownership grant ${g.id}: role ${g.roleId} is defined at ${role.scopeId}, not at the resource's owner scope ${String(node.owner)} or above`
+      ? `ownership grant ${g.id}: role ${g.roleId} is defined at ${role.scopeId}, not at the resource's owner scope ${String(index.resourceNodes.owner(node))} or above`
       : `ownership grant ${g.id}: role ${g.roleId} does not exist`,
   });
 }

@@ -138,10 +138,7 @@ class Compiler {
     if (this.grants !== undefined) {
       const granted = new Set<number>();
       this.grants.forEachResource((num) => granted.add(num));
-      for (const num of granted) {
-        const node = this.index.resourceNodeByNum(num);
-        if (this.ofType(node) && this.grantCovers(node)) owned.push(this.index.resourceIdOf(node));
-      }
+      for (const node of granted) if (this.ofType(node) && this.grantCovers(node)) owned.push(this.index.resourceIdOf(node));
     }
 
     const gateNode = this.gateCondition(linked, linkedReach);
@@ -165,7 +162,8 @@ class Compiler {
 
   /** Whether a node is an existing resource of the plan's type key. */
   private ofType(node: ResourceNode): boolean {
-    return node.exists && node.type?.key === this.query.resourceType;
+    const nodes = this.index.resourceNodes;
+    return nodes.exists(node) && nodes.type(node)?.key === this.query.resourceType;
   }
 
   /**
@@ -180,7 +178,7 @@ class Compiler {
     if (typeIds.length === 1) byType.set(typeIds[0], []);
     if (typeIds.length <= 1) return byType;
     for (const node of this.index.resourcesInIdOrder(this.query.resourceType)) {
-      const typeId = node.type?.id as string;
+      const typeId = this.index.resourceNodes.type(node)?.id as string;
       let ids = byType.get(typeId);
       if (ids === undefined) byType.set(typeId, (ids = []));
       ids.push(this.index.resourceIdOf(node));
@@ -213,11 +211,10 @@ class Compiler {
     const roots: ResourceNode[] = [];
     for (const pattern of this.patterns) {
       const node = this.index.resourceNode(pattern);
-      if (node !== undefined && node.exists) roots.push(node);
+      if (node !== undefined && this.index.resourceNodes.exists(node)) roots.push(node);
     }
-    this.grants?.forEachResource((num) => {
-      const node = this.index.resourceNodeByNum(num);
-      if (node.exists) roots.push(node);
+    this.grants?.forEachResource((node) => {
+      if (this.index.resourceNodes.exists(node)) roots.push(node);
     });
     const seen = new Set<ResourceNode>(roots);
     const found: ResourceNode[] = [...seen];
@@ -226,7 +223,7 @@ class Compiler {
       const next: ResourceNode[] = [];
       for (const parent of level) {
         for (const link of bagRows(this.index.childLinks(this.index.resourceIdOf(parent)))) {
-          if (!link.inherit || !link.child.exists || seen.has(link.child)) continue;
+          if (!link.inherit || !this.index.resourceNodes.exists(link.child) || seen.has(link.child)) continue;
           seen.add(link.child);
           found.push(link.child);
           next.push(link.child);
@@ -235,7 +232,7 @@ class Compiler {
       level = next;
     }
     const out: string[] = [];
-    for (const node of found) if (this.ofType(node) && node.up !== undefined && this.inherits(node)) out.push(this.index.resourceIdOf(node));
+    for (const node of found) if (this.ofType(node) && this.index.resourceNodes.up(node) >= 0 && this.inherits(node)) out.push(this.index.resourceIdOf(node));
     return out;
   }
 
@@ -292,12 +289,13 @@ class Compiler {
 
   /** A usable ownership grant of the subject on `on` whose role covers the action for the plan's type (a child's, when `on` is an ancestor). */
   private grantCovers(on: ResourceNode): boolean {
-    const grants = (this.grants as NonNullable<SubjectNode['grantsByResource']>).get(on.num);
+    const grants = (this.grants as NonNullable<SubjectNode['grantsByResource']>).get(on);
+    const nodes = this.index.resourceNodes;
     for (const g of bagRows<OwnershipGrant>(grants)) {
-      if (!grantRoleUsable(this.index, g.roleId, on.owner)) continue;
+      if (!grantRoleUsable(this.index, g.roleId, nodes.owner(on))) continue;
       for (const p of this.permsOf(g.roleId)) {
         const pat = p.resourcePattern;
-        if (pat === '*' || pat === on.ext || pat === this.index.resourceIdOf(on)) return true;
+        if (pat === '*' || pat === nodes.ext(on) || pat === this.index.resourceIdOf(on)) return true;
       }
     }
     return false;
@@ -316,10 +314,11 @@ class Compiler {
   /** evaluate's walk up `inherit` edges (at most 64, stopping at a `none` edge, a missing parent or a cycle). */
   private inherits(start: ResourceNode): boolean {
     const visited: ResourceNode[] = [];
+    const nodes = this.index.resourceNodes;
     let node: ResourceNode = start;
     for (let depth = 0; depth < MAX_HIERARCHY_DEPTH; depth++) {
-      const parent = node.up;
-      if (!parent || !node.upInherit || !parent.exists) return false;
+      const parent = nodes.up(node);
+      if (parent < 0 || !nodes.upInherit(node) || !nodes.exists(parent)) return false;
       if (parent === start || visited.includes(parent)) return false;
       visited.push(parent);
       if (this.isSource(parent)) return true;

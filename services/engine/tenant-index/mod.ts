@@ -22,6 +22,7 @@ export {
   GRANT_SCAN_LIMIT,
   type TypeSlot,
   type ResourceNode,
+  type ResourceNodeReads,
   type ParentLink,
   FACT_FLAGS,
   FACT_UP_NUM,

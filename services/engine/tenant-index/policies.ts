@@ -57,9 +57,10 @@ export class PolicyFamily {
     },
     index: (p) => {
       if (p.target.kind === 'resource') {
-        const n = this.resources.nodeFor(p.target.resourceId);
-        n.policies = rbWith(n.policies, p);
-        this.resources.refreshCopies(n);
+        const nodes = this.resources;
+        const n = nodes.nodeFor(p.target.resourceId);
+        nodes.setPolicies(n, rbWith(nodes.policies(n), p));
+        nodes.refreshCopies(n, p.target.resourceId);
         const byAction = p.effect === 'allow' ? this.directAllowsByAction : this.directDeniesByAction;
         for (const a of new Set(p.actions)) rbAdd(byAction, a, p);
       } else rbAdd(this.policiesByCollection, p.target.collectionId, p);
@@ -68,10 +69,11 @@ export class PolicyFamily {
       if (p.target.kind === 'resource') {
         const byAction = p.effect === 'allow' ? this.directAllowsByAction : this.directDeniesByAction;
         for (const a of new Set(p.actions)) rbDelete(byAction, a, p.id);
-        const n = this.resources.table.get(p.target.resourceId);
-        if (n) {
-          n.policies = rbWithout(n.policies, p.id);
-          this.resources.refreshCopies(n);
+        const nodes = this.resources;
+        const n = nodes.table.get(p.target.resourceId);
+        if (n !== undefined) {
+          nodes.setPolicies(n, rbWithout(nodes.policies(n), p.id));
+          nodes.refreshCopies(n, p.target.resourceId);
         }
         this.resources.prune(p.target.resourceId);
       } else rbDelete(this.policiesByCollection, p.target.collectionId, p.id);

@@ -1,12 +1,17 @@
 /**
- * Resource nodes: everything a check reads about one resource hangs off its node (a small
- * object: see {@link MutableResourceNode}), and the node's id sits in an {@link IdTable} whose
- * slot also holds the resource's facts ({@link FACT_FLAGS}) and the node's number, so the
- * common check reads one cache line (half of one while every resource id is the service's own:
- * the table's packed layout); the node itself is found by its number in `nodesByNum`.
- * Around the nodes: their numbers (reused after deletes) with the plain-node bitmap and the
- * `createdAt` column, the type slots, the external-id table, and the count of permissions
- * naming each id. Resource types live here too: a type slot carries its type's key.
+ * Resource nodes: everything a check reads about one resource, as columns by the node's number
+ * (a {@link ResourceNode} is that number). The node's id sits in an {@link IdTable} whose slot
+ * also holds the resource's facts ({@link FACT_FLAGS}) and the node's number, so the common check
+ * reads one cache line (half of one while every resource id is the service's own: the table's
+ * packed layout) and no column. A check that needs more reads the node's hot words (flags, type,
+ * parent: one cache line) and the columns it needs. Around the nodes: their numbers (reused after
+ * deletes) with the plain-node bitmap and the `createdAt` column, the type slots, the external-id
+ * table, and the count of permissions naming each id. Resource types live here too: a type slot
+ * carries its type's key.
+ *
+ * Why columns and not an object per node: a node object of 11 fields took 112 bytes and its
+ * reference in a by-number array 8 more; the columns take 16 bytes of hot words and five
+ * references, 56 bytes, and a tenant's million resources are a million fewer objects to trace.
  */
 import { IdTable } from '../id-table.js';
 import type { JsonObject, Policy, Resource, ResourceScopeLink, TagAssignment } from '../model.js';
@@ -24,6 +29,7 @@ import {
   F_UP_INHERIT,
   type ParentLink,
   type ResourceNode,
+  type ResourceNodeReads,
 } from './types.js';
 
 export interface MutableTypeSlot {
@@ -36,12 +42,12 @@ export interface MutableTypeSlot {
 }
 
 export interface MutableParentLink extends ParentLink {
-  readonly parent: MutableResourceNode;
-  readonly child: MutableResourceNode;
+  readonly parent: ResourceNode;
+  readonly child: ResourceNode;
 }
 
 /**
- * What few resources have, kept out of their nodes: parent links, direct policies, scope links,
+ * What few resources have, kept out of the columns: parent links, direct policies, scope links,
  * tags, and the count of links naming the node as a parent. A node makes one when it first
  * gets any of them and drops it when it has none again.
  */
@@ -73,141 +79,17 @@ const RESOURCE_PREFIX = 'resource_';
 /** The row fields of a node whose row does not exist. */
 const NO_ROW_FIELDS: RowFields = Object.freeze({ attributes: undefined, createdBy: undefined });
 
-/** Bits of {@link MutableResourceNode}'s `bits`; `patterns` above them. */
-const B_EXISTS = 1;
-const B_UP_INHERIT = 2;
-const PATTERNS_SHIFT = 2;
-
-/**
- * A resource node: 11 fields (112 bytes in a Node without pointer compression, where the 18
- * fields of a node holding everything took 168). The booleans and the pattern count share one
- * small integer; what few resources have (parents, policies, links, tags, refs) lives in one
- * {@link NodeRelations} made on demand; the row's `attributes` and `createdBy` in one
- * {@link RowFields}, shared between nodes; `createdAt` is in a column by number. Accessors
- * give every field its old name, so readers see a {@link ResourceNode}.
- */
-export class MutableResourceNode {
-  // Fields in the order a check reads them (V8 lays them out in this order).
-  private bits: number;
-  type: MutableTypeSlot | undefined = undefined;
-  up: MutableResourceNode | undefined = undefined;
-  upNum = -1;
-  owner: string | undefined = undefined;
-  ext: string | undefined = undefined;
-  private rel: NodeRelations | undefined = undefined;
-  /** The row's `displayName` as given (most rows have their own). */
-  displayName: string | null | undefined = undefined;
-  /** See {@link RowFields}. */
-  row: RowFields = NO_ROW_FIELDS;
-
-  /** `key`: the resource id when it does not pack (see `ResourceNodes.idOf`), else undefined. */
-  constructor(
-    readonly key: string | undefined,
-    readonly num: number,
-    patterns: number,
-  ) {
-    this.bits = patterns << PATTERNS_SHIFT;
-  }
-
-  get exists(): boolean {
-    return (this.bits & B_EXISTS) !== 0;
-  }
-  set exists(v: boolean) {
-    this.bits = v ? this.bits | B_EXISTS : this.bits & ~B_EXISTS;
-  }
-  get upInherit(): boolean {
-    return (this.bits & B_UP_INHERIT) !== 0;
-  }
-  set upInherit(v: boolean) {
-    this.bits = v ? this.bits | B_UP_INHERIT : this.bits & ~B_UP_INHERIT;
-  }
-  /** See `ResourceNode.patterns` (never negative). */
-  get patterns(): number {
-    return this.bits >> PATTERNS_SHIFT;
-  }
-  set patterns(v: number) {
-    this.bits = (v << PATTERNS_SHIFT) | (this.bits & (B_EXISTS | B_UP_INHERIT));
-  }
-
-  /** The side object, made when a value is to be stored; undefined when there is none and none is needed. */
-  private relationsFor(v: unknown): NodeRelations | undefined {
-    if (this.rel === undefined && v !== undefined) this.rel = new NodeRelations();
-    return this.rel;
-  }
-
-  get parents(): MutableRowBag<MutableParentLink> | undefined {
-    return this.rel === undefined ? undefined : this.rel.parents;
-  }
-  set parents(v: MutableRowBag<MutableParentLink> | undefined) {
-    const rel = this.relationsFor(v);
-    if (rel === undefined) return;
-    rel.parents = v;
-    this.dropEmpty();
-  }
-  get policies(): MutableRowBag<Policy> | undefined {
-    return this.rel === undefined ? undefined : this.rel.policies;
-  }
-  set policies(v: MutableRowBag<Policy> | undefined) {
-    const rel = this.relationsFor(v);
-    if (rel === undefined) return;
-    rel.policies = v;
-    this.dropEmpty();
-  }
-  get links(): MutableRowBag<ResourceScopeLink> | undefined {
-    return this.rel === undefined ? undefined : this.rel.links;
-  }
-  set links(v: MutableRowBag<ResourceScopeLink> | undefined) {
-    const rel = this.relationsFor(v);
-    if (rel === undefined) return;
-    rel.links = v;
-    this.dropEmpty();
-  }
-  get tags(): MutableRowBag<TagAssignment> | undefined {
-    return this.rel === undefined ? undefined : this.rel.tags;
-  }
-  set tags(v: MutableRowBag<TagAssignment> | undefined) {
-    const rel = this.relationsFor(v);
-    if (rel === undefined) return;
-    rel.tags = v;
-    this.dropEmpty();
-  }
-  /** Number of parent links pointing at this node: it must not be dropped while any does. */
-  get refs(): number {
-    return this.rel === undefined ? 0 : this.rel.refs;
-  }
-  set refs(v: number) {
-    if (this.rel === undefined) {
-      if (v === 0) return;
-      this.rel = new NodeRelations();
-    }
-    this.rel.refs = v;
-    this.dropEmpty();
-  }
-
-  get attributes(): unknown {
-    return this.row.attributes;
-  }
-  get createdBy(): unknown {
-    return this.row.createdBy;
-  }
-
-  private dropEmpty(): void {
-    if (this.rel !== undefined && this.rel.empty()) this.rel = undefined;
-  }
-}
-
-/** Word FACT_FLAGS of a node's slot, as its fields imply it. */
-export function factFlags(n: MutableResourceNode): number {
-  return (
-    (n.exists ? F_EXISTS : 0) |
-    (n.policies !== undefined ? F_POLICIES : 0) |
-    (n.links !== undefined ? F_LINKS : 0) |
-    (n.patterns > 0 ? F_NAMED : 0) |
-    (n.up !== undefined ? F_UP : 0) |
-    (n.upInherit ? F_UP_INHERIT : 0) |
-    ((n.type !== undefined ? n.type.num + 1 : 0) << F_TYPE_SHIFT)
-  );
-}
+/** Int32 words per node in `hot`: flags, type slot number + 1, parent's number (-1: none), grants naming it. */
+const HOT = 4;
+const H_BITS = 0;
+const H_TYPE = 1;
+const H_UP = 2;
+const H_GRANTS = 3;
+/** Bits of word H_BITS; `patterns` above them. */
+const B_LIVE = 1;
+const B_EXISTS = 2;
+const B_UP_INHERIT = 4;
+const PATTERNS_SHIFT = 3;
 
 /** A resource's `attributes` that were `{}` (so 1M resources without attributes share nothing). */
 export const EMPTY_ATTRIBUTES = Symbol('{}');
@@ -265,44 +147,60 @@ function fastTime(v: string): number {
 class ResourceView implements Resource {
   constructor(
     private readonly nodes: ResourceNodes,
-    private readonly n: MutableResourceNode,
+    private readonly n: ResourceNode,
   ) {}
   get id(): string {
     return this.nodes.idOf(this.n);
   }
   get resourceTypeId(): string {
-    return (this.n.type as MutableTypeSlot).id;
+    return (this.nodes.type(this.n) as MutableTypeSlot).id;
   }
   get ownerScopeId(): string {
-    return this.n.owner as string;
+    return this.nodes.owner(this.n) as string;
   }
   get externalResourceId(): string {
-    return this.n.ext as string;
+    return this.nodes.ext(this.n) as string;
   }
   get displayName(): string | null | undefined {
-    return this.n.displayName;
+    return this.nodes.displayName(this.n);
   }
   get attributes(): JsonObject | null | undefined {
-    const a = this.n.attributes;
+    const a = this.nodes.rowFieldsOf(this.n).attributes;
     return (a === EMPTY_ATTRIBUTES ? FROZEN_EMPTY : a) as JsonObject | null | undefined;
   }
   get createdAt(): string {
-    return this.nodes.createdAtOf(this.n.num) as string;
+    return this.nodes.createdAtOf(this.n) as string;
   }
   get createdBy(): string {
-    return this.n.createdBy as string;
+    return this.nodes.rowFieldsOf(this.n).createdBy as string;
   }
 }
 
-export class ResourceNodes {
-  /** Resource nodes by id, with each node's facts ({@link FACT_FLAGS}) in its slot. */
-  readonly table: IdTable<MutableResourceNode>;
+export class ResourceNodes implements ResourceNodeReads {
+  /** Resource nodes by id: each slot holds the node's number and its facts ({@link FACT_FLAGS}). */
+  readonly table: IdTable<ResourceNode>;
   /** typeId → slot holding the type's current key (never dropped: one per type id seen). */
   readonly typeSlots = new Map<string, MutableTypeSlot>();
   /** Type slots by their number. */
   readonly typeSlotsByNum: MutableTypeSlot[] = [];
-  /** Resource nodes by number (the resource table finds its nodes here: it keeps their numbers, not the nodes). */
-  nodesByNum: (MutableResourceNode | undefined)[];
+  /** {@link HOT} words a node: what a walk reads of a node, in one cache line. */
+  private hot: Int32Array;
+  /** Columns by node number: the row's owner scope id (the scope row's own string when it exists), external id, display name as given, and shared {@link RowFields}. */
+  private owners: (string | undefined)[];
+  private exts: (string | undefined)[];
+  private displayNames: (string | null | undefined)[];
+  private rowFieldsCol: RowFields[];
+  /** A node's {@link NodeRelations}, for the few that have any. */
+  private relations: (NodeRelations | undefined)[];
+  /** The id of each node whose id does not pack (made on the first such id); else its words are in `idWords`. */
+  private keys: (string | undefined)[] | undefined;
+  /**
+   * The four words of each node's resource id when it packs (`resource_` and a canonical UUID,
+   * packed-id.ts), by number; the node then keeps no id string. Grown on the first such id.
+   */
+  private idWords = new Int32Array(0);
+  /** Column length: node numbers below it have room in every column. */
+  private room: number;
   /**
    * One byte per resource node number: 1 when the node is "plain" (its row exists, no
    * permission names it, it has no parent), else 0. A hierarchy walk whose next ancestor is
@@ -311,13 +209,19 @@ export class ResourceNodes {
    */
   plain: Uint8Array;
   nextNum = 0;
-  /** Numbers of dropped nodes, reused so the bitmap does not grow with churn. */
+  /** Numbers of dropped nodes, reused so the columns do not grow with churn. */
   readonly freeNums: number[] = [];
-  /** resourcePattern → number of permission rows with that pattern (feeds ResourceNode.patterns). */
+  /**
+   * Numbers dropped in the revision being applied: reused only once it is applied
+   * ({@link releaseDropped}), so until then a dropped node's id still reads as it was (the id
+   * order of resource-order.ts finds its place by it).
+   */
+  private readonly dropped: number[] = [];
+  /** resourcePattern → number of permission rows with that pattern (feeds `patterns`). */
   readonly patternCounts = new Map<string, number>();
   /**
-   * externalResourceId → the number of a resource carrying it (any type), confirmed by the node
-   * (`nodesByNum`): 8 bytes an id, where a Map cost ~30 and three DRAM trips per resource built.
+   * externalResourceId → the number of a resource carrying it (any type), confirmed by the node's
+   * external id column: 8 bytes an id, where a Map cost ~30 and three DRAM trips per resource built.
    */
   readonly externalFirst: NumTable;
   /** externalResourceId → ids of the other resources carrying it, for an id several resources carry. */
@@ -331,16 +235,6 @@ export class ResourceNodes {
    */
   private createdAt: Float64Array;
   readonly createdAtRaw = new Map<number, unknown>();
-  /**
-   * Ownership grants naming each node, by its number: a subject's grants hold resource numbers
-   * (subject-grants.ts), so the node, and its number, must outlive every grant naming it.
-   */
-  private grantRefs: Int32Array;
-  /**
-   * The four words of each node's resource id when it packs (`resource_` and a canonical UUID,
-   * packed-id.ts), by number; the node then keeps no id string. Grown on the first such id.
-   */
-  private idWords = new Int32Array(0);
   /**
    * creator → the {@link RowFields} of rows with that creator and attributes `{}`, absent or
    * null (one map each): shared by every such node (few subjects create a tenant's
@@ -358,67 +252,126 @@ export class ResourceNodes {
     },
   });
 
-  /** `resources`: expected number of resource nodes (sizes the table once instead of growing it). */
+  /** `resources`: expected number of resource nodes (sizes the table and columns once instead of growing them). */
   constructor(resources: number) {
-    // The table keeps neither keys nor values: a node holds its id, and its number (in the
-    // slot) finds it in `nodesByNum`. Slots of 32 bytes while every id is the service's own.
-    this.table = new IdTable<MutableResourceNode>(resources, undefined, {
+    // The table keeps neither keys nor values: its slot holds the node's number, which is the node.
+    // Slots of 32 bytes while every id is the service's own.
+    this.table = new IdTable<ResourceNode>(resources, undefined, {
       packPrefix: RESOURCE_PREFIX,
       keyOf: (n) => this.idOf(n),
-      numOf: (n) => n.num,
-      byNum: (num) => this.nodesByNum[num] as MutableResourceNode,
+      numOf: (n) => n,
+      byNum: (num) => num,
     });
-    // Arrays by node number, sized alike (they grow by doubling past it).
+    // Columns by node number, sized alike (they grow by doubling past it).
     const nums = Math.max(1024, resources);
+    this.room = nums;
+    this.hot = new Int32Array(nums * HOT);
+    this.owners = new Array<string | undefined>(nums).fill(undefined);
+    this.exts = new Array<string | undefined>(nums).fill(undefined);
+    this.displayNames = new Array<string | null | undefined>(nums).fill(undefined);
+    this.rowFieldsCol = new Array<RowFields>(nums).fill(NO_ROW_FIELDS);
+    this.relations = new Array<NodeRelations | undefined>(nums).fill(undefined);
     this.plain = new Uint8Array(nums);
-    this.nodesByNum = new Array<MutableResourceNode | undefined>(nums);
+    this.createdAt = new Float64Array(nums).fill(NaN);
     this.externalFirst = new NumTable(
       {
-        holds: (num, ext) => this.nodesByNum[num]?.ext === ext,
+        holds: (num, ext) => num < this.nextNum && this.exts[num] === ext,
         eachKey: (visit) => {
-          for (const n of this.nodesByNum) if (n !== undefined && n.ext !== undefined && !this.isExternalMore(n)) visit(n.ext, n.num);
+          for (let n = 0; n < this.nextNum; n++) {
+            const ext = this.exts[n];
+            if (ext !== undefined && this.live(n) && !this.isExternalMore(n)) visit(ext, n);
+          }
         },
       },
       resources,
     );
-    this.createdAt = new Float64Array(nums).fill(NaN);
-    this.grantRefs = new Int32Array(nums);
   }
 
-  /** `nodesByNum` at its exact length, once a build is complete (past the count it was made for, it grew by half again). */
+  /** The columns at their exact length, once a build is complete (past the count they were made for, they grew by doubling). */
   trim(): void {
-    this.nodesByNum = this.nodesByNum.slice(0, this.nextNum);
+    this.releaseDropped();
+    if (this.room > this.nextNum + 1024) this.resize(Math.max(1024, this.nextNum));
   }
 
-  /**
-   * The resource node's own id string when it keeps one (an id that does not pack), else `id`
-   * (see `RowHooks.slim`).
-   */
-  str(id: string): string {
-    return this.table.get(id)?.key ?? id;
+  // --- reads (ResourceNodeReads) -----------------------------------------------------------------
+
+  /** Whether number `n` is a node (not free). */
+  live(n: ResourceNode): boolean {
+    return (this.hot[n * HOT + H_BITS] & B_LIVE) !== 0;
+  }
+  exists(n: ResourceNode): boolean {
+    return (this.hot[n * HOT + H_BITS] & B_EXISTS) !== 0;
+  }
+  type(n: ResourceNode): MutableTypeSlot | undefined {
+    const t = this.hot[n * HOT + H_TYPE];
+    return t === 0 ? undefined : this.typeSlotsByNum[t - 1];
+  }
+  ext(n: ResourceNode): string | undefined {
+    return this.exts[n];
+  }
+  owner(n: ResourceNode): string | undefined {
+    return this.owners[n];
+  }
+  displayName(n: ResourceNode): string | null | undefined {
+    return this.displayNames[n];
+  }
+  rowFieldsOf(n: ResourceNode): RowFields {
+    return this.rowFieldsCol[n];
+  }
+  patterns(n: ResourceNode): number {
+    return this.hot[n * HOT + H_BITS] >>> PATTERNS_SHIFT;
+  }
+  up(n: ResourceNode): ResourceNode {
+    return this.hot[n * HOT + H_UP];
+  }
+  upInherit(n: ResourceNode): boolean {
+    return (this.hot[n * HOT + H_BITS] & B_UP_INHERIT) !== 0;
+  }
+  parents(n: ResourceNode): MutableRowBag<MutableParentLink> | undefined {
+    return this.relations[n]?.parents;
+  }
+  policies(n: ResourceNode): MutableRowBag<Policy> | undefined {
+    return this.relations[n]?.policies;
+  }
+  links(n: ResourceNode): MutableRowBag<ResourceScopeLink> | undefined {
+    return this.relations[n]?.links;
+  }
+  tags(n: ResourceNode): MutableRowBag<TagAssignment> | undefined {
+    return this.relations[n]?.tags;
+  }
+  /** Number of parent links pointing at this node: it must not be dropped while any does. */
+  refs(n: ResourceNode): number {
+    return this.relations[n]?.refs ?? 0;
+  }
+  /** Ownership grants naming node `n` (subject-grants.ts names resources by number). */
+  grantRefsOf(n: ResourceNode): number {
+    return this.hot[n * HOT + H_GRANTS];
   }
 
   /** A node's resource id: its own string, or made from the four words its number keeps. */
-  idOf(n: MutableResourceNode): string {
-    const key = n.key;
+  idOf(n: ResourceNode): string {
+    const key = this.keys?.[n];
     if (key !== undefined) return key;
     const w = this.idWords;
-    const at = 4 * n.num;
+    const at = 4 * n;
     return unpackId(RESOURCE_PREFIX, w[at], w[at + 1], w[at + 2], w[at + 3]);
   }
 
-  /** The resource id of node number `num` (a live node: one a grant or a table entry holds). */
+  /** The resource id of node number `num` (subject-grants.ts's `ResourceIds`). */
   idOfNum(num: number): string {
-    return this.idOf(this.nodesByNum[num] as MutableResourceNode);
+    return this.idOf(num);
   }
 
   /** Two nodes by resource id (code units), without making the ids when both pack. */
-  compareIds(a: MutableResourceNode, b: MutableResourceNode): number {
-    if (a.key === undefined && b.key === undefined) {
+  compareIds(a: ResourceNode, b: ResourceNode): number {
+    const keys = this.keys;
+    const ka = keys?.[a];
+    const kb = keys?.[b];
+    if (ka === undefined && kb === undefined) {
       // A packed id is a fixed prefix and 32 lowercase hex digits at fixed places: its order is
       // that of its words read as unsigned integers.
       const w = this.idWords;
-      for (let i = 4 * a.num, j = 4 * b.num, k = 0; k < 4; i++, j++, k++) {
+      for (let i = 4 * a, j = 4 * b, k = 0; k < 4; i++, j++, k++) {
         if (w[i] !== w[j]) return w[i] >>> 0 < w[j] >>> 0 ? -1 : 1;
       }
       return 0;
@@ -428,24 +381,125 @@ export class ResourceNodes {
     return x < y ? -1 : x > y ? 1 : 0;
   }
 
-  nodeFor(id: string): MutableResourceNode {
+  // --- writes ------------------------------------------------------------------------------------
+
+  private setBit(n: ResourceNode, bit: number, on: boolean): void {
+    const at = n * HOT + H_BITS;
+    this.hot[at] = on ? this.hot[at] | bit : this.hot[at] & ~bit;
+  }
+  setExists(n: ResourceNode, v: boolean): void {
+    this.setBit(n, B_EXISTS, v);
+  }
+  setType(n: ResourceNode, slot: MutableTypeSlot | undefined): void {
+    this.hot[n * HOT + H_TYPE] = slot === undefined ? 0 : slot.num + 1;
+  }
+  setExt(n: ResourceNode, v: string | undefined): void {
+    this.exts[n] = v;
+  }
+  setOwner(n: ResourceNode, v: string | undefined): void {
+    this.owners[n] = v;
+  }
+  setDisplayName(n: ResourceNode, v: string | null | undefined): void {
+    this.displayNames[n] = v;
+  }
+  setRowFields(n: ResourceNode, v: RowFields): void {
+    this.rowFieldsCol[n] = v;
+  }
+  /** Adds `delta` to a node's `patterns` (never below 0). */
+  addPatterns(n: ResourceNode, delta: number): void {
+    const at = n * HOT + H_BITS;
+    const bits = this.hot[at];
+    this.hot[at] = (((bits >>> PATTERNS_SHIFT) + delta) << PATTERNS_SHIFT) | (bits & (B_LIVE | B_EXISTS | B_UP_INHERIT));
+  }
+
+  /** The side object of `n`, made when a value is to be stored; undefined when there is none and none is needed. */
+  private relationsFor(n: ResourceNode, v: unknown): NodeRelations | undefined {
+    let rel = this.relations[n];
+    if (rel === undefined && v !== undefined) this.relations[n] = rel = new NodeRelations();
+    return rel;
+  }
+  private dropEmpty(n: ResourceNode): void {
+    const rel = this.relations[n];
+    if (rel !== undefined && rel.empty()) this.relations[n] = undefined;
+  }
+  setParents(n: ResourceNode, v: MutableRowBag<MutableParentLink> | undefined): void {
+    const rel = this.relationsFor(n, v);
+    if (rel === undefined) return;
+    rel.parents = v;
+    this.dropEmpty(n);
+  }
+  setPolicies(n: ResourceNode, v: MutableRowBag<Policy> | undefined): void {
+    const rel = this.relationsFor(n, v);
+    if (rel === undefined) return;
+    rel.policies = v;
+    this.dropEmpty(n);
+  }
+  setLinks(n: ResourceNode, v: MutableRowBag<ResourceScopeLink> | undefined): void {
+    const rel = this.relationsFor(n, v);
+    if (rel === undefined) return;
+    rel.links = v;
+    this.dropEmpty(n);
+  }
+  setTags(n: ResourceNode, v: MutableRowBag<TagAssignment> | undefined): void {
+    const rel = this.relationsFor(n, v);
+    if (rel === undefined) return;
+    rel.tags = v;
+    this.dropEmpty(n);
+  }
+  addRefs(n: ResourceNode, delta: number): void {
+    const rel = this.relationsFor(n, delta === 0 ? undefined : true);
+    if (rel === undefined) return;
+    rel.refs += delta;
+    this.dropEmpty(n);
+  }
+
+  /** Word FACT_FLAGS of a node's slot, as its columns imply it. */
+  factFlags(n: ResourceNode): number {
+    const bits = this.hot[n * HOT + H_BITS];
+    const rel = this.relations[n];
+    return (
+      (bits & B_EXISTS ? F_EXISTS : 0) |
+      (rel?.policies !== undefined ? F_POLICIES : 0) |
+      (rel?.links !== undefined ? F_LINKS : 0) |
+      (bits >>> PATTERNS_SHIFT > 0 ? F_NAMED : 0) |
+      (this.hot[n * HOT + H_UP] >= 0 ? F_UP : 0) |
+      (bits & B_UP_INHERIT ? F_UP_INHERIT : 0) |
+      (this.hot[n * HOT + H_TYPE] << F_TYPE_SHIFT)
+    );
+  }
+
+  /**
+   * The resource node's own id string when it keeps one (an id that does not pack), else `id`
+   * (see `RowHooks.slim`).
+   */
+  str(id: string): string {
+    const n = this.table.get(id);
+    return (n !== undefined ? this.keys?.[n] : undefined) ?? id;
+  }
+
+  /** The node of `id`, made (with no row, no parent) when there is none. */
+  nodeFor(id: string): ResourceNode {
     let n = this.table.get(id);
-    if (!n) {
-      const num = this.takeNum();
-      let key: string | undefined = id;
+    if (n === undefined) {
+      n = this.takeNum();
+      const at = n * HOT;
+      this.hot[at + H_BITS] = B_LIVE | ((this.patternCounts.get(id) ?? 0) << PATTERNS_SHIFT);
+      this.hot[at + H_TYPE] = 0;
+      this.hot[at + H_UP] = -1;
+      this.hot[at + H_GRANTS] = 0;
       if (packId(id, RESOURCE_PREFIX)) {
         // The id is kept as four words by number, not as a string (a 64-byte string a resource).
-        if (4 * num >= this.idWords.length) {
-          const grown = new Int32Array(Math.max(4 * (num + 1), 4 * this.plain.length));
+        if (4 * n >= this.idWords.length) {
+          const grown = new Int32Array(4 * this.room);
           grown.set(this.idWords);
           this.idWords = grown;
         }
-        this.idWords.set(PACKED, 4 * num);
-        key = undefined;
+        this.idWords.set(PACKED, 4 * n);
+        if (this.keys !== undefined) this.keys[n] = undefined;
+      } else {
+        this.keys ??= new Array<string | undefined>(this.room).fill(undefined);
+        this.keys[n] = id;
       }
-      n = new MutableResourceNode(key, num, this.patternCounts.get(id) ?? 0);
-      // Before the table holds it: the table finds its values by number.
-      this.nodesByNum[n.num] = n;
       this.table.set(id, n);
       this.refreshCopies(n, id);
     }
@@ -453,67 +507,90 @@ export class ResourceNodes {
   }
 
   /** The number of the node of `id` (made if needed), counted as named by one more ownership grant. */
-  grantRef(id: string): number {
-    const num = this.nodeFor(id).num;
-    this.grantRefs[num]++;
-    return num;
+  grantRef(id: string): ResourceNode {
+    const n = this.nodeFor(id);
+    this.hot[n * HOT + H_GRANTS]++;
+    return n;
   }
 
-  /** One ownership grant fewer names node number `num`; the node goes once nothing else holds it. */
-  grantUnref(num: number): void {
-    this.grantRefs[num]--;
-    this.prune(this.idOfNum(num));
-  }
-
-  /** Ownership grants naming node number `num` (for tests and diagnostics). */
-  grantRefsOf(num: number): number {
-    return num < this.grantRefs.length ? this.grantRefs[num] : 0;
+  /** One ownership grant fewer names node `n`; the node goes once nothing else holds it. */
+  grantUnref(n: ResourceNode): void {
+    this.hot[n * HOT + H_GRANTS]--;
+    this.prune(this.idOf(n));
   }
 
   /** Drops a node that no longer carries anything. */
   prune(id: string): void {
     const n = this.table.get(id);
-    if (n && !n.exists && !n.parents && !n.policies && !n.links && !n.tags && n.refs === 0 && this.grantRefs[n.num] === 0) {
+    if (n !== undefined && !this.exists(n) && this.relations[n] === undefined && this.hot[n * HOT + H_GRANTS] === 0) {
       this.table.delete(id);
-      this.plain[n.num] = 0;
-      this.nodesByNum[n.num] = undefined;
-      this.freeNums.push(n.num);
+      this.plain[n] = 0;
+      this.hot.fill(0, n * HOT, (n + 1) * HOT);
+      this.dropped.push(n);
     }
   }
 
-  private takeNum(): number {
+  /** Makes the numbers of the nodes dropped since the last call free for new nodes (see `dropped`). */
+  releaseDropped(): void {
+    for (const n of this.dropped) {
+      if (this.keys !== undefined) this.keys[n] = undefined;
+      this.freeNums.push(n);
+    }
+    this.dropped.length = 0;
+  }
+
+  private takeNum(): ResourceNode {
     const reused = this.freeNums.pop();
     if (reused !== undefined) return reused;
     const num = this.nextNum++;
-    if (num >= this.plain.length) {
-      const grown = new Uint8Array(this.plain.length * 2);
-      grown.set(this.plain);
-      this.plain = grown;
-    }
-    if (num >= this.grantRefs.length) {
-      const grown = new Int32Array(this.grantRefs.length * 2);
-      grown.set(this.grantRefs);
-      this.grantRefs = grown;
-    }
+    if (num >= this.room) this.resize(this.room * 2);
     return num;
   }
 
-  /**
-   * Re-derives a node's copies outside the node: its bit in the plain-node bitmap and its
-   * facts in the resource table (after its row, type, patterns, parent, policies or links changed).
-   */
-  refreshCopies(n: MutableResourceNode, id: string = this.idOf(n)): void {
-    this.plain[n.num] = n.exists && n.patterns === 0 && n.up === undefined ? 1 : 0;
-    // Word FACT_FLAGS, then FACT_UP_NUM.
-    this.table.setWords(id, factFlags(n), n.upNum);
+  /** Every column at `room` numbers (at least `nextNum`). */
+  private resize(room: number): void {
+    const hot = new Int32Array(room * HOT);
+    hot.set(this.hot.subarray(0, Math.min(this.hot.length, room * HOT)));
+    this.hot = hot;
+    const plain = new Uint8Array(room);
+    plain.set(this.plain.subarray(0, Math.min(this.plain.length, room)));
+    this.plain = plain;
+    const createdAt = new Float64Array(room).fill(NaN);
+    createdAt.set(this.createdAt.subarray(0, Math.min(this.createdAt.length, room)));
+    this.createdAt = createdAt;
+    if (this.idWords.length > 0) {
+      const words = new Int32Array(4 * room);
+      words.set(this.idWords.subarray(0, Math.min(this.idWords.length, 4 * room)));
+      this.idWords = words;
+    }
+    const fit = <T>(col: T[], fill: T): T[] => {
+      const out = col.length > room ? col.slice(0, room) : col.concat(new Array<T>(room - col.length).fill(fill));
+      return out;
+    };
+    this.owners = fit(this.owners, undefined);
+    this.exts = fit(this.exts, undefined);
+    this.displayNames = fit(this.displayNames, undefined);
+    this.rowFieldsCol = fit(this.rowFieldsCol, NO_ROW_FIELDS);
+    this.relations = fit(this.relations, undefined);
+    if (this.keys !== undefined) this.keys = fit(this.keys, undefined);
+    this.room = room;
   }
 
-  /** Re-derives a node's `up`/`upInherit` from its chosen parent link. */
-  refreshUp(n: MutableResourceNode, id: string): void {
+  /**
+   * Re-derives a node's copies outside its hot words: its bit in the plain-node bitmap and its
+   * facts in the resource table (after its row, type, patterns, parent, policies or links changed).
+   */
+  refreshCopies(n: ResourceNode, id: string = this.idOf(n)): void {
+    this.plain[n] = this.exists(n) && this.patterns(n) === 0 && this.up(n) < 0 ? 1 : 0;
+    // Word FACT_FLAGS, then FACT_UP_NUM.
+    this.table.setWords(id, this.factFlags(n), this.up(n));
+  }
+
+  /** Re-derives a node's parent and `upInherit` from its chosen parent link. */
+  refreshUp(n: ResourceNode, id: string): void {
     const link = this.parentOf(n) as MutableParentLink | undefined;
-    n.up = link?.parent;
-    n.upInherit = link?.inherit ?? false;
-    n.upNum = link ? link.parent.num : -1;
+    this.hot[n * HOT + H_UP] = link ? link.parent : -1;
+    this.setBit(n, B_UP_INHERIT, link?.inherit ?? false);
     this.refreshCopies(n, id);
   }
 
@@ -521,8 +598,8 @@ export class ResourceNodes {
    * The link to a resource's parent. A child has at most one parent; should bad data hold
    * several, the edge with the smallest id is used so every process picks the same one.
    */
-  parentOf(node: ResourceNode | undefined): ParentLink | undefined {
-    const b = node?.parents;
+  parentOf(n: ResourceNode | undefined): ParentLink | undefined {
+    const b = n === undefined ? undefined : this.parents(n);
     if (b === undefined || !(b instanceof Map)) return b as ParentLink | undefined;
     let best: ParentLink | undefined;
     for (const l of b.values()) if (best === undefined || l.id < best.id) best = l;
@@ -546,36 +623,36 @@ export class ResourceNodes {
     if (c === 0) this.patternCounts.delete(pattern);
     else this.patternCounts.set(pattern, c);
     const byId = this.table.get(pattern);
-    if (byId) {
-      byId.patterns += delta;
+    if (byId !== undefined) {
+      this.addPatterns(byId, delta);
       this.refreshCopies(byId, pattern);
     }
     for (const n of this.nodesByExternal(pattern)) {
-      n.patterns += delta;
+      this.addPatterns(n, delta);
       this.refreshCopies(n);
     }
   }
 
   /** The nodes of the resources (rows present) whose external id is `ext`. */
-  nodesByExternal(ext: string): MutableResourceNode[] {
+  nodesByExternal(ext: string): ResourceNode[] {
     const first = this.externalFirst.get(ext);
     if (first < 0) return [];
-    const out = [this.nodesByNum[first] as MutableResourceNode];
-    if (this.externalMore.size > 0) for (const id of bagIds(this.externalMore.get(ext))) out.push(this.table.get(id) as MutableResourceNode);
+    const out = [first];
+    if (this.externalMore.size > 0) for (const id of bagIds(this.externalMore.get(ext))) out.push(this.table.get(id) as ResourceNode);
     return out;
   }
 
-  /** Files a node whose row just arrived under its external id (`n.ext`, set). */
-  addExternal(n: MutableResourceNode): void {
-    const ext = n.ext as string;
-    if (this.externalFirst.get(ext) < 0) this.externalFirst.add(ext, n.num);
+  /** Files a node whose row just arrived under its external id (set). */
+  addExternal(n: ResourceNode): void {
+    const ext = this.exts[n] as string;
+    if (this.externalFirst.get(ext) < 0) this.externalFirst.add(ext, n);
     else bagAdd(this.externalMore, ext, this.idOf(n));
   }
 
-  /** Unfiles a node whose row goes, while `n.ext` still holds its external id. */
-  removeExternal(n: MutableResourceNode): void {
-    const ext = n.ext as string;
-    if (this.externalFirst.get(ext) !== n.num) {
+  /** Unfiles a node whose row goes, while its external id is still set. */
+  removeExternal(n: ResourceNode): void {
+    const ext = this.exts[n] as string;
+    if (this.externalFirst.get(ext) !== n) {
       bagDelete(this.externalMore, ext, this.idOf(n));
       return;
     }
@@ -585,14 +662,15 @@ export class ResourceNodes {
       return;
     }
     // Another resource carries the id: it takes the table's entry.
-    const next = this.table.get(typeof more === 'string' ? more : bagIds(more)[0]) as MutableResourceNode;
-    bagDelete(this.externalMore, ext, this.idOf(next));
-    this.externalFirst.renumber(ext, n.num, next.num);
+    const nextId = typeof more === 'string' ? more : bagIds(more)[0];
+    const next = this.table.get(nextId) as ResourceNode;
+    bagDelete(this.externalMore, ext, nextId);
+    this.externalFirst.renumber(ext, n, next);
   }
 
   /** Whether a node is filed in `externalMore` rather than in the table. */
-  isExternalMore(n: MutableResourceNode): boolean {
-    const more = this.externalMore.size > 0 ? this.externalMore.get(n.ext as string) : undefined;
+  isExternalMore(n: ResourceNode): boolean {
+    const more = this.externalMore.size > 0 ? this.externalMore.get(this.exts[n] as string) : undefined;
     if (more === undefined) return false;
     const id = this.idOf(n);
     return typeof more === 'string' ? more === id : bagIds(more).includes(id);
@@ -616,12 +694,6 @@ export class ResourceNodes {
 
   /** Stores a resource's `createdAt`: a canonical ISO-8601 string as its milliseconds, anything else as given. */
   setCreatedAt(num: number, v: unknown): void {
-    if (num >= this.createdAt.length) {
-      const grown = new Float64Array(Math.max(num + 1, this.createdAt.length * 2));
-      grown.fill(NaN);
-      grown.set(this.createdAt);
-      this.createdAt = grown;
-    }
     this.createdAtRaw.delete(num);
     const ms = canonicalTime(v);
     this.createdAt[num] = ms;
@@ -637,27 +709,29 @@ export class ResourceNodes {
   /** A resource row, rebuilt from its node (see `TenantIndex.resource`). */
   resource(id: string): Resource | undefined {
     const n = this.table.get(id);
-    return n !== undefined && n.exists ? this.row(n) : undefined;
+    return n !== undefined && this.exists(n) ? this.row(n) : undefined;
   }
 
   /** The row of a node whose resource exists (see `TenantIndex.resourceRow`). */
-  row(n: MutableResourceNode): Resource {
+  row(n: ResourceNode): Resource {
     const out: Record<string, unknown> = {
       id: this.idOf(n),
-      resourceTypeId: (n.type as MutableTypeSlot).id,
-      ownerScopeId: n.owner,
-      externalResourceId: n.ext,
+      resourceTypeId: (this.type(n) as MutableTypeSlot).id,
+      ownerScopeId: this.owners[n],
+      externalResourceId: this.exts[n],
     };
-    if (n.displayName !== undefined) out.displayName = n.displayName;
-    if (n.attributes !== undefined) out.attributes = n.attributes === EMPTY_ATTRIBUTES ? {} : n.attributes;
-    const createdAt = this.createdAtOf(n.num);
+    const displayName = this.displayNames[n];
+    if (displayName !== undefined) out.displayName = displayName;
+    const { attributes, createdBy } = this.rowFieldsCol[n];
+    if (attributes !== undefined) out.attributes = attributes === EMPTY_ATTRIBUTES ? {} : attributes;
+    const createdAt = this.createdAtOf(n);
     if (createdAt !== undefined) out.createdAt = createdAt;
-    if (n.createdBy !== undefined) out.createdBy = n.createdBy;
+    if (createdBy !== undefined) out.createdBy = createdBy;
     return out as unknown as Resource;
   }
 
   /** The row of a node whose resource exists, as a view (see `TenantIndex.resourceView`). */
-  view(n: MutableResourceNode): Resource {
+  view(n: ResourceNode): Resource {
     return new ResourceView(this, n);
   }
 }

@@ -82,9 +82,9 @@ export class ResourceFamily {
     const nodes = this.nodes;
     const n = nodes.nodeFor(e.childResourceId);
     const parent = nodes.nodeFor(e.parentResourceId);
-    parent.refs++;
+    nodes.addRefs(parent, 1);
     const link: MutableParentLink = { id: e.id, inherit: e.cascade === 'inherit', relationshipType: this.relationshipType(e), parent, child: n };
-    n.parents = rbWith(n.parents, link);
+    nodes.setParents(n, rbWith(nodes.parents(n), link));
     rbAdd(this.childrenByParent, e.parentResourceId, link);
     nodes.refreshUp(n, e.childResourceId);
     this.edgeLinks.set(e.id, link);
@@ -95,9 +95,9 @@ export class ResourceFamily {
     const parentId = nodes.idOf(link.parent);
     const childId = nodes.idOf(link.child);
     rbDelete(this.childrenByParent, parentId, link.id);
-    link.child.parents = rbWithout(link.child.parents, link.id);
+    nodes.setParents(link.child, rbWithout(nodes.parents(link.child), link.id));
     nodes.refreshUp(link.child, childId);
-    link.parent.refs--;
+    nodes.addRefs(link.parent, -1);
     this.edgeLinks.delete(link.id);
     nodes.prune(parentId);
     nodes.prune(childId);
@@ -119,17 +119,19 @@ export class ResourceFamily {
     required: ['id', 'resourceId', 'scopeId'],
     slim: (l) => ({ id: l.id, resourceId: this.nodes.str(l.resourceId), scopeId: this.scopes.str(l.scopeId), linkType: l.linkType }),
     index: (l) => {
-      const n = this.nodes.nodeFor(l.resourceId);
-      n.links = rbWith(n.links, l);
-      this.nodes.refreshCopies(n, l.resourceId);
+      const nodes = this.nodes;
+      const n = nodes.nodeFor(l.resourceId);
+      nodes.setLinks(n, rbWith(nodes.links(n), l));
+      nodes.refreshCopies(n, l.resourceId);
     },
     unindex: (l: ResourceScopeLink) => {
-      const n = this.nodes.table.get(l.resourceId);
-      if (n) {
-        n.links = rbWithout(n.links, l.id);
-        this.nodes.refreshCopies(n, l.resourceId);
+      const nodes = this.nodes;
+      const n = nodes.table.get(l.resourceId);
+      if (n !== undefined) {
+        nodes.setLinks(n, rbWithout(nodes.links(n), l.id));
+        nodes.refreshCopies(n, l.resourceId);
       }
-      this.nodes.prune(l.resourceId);
+      nodes.prune(l.resourceId);
     },
   });
 
@@ -137,16 +139,17 @@ export class ResourceFamily {
   private indexResource(r: Resource): void {
     const nodes = this.nodes;
     const n = nodes.nodeFor(r.id);
-    n.exists = true;
+    nodes.setExists(n, true);
     nodes.existing++;
-    n.type = nodes.typeSlot(r.resourceTypeId);
-    n.type.resources++;
-    n.ext = r.externalResourceId;
-    n.owner = this.scopes.str(r.ownerScopeId);
-    n.displayName = r.displayName;
-    n.row = nodes.rowFields(isEmptyObject(r.attributes) ? EMPTY_ATTRIBUTES : r.attributes, typeof r.createdBy === 'string' ? this.creatorStr(r.createdBy) : r.createdBy);
-    nodes.setCreatedAt(n.num, (r as { createdAt?: unknown }).createdAt);
-    n.patterns += nodes.patternCounts.get(r.externalResourceId) ?? 0;
+    const type = nodes.typeSlot(r.resourceTypeId);
+    nodes.setType(n, type);
+    type.resources++;
+    nodes.setExt(n, r.externalResourceId);
+    nodes.setOwner(n, this.scopes.str(r.ownerScopeId));
+    nodes.setDisplayName(n, r.displayName);
+    nodes.setRowFields(n, nodes.rowFields(isEmptyObject(r.attributes) ? EMPTY_ATTRIBUTES : r.attributes, typeof r.createdBy === 'string' ? this.creatorStr(r.createdBy) : r.createdBy));
+    nodes.setCreatedAt(n, (r as { createdAt?: unknown }).createdAt);
+    nodes.addPatterns(n, nodes.patternCounts.get(r.externalResourceId) ?? 0);
     nodes.refreshCopies(n, r.id);
     nodes.addExternal(n);
   }
@@ -155,19 +158,20 @@ export class ResourceFamily {
   private unindexResource(r: Resource): void {
     const nodes = this.nodes;
     const n = nodes.table.get(r.id);
-    if (n) {
+    if (n !== undefined) {
       // While the node still carries its external id (the table confirms keys through it).
       nodes.removeExternal(n);
-      n.exists = false;
+      nodes.setExists(n, false);
       nodes.existing--;
-      if (n.type !== undefined) n.type.resources--;
-      n.type = undefined;
-      n.ext = undefined;
-      n.owner = undefined;
-      n.displayName = undefined;
-      n.row = ResourceNodes.NO_ROW_FIELDS;
-      nodes.setCreatedAt(n.num, undefined);
-      n.patterns -= nodes.patternCounts.get(r.externalResourceId) ?? 0;
+      const type = nodes.type(n);
+      if (type !== undefined) type.resources--;
+      nodes.setType(n, undefined);
+      nodes.setExt(n, undefined);
+      nodes.setOwner(n, undefined);
+      nodes.setDisplayName(n, undefined);
+      nodes.setRowFields(n, ResourceNodes.NO_ROW_FIELDS);
+      nodes.setCreatedAt(n, undefined);
+      nodes.addPatterns(n, -(nodes.patternCounts.get(r.externalResourceId) ?? 0));
       nodes.refreshCopies(n, r.id);
     }
     nodes.prune(r.id);

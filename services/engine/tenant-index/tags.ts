@@ -44,7 +44,7 @@ export class TagFamily {
         n.tags = rbWith(n.tags, a);
       } else if (a.targetType === 'resource') {
         const n = this.resources.nodeFor(a.targetId);
-        n.tags = rbWith(n.tags, a);
+        this.resources.setTags(n, rbWith(this.resources.tags(n), a));
         rbAdd(this.resourceAssignmentsByTag, a.tagId, a);
       } else rbAdd(this.scopeTags, a.targetId, a);
     },
@@ -56,7 +56,7 @@ export class TagFamily {
       } else if (a.targetType === 'resource') {
         rbDelete(this.resourceAssignmentsByTag, a.tagId, a.id);
         const n = this.resources.table.get(a.targetId);
-        if (n) n.tags = rbWithout(n.tags, a.id);
+        if (n !== undefined) this.resources.setTags(n, rbWithout(this.resources.tags(n), a.id));
         this.resources.prune(a.targetId);
       } else rbDelete(this.scopeTags, a.targetId, a.id);
     },
@@ -80,10 +80,16 @@ export class TagFamily {
     return out;
   }
 
+  /** A resource's tag assignments (undefined when it has none or no node). */
+  private resourceTagBag(resourceId: string): RowBag<TagAssignment> | undefined {
+    const n = this.resources.table.get(resourceId);
+    return n === undefined ? undefined : this.resources.tags(n);
+  }
+
   /** Tags of a resource as tag group key → identifiers (tags whose group exists). */
   resourceTags(resourceId: string): Map<string, Set<string>> {
     const out = new Map<string, Set<string>>();
-    for (const tagId of this.existingTagIds(this.resources.table.get(resourceId)?.tags)) {
+    for (const tagId of this.existingTagIds(this.resourceTagBag(resourceId))) {
       const tag = this.tags.rows.get(tagId) as Tag;
       const group = this.groups.rows.get(tag.tagGroupId);
       if (!group) continue;

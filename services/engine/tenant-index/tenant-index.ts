@@ -79,7 +79,7 @@ import {
 import type { RowBag } from './bags.js';
 import { BUILD_ORDER, isKind, kindTable, rowError, storeOf, type Families, type KindTable } from './kinds.js';
 import { PolicyFamily } from './policies.js';
-import { ResourceNodes, type MutableResourceNode, type MutableTypeSlot } from './resource-nodes.js';
+import { ResourceNodes, type MutableTypeSlot } from './resource-nodes.js';
 import { ResourceFamily } from './resources.js';
 import { ResourceOrder } from './resource-order.js';
 import { SubjectOrder } from './subject-order.js';
@@ -91,6 +91,7 @@ import {
   MAX_HIERARCHY_DEPTH,
   type ParentLink,
   type ResourceNode,
+  type ResourceNodeReads,
   type RoleInfo,
   type ScopePath,
   type StarCover,
@@ -129,7 +130,9 @@ export class TenantIndex {
   private readonly subjectNodes: ReadonlyMap<string, MutableSubjectNode>;
   private readonly roleInfos: ReadonlyMap<string, MutableRoleInfo>;
   private readonly overridesByScopeRole: ReadonlyMap<string, ReadonlyMap<string, RowBag<ScopeOverride>>>;
-  private readonly resourceTable: IdTable<MutableResourceNode>;
+  private readonly resourceTable: IdTable<ResourceNode>;
+  /** What a check reads about a resource node (columns by the node's number). */
+  readonly resourceNodes: ResourceNodeReads;
   private readonly resourceOrder: ResourceOrder;
   private readonly subjectOrder: SubjectOrder;
 
@@ -153,6 +156,7 @@ export class TenantIndex {
     this.roleInfos = this.roles.infos;
     this.overridesByScopeRole = this.roles.overridesByScopeRole;
     this.resourceTable = this.nodes.table;
+    this.resourceNodes = this.nodes;
     this.resourceOrder = new ResourceOrder(this.nodes);
     this.subjectOrder = new SubjectOrder(this.subjects.nodes);
   }
@@ -246,6 +250,7 @@ export class TenantIndex {
       else if (c.kind === 'subject') subjectIds.push(c.id);
     }
     this.resourceOrder.applied(resourceIds, typesChanged);
+    this.nodes.releaseDropped();
     this.subjectOrder.applied(subjectIds);
     this._revision = revision;
     return true;
@@ -291,7 +296,7 @@ export class TenantIndex {
 
   /** The row of a node whose resource exists (see {@link resource}). */
   resourceRow(node: ResourceNode): Resource {
-    return this.nodes.row(node as MutableResourceNode);
+    return this.nodes.row(node);
   }
 
   /**
@@ -300,12 +305,12 @@ export class TenantIndex {
    * `createdAt` string). Valid until the next {@link apply}; `resource` gives a plain copy.
    */
   resourceView(node: ResourceNode): Resource {
-    return this.nodes.view(node as MutableResourceNode);
+    return this.nodes.view(node);
   }
 
   /** A resource node's `createdAt` as given (see {@link resourceRow}). */
   createdAtOfNode(node: ResourceNode): unknown {
-    return this.nodes.createdAtOf(node.num);
+    return this.nodes.createdAtOf(node);
   }
 
   resourceScopeLink(id: string): ResourceScopeLink | undefined {
@@ -421,28 +426,20 @@ export class TenantIndex {
 
   /** A resource node's id (made from four words when it is the service's own form: see {@link ResourceNode}). */
   resourceIdOf(node: ResourceNode): string {
-    return this.nodes.idOf(node as MutableResourceNode);
+    return this.nodes.idOf(node);
   }
 
   /** Two resource nodes by id (code units), without making the ids when both are the service's own form. */
   compareResourceIds(a: ResourceNode, b: ResourceNode): number {
-    return this.nodes.compareIds(a as MutableResourceNode, b as MutableResourceNode);
+    return this.nodes.compareIds(a, b);
   }
 
-  /** The node in a resource slot. */
+  /** The node in a resource slot (its number, kept in the slot: no read beyond it). */
   resourceNodeAt(slot: number): ResourceNode {
-    return this.resourceTable.valueAt(slot);
-  }
-
-  /** The number of the node in a resource slot (see {@link ResourceNode.num}), without reading the node. */
-  resourceNumAt(slot: number): number {
     return this.resourceTable.numAt(slot);
   }
 
-  /** The resource node numbered `num`: one a grant names ({@link GrantSet.forEachResource}) or another live node's number. */
-  resourceNodeByNum(num: number): ResourceNode {
-    return this.nodes.nodesByNum[num] as MutableResourceNode;
-  }
+
 
   /** The type slot numbered `num` (from a resource's flags), or undefined for -1. */
   typeSlotAt(num: number): TypeSlot | undefined {
@@ -516,7 +513,8 @@ export class TenantIndex {
    * instead of the parent's node (on a large tenant, a cache miss).
    */
   upIsPlain(node: ResourceNode): boolean {
-    return node.upNum >= 0 && this.nodes.plain[node.upNum] === 1;
+    const up = this.nodes.up(node);
+    return up >= 0 && this.nodes.plain[up] === 1;
   }
 
   /**

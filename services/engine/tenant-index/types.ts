@@ -93,7 +93,7 @@ export interface SubjectNode {
 
 /**
  * A subject's ownership grants by resource (see `SubjectGrants`). A resource is named by its
- * node's number ({@link ResourceNode.num}): every resource a grant names has a node.
+ * node ({@link ResourceNode}, a number): every resource a grant names has a node.
  */
 export interface GrantSet {
   /** The grants on the resource numbered `resource`; undefined when none. */
@@ -126,39 +126,41 @@ export interface TypeSlot {
 }
 
 /**
- * What a check reads about one resource. Its id is not a field: a service-issued id is kept only
- * as four words by the node's number (`TenantIndex.resourceIdOf` makes the string).
+ * A resource node: its number in the index (reused after the node is dropped). What a check
+ * reads about the resource is in columns by that number ({@link ResourceNodeReads}); a
+ * service-issued id is kept only as four words (`ResourceNodeReads.idOf` makes the string).
  */
-export interface ResourceNode {
-  /** Whether the resource row exists (its fields are kept in the node; see TenantIndex.resource). */
-  readonly exists: boolean;
+export type ResourceNode = number;
+
+/** What a check reads about a resource node (`TenantIndex.resourceNodes`). */
+export interface ResourceNodeReads {
+  /** The resource id. */
+  idOf(n: ResourceNode): string;
+  /** Whether the resource row exists (its fields are kept by the node; see TenantIndex.resource). */
+  exists(n: ResourceNode): boolean;
   /** Slot of the row's resource type (its key is undefined while the type does not exist). */
-  readonly type: TypeSlot | undefined;
-  /** The row's external id, copied so the common path need not read the row. */
-  readonly ext: string | undefined;
+  type(n: ResourceNode): TypeSlot | undefined;
+  /** The row's external id. */
+  ext(n: ResourceNode): string | undefined;
   /** The row's owner scope id (the scope row's own string when it exists), for the gate. */
-  readonly owner: string | undefined;
+  owner(n: ResourceNode): string | undefined;
   /**
    * How many permission rows have a `resourcePattern` equal to this id, plus (while the row
    * exists) how many equal its external id. When 0, no permission can name this resource, so
    * a check looks up only the `*` pattern and never reads the id or external id strings.
    */
-  readonly patterns: number;
+  patterns(n: ResourceNode): number;
   /** Links to its parent (one, unless the data is bad). */
-  readonly parents: RowBag<ParentLink> | undefined;
-  /** The parent node of the chosen link (see TenantIndex.parentOf), copied for walks. */
-  readonly up: ResourceNode | undefined;
+  parents(n: ResourceNode): RowBag<ParentLink> | undefined;
+  /** The parent node of the chosen link (see TenantIndex.parentOf), or -1 without a parent. */
+  up(n: ResourceNode): ResourceNode;
   /** Whether the chosen link's edge cascades (`inherit`). */
-  readonly upInherit: boolean;
-  /** This node's number: its slot in the index's plain-node bitmap (see TenantIndex.upIsPlain). */
-  readonly num: number;
-  /** `up.num`, or -1 without a parent: reads the parent's bit without touching the parent. */
-  readonly upNum: number;
+  upInherit(n: ResourceNode): boolean;
   /** Policies targeting it directly. */
-  readonly policies: RowBag<Policy> | undefined;
-  readonly links: RowBag<ResourceScopeLink> | undefined;
+  policies(n: ResourceNode): RowBag<Policy> | undefined;
+  links(n: ResourceNode): RowBag<ResourceScopeLink> | undefined;
   /** Tag assignments targeting it. */
-  readonly tags: RowBag<TagAssignment> | undefined;
+  tags(n: ResourceNode): RowBag<TagAssignment> | undefined;
 }
 
 /**

@@ -8,7 +8,8 @@
 import { ENTITY_KINDS, type OwnershipGrant } from '../model.js';
 import { type Bag, type Identified, type RowBag, bagRows } from '../tenant-index/bags.js';
 import type { CollectionFile } from '../tenant-index/collection-files.js';
-import { factFlags, type MutableResourceNode, type ResourceNodes } from '../tenant-index/resource-nodes.js';
+import type { ResourceNodes } from '../tenant-index/resource-nodes.js';
+import type { ResourceNode } from '../tenant-index/types.js';
 import { RowTable } from '../tenant-index/row-table.js';
 import { REST_STRIDE, type SubjectGrants } from '../tenant-index/subject-grants.js';
 import { groupByScope, type MutableSubjectNode, type SubjectFamily } from '../tenant-index/subjects.js';
@@ -108,14 +109,16 @@ export function grantSetCanonical(set: SubjectGrants): unknown {
 }
 
 /** Whether a node's facts in the resource table are those its node implies. */
-function factsOk(nodes: ResourceNodes, id: string, n: MutableResourceNode): boolean {
+function factsOk(nodes: ResourceNodes, id: string, n: ResourceNode): boolean {
   const slot = nodes.table.slotOf(id);
+  const type = nodes.type(n);
   return (
     slot >= 0 &&
     nodes.table.valueAt(slot) === n &&
-    nodes.table.word(slot, FACT_FLAGS) === factFlags(n) &&
-    nodes.table.word(slot, FACT_UP_NUM) === n.upNum &&
-    (n.type === undefined || nodes.typeSlotsByNum[n.type.num] === n.type)
+    nodes.live(n) &&
+    nodes.table.word(slot, FACT_FLAGS) === nodes.factFlags(n) &&
+    nodes.table.word(slot, FACT_UP_NUM) === nodes.up(n) &&
+    (type === undefined || nodes.typeSlotsByNum[type.num] === type)
   );
 }
 
@@ -126,16 +129,16 @@ function factsOk(nodes: ResourceNodes, id: string, n: MutableResourceNode): bool
 function externalCanonical(nodes: ResourceNodes): [string, string[]][] {
   const byExt = new Map<string, string[]>();
   let firsts = 0;
-  nodes.nodesByNum.forEach((n, num) => {
-    if (n === undefined || !n.exists) return;
+  for (let n = 0; n < nodes.nextNum; n++) {
+    if (!nodes.live(n) || !nodes.exists(n)) continue;
     const id = nodes.idOf(n);
-    if (n.num !== num || nodes.table.get(id) !== n) (byExt.get('(stale nodes)') ?? byExt.set('(stale nodes)', []).get('(stale nodes)')!).push(id);
-    const ext = n.ext as string;
-    const first = nodes.externalFirst.get(ext) === n.num;
+    if (nodes.table.get(id) !== n) (byExt.get('(stale nodes)') ?? byExt.set('(stale nodes)', []).get('(stale nodes)')!).push(id);
+    const ext = nodes.ext(n) as string;
+    const first = nodes.externalFirst.get(ext) === n;
     const more = nodes.isExternalMore(n);
     if (first) firsts++;
     (byExt.get(ext) ?? byExt.set(ext, []).get(ext)!).push(first !== more ? id : `${id} (filed ${first ? 'twice' : 'nowhere'})`);
-  });
+  }
   const out = [...byExt].map(([k, list]) => [k, list.sort()] as [string, string[]]).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
   if (nodes.externalFirst.size !== firsts) out.push([`(the external-id table holds ${nodes.externalFirst.size} for ${firsts})`, []]);
   return out;
@@ -172,7 +175,10 @@ export function derivedState(index: TenantIndex): Record<string, unknown> {
   const { kinds, scopes, roles, subjects, nodes, resources, policies, tags } = index.families();
   // A type slot's count of existing resources must be the number of nodes it types.
   const typed = new Map<string, number>();
-  for (const [, n] of nodes.table.entries()) if (n.exists && n.type !== undefined) typed.set(n.type.id, (typed.get(n.type.id) ?? 0) + 1);
+  for (const [, n] of nodes.table.entries()) {
+    const type = nodes.type(n);
+    if (nodes.exists(n) && type !== undefined) typed.set(type.id, (typed.get(type.id) ?? 0) + 1);
+  }
   // A node's count of grants naming it must be the number of grants whose resource it is.
   const granted = new Map<number, number>();
   for (const set of subjects.grantSets) set?.forEachResource((num) => granted.set(num, (granted.get(num) ?? 0) + 1));
@@ -201,25 +207,30 @@ export function derivedState(index: TenantIndex): Record<string, unknown> {
     ),
     subjectsByExternalId: subjectExternalCanonical(subjects),
     resources: byKey(
-      [...nodes.table.entries()].map(([k, n]) => [
+      [...nodes.table.entries()].map(([k, n]) => {
+        const type = nodes.type(n);
+        const up = nodes.up(n);
+        const chosen = nodes.parentOf(n);
+        const fields = nodes.rowFieldsOf(n);
+        return [
         k,
         {
-          row: n.exists ? nodes.row(n) : null,
-          type: n.type ? { key: n.type.key ?? null, collections: n.type.collections, live: nodes.typeSlots.get(n.type.id) === n.type } : null,
+          row: nodes.exists(n) ? nodes.row(n) : null,
+          type: type ? { key: type.key ?? null, collections: type.collections, live: nodes.typeSlots.get(type.id) === type } : null,
           // A node without a row keeps none of its fields.
           cleared:
-            n.exists ||
-            (n.type === undefined && n.ext === undefined && n.owner === undefined && n.displayName === undefined && n.attributes === undefined && n.createdBy === undefined && nodes.createdAtOf(n.num) === undefined)
+            nodes.exists(n) ||
+            (type === undefined && nodes.ext(n) === undefined && nodes.owner(n) === undefined && nodes.displayName(n) === undefined && fields.attributes === undefined && fields.createdBy === undefined && nodes.createdAtOf(n) === undefined)
               ? 'ok'
               : 'stale',
-          patterns: n.patterns,
-          up: n.up === nodes.parentOf(n)?.parent && n.upInherit === (nodes.parentOf(n)?.inherit ?? false) ? (n.up ? nodes.idOf(n.up) : null) : 'stale',
-          refs: n.refs,
-          grantRefs: nodes.grantRefsOf(n.num) === (granted.get(n.num) ?? 0) ? nodes.grantRefsOf(n.num) : 'stale',
+          patterns: nodes.patterns(n),
+          up: up === (chosen?.parent ?? -1) && nodes.upInherit(n) === (chosen?.inherit ?? false) ? (up >= 0 ? nodes.idOf(up) : null) : 'stale',
+          refs: nodes.refs(n),
+          grantRefs: nodes.grantRefsOf(n) === (granted.get(n) ?? 0) ? nodes.grantRefsOf(n) : 'stale',
           // Numbers differ between builds; their use must agree with the node.
-          plain: n.upNum === (n.up ? n.up.num : -1) && nodes.plain[n.num] === (n.exists && n.patterns === 0 && n.up === undefined ? 1 : 0) ? 'ok' : 'stale',
+          plain: nodes.plain[n] === (nodes.exists(n) && nodes.patterns(n) === 0 && up < 0 ? 1 : 0) ? 'ok' : 'stale',
           // Each link must point at the live node of its parent.
-          parents: [...bagRows(n.parents)]
+          parents: [...bagRows(nodes.parents(n))]
             .sort((x, y) => (x.id < y.id ? -1 : 1))
             .map((l) => ({
               edge: resources.edgeRow(l),
@@ -227,12 +238,13 @@ export function derivedState(index: TenantIndex): Record<string, unknown> {
               // The link is the one the edge id finds, of this child, and its parent node is live.
               live: nodes.table.get(nodes.idOf(l.parent)) === l.parent && resources.edgeLinks.get(l.id) === l && l.child === n,
             })),
-          policies: ids(n.policies),
-          links: ids(n.links),
-          tags: ids(n.tags),
+          policies: ids(nodes.policies(n)),
+          links: ids(nodes.links(n)),
+          tags: ids(nodes.tags(n)),
           facts: factsOk(nodes, k, n) ? 'ok' : 'stale',
         },
-      ]),
+      ];
+      }),
     ),
     scopeChildren: canon(scopes.children as Deep, 1),
     overridesByScopeRole: canon(roles.overridesByScopeRole as Deep, 2),
@@ -274,7 +286,7 @@ export function derivedState(index: TenantIndex): Record<string, unknown> {
           .map((l) => ({
             edge: l.id,
             child: nodes.idOf(l.child),
-            live: nodes.idOf(l.parent) === parent && [...bagRows(l.child.parents)].includes(l) && nodes.table.get(nodes.idOf(l.child)) === l.child,
+            live: nodes.idOf(l.parent) === parent && [...bagRows(nodes.parents(l.child))].includes(l) && nodes.table.get(nodes.idOf(l.child)) === l.child,
           })),
       ]),
     ),
@@ -286,7 +298,7 @@ export function derivedState(index: TenantIndex): Record<string, unknown> {
       ENTITY_KINDS.map((k) => {
         const store = kinds[k];
         if (store instanceof RowTable) return [k, [...store.rows.keys()].sort()];
-        if (k === 'resource') return [k, [...nodes.table.entries()].filter(([, n]) => n.exists).map(([id]) => id).sort()];
+        if (k === 'resource') return [k, [...nodes.table.entries()].filter(([, n]) => nodes.exists(n)).map(([id]) => id).sort()];
         if (k === 'ownership_grant') return [k, grantIdsCanonical(subjects)];
         if (k === 'resource_edge') return [k, [...resources.edgeLinks.keys()].sort()];
         throw new Error(`derivedState: no dump for kind ${k}`);
