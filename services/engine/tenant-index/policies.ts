@@ -59,7 +59,7 @@ export class PolicyFamily {
       if (p.target.kind === 'resource') {
         const nodes = this.resources;
         const n = nodes.nodeFor(p.target.resourceId);
-        nodes.setPolicies(n, rbWith(nodes.policies(n), p));
+        nodes.setRelation(n, 'policies', rbWith(nodes.policies(n), p));
         nodes.refreshCopies(n, p.target.resourceId);
         const byAction = p.effect === 'allow' ? this.directAllowsByAction : this.directDeniesByAction;
         for (const a of new Set(p.actions)) rbAdd(byAction, a, p);
@@ -72,7 +72,7 @@ export class PolicyFamily {
         const nodes = this.resources;
         const n = nodes.table.get(p.target.resourceId);
         if (n !== undefined) {
-          nodes.setPolicies(n, rbWithout(nodes.policies(n), p.id));
+          nodes.setRelation(n, 'policies', rbWithout(nodes.policies(n), p.id));
           nodes.refreshCopies(n, p.target.resourceId);
         }
         this.resources.prune(p.target.resourceId);

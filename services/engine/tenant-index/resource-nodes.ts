@@ -422,28 +422,11 @@ export class ResourceNodes implements ResourceNodeReads {
     const rel = this.relations[n];
     if (rel !== undefined && rel.empty()) this.relations[n] = undefined;
   }
-  setParents(n: ResourceNode, v: MutableRowBag<MutableParentLink> | undefined): void {
+  /** Sets one of a node's relations (undefined: none), making or dropping its side object. */
+  setRelation<K extends 'parents' | 'policies' | 'links' | 'tags'>(n: ResourceNode, key: K, v: NodeRelations[K]): void {
     const rel = this.relationsFor(n, v);
     if (rel === undefined) return;
-    rel.parents = v;
-    this.dropEmpty(n);
-  }
-  setPolicies(n: ResourceNode, v: MutableRowBag<Policy> | undefined): void {
-    const rel = this.relationsFor(n, v);
-    if (rel === undefined) return;
-    rel.policies = v;
-    this.dropEmpty(n);
-  }
-  setLinks(n: ResourceNode, v: MutableRowBag<ResourceScopeLink> | undefined): void {
-    const rel = this.relationsFor(n, v);
-    if (rel === undefined) return;
-    rel.links = v;
-    this.dropEmpty(n);
-  }
-  setTags(n: ResourceNode, v: MutableRowBag<TagAssignment> | undefined): void {
-    const rel = this.relationsFor(n, v);
-    if (rel === undefined) return;
-    rel.tags = v;
+    rel[key] = v;
     this.dropEmpty(n);
   }
   addRefs(n: ResourceNode, delta: number): void {

@@ -84,7 +84,7 @@ export class ResourceFamily {
     const parent = nodes.nodeFor(e.parentResourceId);
     nodes.addRefs(parent, 1);
     const link: MutableParentLink = { id: e.id, inherit: e.cascade === 'inherit', relationshipType: this.relationshipType(e), parent, child: n };
-    nodes.setParents(n, rbWith(nodes.parents(n), link));
+    nodes.setRelation(n, 'parents', rbWith(nodes.parents(n), link));
     rbAdd(this.childrenByParent, e.parentResourceId, link);
     nodes.refreshUp(n, e.childResourceId);
     this.edgeLinks.set(e.id, link);
@@ -95,7 +95,7 @@ export class ResourceFamily {
     const parentId = nodes.idOf(link.parent);
     const childId = nodes.idOf(link.child);
     rbDelete(this.childrenByParent, parentId, link.id);
-    nodes.setParents(link.child, rbWithout(nodes.parents(link.child), link.id));
+    nodes.setRelation(link.child, 'parents', rbWithout(nodes.parents(link.child), link.id));
     nodes.refreshUp(link.child, childId);
     nodes.addRefs(link.parent, -1);
     this.edgeLinks.delete(link.id);
@@ -121,14 +121,14 @@ export class ResourceFamily {
     index: (l) => {
       const nodes = this.nodes;
       const n = nodes.nodeFor(l.resourceId);
-      nodes.setLinks(n, rbWith(nodes.links(n), l));
+      nodes.setRelation(n, 'links', rbWith(nodes.links(n), l));
       nodes.refreshCopies(n, l.resourceId);
     },
     unindex: (l: ResourceScopeLink) => {
       const nodes = this.nodes;
       const n = nodes.table.get(l.resourceId);
       if (n !== undefined) {
-        nodes.setLinks(n, rbWithout(nodes.links(n), l.id));
+        nodes.setRelation(n, 'links', rbWithout(nodes.links(n), l.id));
         nodes.refreshCopies(n, l.resourceId);
       }
       nodes.prune(l.resourceId);

@@ -44,7 +44,7 @@ export class TagFamily {
         n.tags = rbWith(n.tags, a);
       } else if (a.targetType === 'resource') {
         const n = this.resources.nodeFor(a.targetId);
-        this.resources.setTags(n, rbWith(this.resources.tags(n), a));
+        this.resources.setRelation(n, 'tags', rbWith(this.resources.tags(n), a));
         rbAdd(this.resourceAssignmentsByTag, a.tagId, a);
       } else rbAdd(this.scopeTags, a.targetId, a);
     },
@@ -56,7 +56,7 @@ export class TagFamily {
       } else if (a.targetType === 'resource') {
         rbDelete(this.resourceAssignmentsByTag, a.tagId, a.id);
         const n = this.resources.table.get(a.targetId);
-        if (n !== undefined) this.resources.setTags(n, rbWithout(this.resources.tags(n), a.id));
+        if (n !== undefined) this.resources.setRelation(n, 'tags', rbWithout(this.resources.tags(n), a.id));
         this.resources.prune(a.targetId);
       } else rbDelete(this.scopeTags, a.targetId, a.id);
     },
