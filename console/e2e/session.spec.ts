@@ -36,7 +36,7 @@ test('an idle session ends: the next request goes back to sign-in with the reaso
   }
   // The next request meets the ended session: this click's, or one the page makes in the background first.
   await page.getByRole('button', { name: /^Expand eng/ }).click({ timeout: 5_000 }).catch(() => undefined);
-  await expect(page.getByRole('status')).toContainText('Your session has ended');
+  await expect(page.getByRole('status').filter({ hasText: 'Your session has ended' })).toBeVisible();
   await expect(page.getByLabel('API key')).toBeVisible();
 });
 
@@ -66,7 +66,7 @@ test('a session ends when its key expires, on either database: back to sign-in w
   }
   await page.waitForTimeout(Math.max(0, Date.parse(expiresAt) - Date.now() + 500));
   await page.getByRole('link', { name: 'Subjects' }).click();
-  await expect(page.getByRole('status')).toContainText('Your session has ended');
+  await expect(page.getByRole('status').filter({ hasText: 'Your session has ended' })).toBeVisible();
   await expect(page.getByLabel('API key')).toBeVisible();
 });
 
@@ -82,7 +82,7 @@ test('a user key is told which tier a refused call needs; revoking the key ends 
   const revoked = await fetch(`${backend.url}/api-keys/${key.id}`, { method: 'DELETE', headers: { 'x-api-key': backend.platformKey } });
   expect(revoked.status).toBe(200);
   await refusal.getByRole('button', { name: 'Try again' }).click();
-  await expect(page.getByRole('status')).toContainText('Your session has ended');
+  await expect(page.getByRole('status').filter({ hasText: 'Your session has ended' })).toBeVisible();
   // And a new sign-in with it is refused.
   await page.getByLabel('API key').fill(key.secretKey);
   await page.getByRole('button', { name: 'Sign in' }).click();
