@@ -10,8 +10,9 @@
  * carries its type's key.
  *
  * Why columns and not an object per node: a node object of 11 fields took 112 bytes and its
- * reference in a by-number array 8 more; the columns take 16 bytes of hot words and five
- * references, 56 bytes, and a tenant's million resources are a million fewer objects to trace.
+ * reference in a by-number array 8 more; the columns take 16 bytes of hot words, four
+ * references and the display name's offset and length, 56 bytes, and a tenant's million
+ * resources are a million fewer objects to trace.
  */
 import { IdTable } from '../id-table.js';
 import type { JsonObject, Policy, Resource, ResourceScopeLink, TagAssignment } from '../model.js';
@@ -19,6 +20,7 @@ import { NumTable } from '../num-table.js';
 import { PACKED, packId, unpackId } from '../packed-id.js';
 import { bagAdd, bagDelete, bagIds, type Multi, type MutableRowBag } from './bags.js';
 import { RowTable } from './row-table.js';
+import { TextColumn } from './text-column.js';
 import {
   F_EXISTS,
   F_LINKS,
@@ -185,10 +187,11 @@ export class ResourceNodes implements ResourceNodeReads {
   readonly typeSlotsByNum: MutableTypeSlot[] = [];
   /** {@link HOT} words a node: what a walk reads of a node, in one cache line. */
   private hot: Int32Array;
-  /** Columns by node number: the row's owner scope id (the scope row's own string when it exists), external id, display name as given, and shared {@link RowFields}. */
+  /** Columns by node number: the row's owner scope id (the scope row's own string when it exists), external id, and shared {@link RowFields}. */
   private owners: (string | undefined)[];
   private exts: (string | undefined)[];
-  private displayNames: (string | null | undefined)[];
+  /** Display names as given, their bytes in one buffer (read only with the row: text-column.ts). */
+  private readonly displayNames: TextColumn;
   private rowFieldsCol: RowFields[];
   /** A node's {@link NodeRelations}, for the few that have any. */
   private relations: (NodeRelations | undefined)[];
@@ -268,7 +271,7 @@ export class ResourceNodes implements ResourceNodeReads {
     this.hot = new Int32Array(nums * HOT);
     this.owners = new Array<string | undefined>(nums).fill(undefined);
     this.exts = new Array<string | undefined>(nums).fill(undefined);
-    this.displayNames = new Array<string | null | undefined>(nums).fill(undefined);
+    this.displayNames = new TextColumn(nums);
     this.rowFieldsCol = new Array<RowFields>(nums).fill(NO_ROW_FIELDS);
     this.relations = new Array<NodeRelations | undefined>(nums).fill(undefined);
     this.plain = new Uint8Array(nums);
@@ -313,7 +316,7 @@ export class ResourceNodes implements ResourceNodeReads {
     return this.owners[n];
   }
   displayName(n: ResourceNode): string | null | undefined {
-    return this.displayNames[n];
+    return this.displayNames.get(n);
   }
   rowFieldsOf(n: ResourceNode): RowFields {
     return this.rowFieldsCol[n];
@@ -400,7 +403,7 @@ export class ResourceNodes implements ResourceNodeReads {
     this.owners[n] = v;
   }
   setDisplayName(n: ResourceNode, v: string | null | undefined): void {
-    this.displayNames[n] = v;
+    this.displayNames.set(n, v);
   }
   setRowFields(n: ResourceNode, v: RowFields): void {
     this.rowFieldsCol[n] = v;
@@ -552,7 +555,7 @@ export class ResourceNodes implements ResourceNodeReads {
     };
     this.owners = fit(this.owners, undefined);
     this.exts = fit(this.exts, undefined);
-    this.displayNames = fit(this.displayNames, undefined);
+    this.displayNames.resize(room);
     this.rowFieldsCol = fit(this.rowFieldsCol, NO_ROW_FIELDS);
     this.relations = fit(this.relations, undefined);
     if (this.keys !== undefined) this.keys = fit(this.keys, undefined);
@@ -703,7 +706,7 @@ export class ResourceNodes implements ResourceNodeReads {
       ownerScopeId: this.owners[n],
       externalResourceId: this.exts[n],
     };
-    const displayName = this.displayNames[n];
+    const displayName = this.displayNames.get(n);
     if (displayName !== undefined) out.displayName = displayName;
     const { attributes, createdBy } = this.rowFieldsCol[n];
     if (attributes !== undefined) out.attributes = attributes === EMPTY_ATTRIBUTES ? {} : attributes;
