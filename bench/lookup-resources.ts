@@ -173,7 +173,7 @@ function stream(subjectId: string, opts: LookupOptions) {
 
 const sortStart = performance.now();
 index.resourcesInIdOrder('doc');
-const allIds = index.resourcesInIdOrder('doc').map((n) => index.resourceIdOf(n));
+const allIds = index.resourcesInIdOrder('doc').map((n) => index.resourceNodes.idOf(n));
 const randomDocs = Array.from({ length: 4096 }, () => allIds[Math.floor(r() * allIds.length)]);
 console.log(`id order of the docs (the walk's, kept by the index once sorted): ${Math.round(performance.now() - sortStart)} ms`);
 

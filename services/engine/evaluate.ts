@@ -434,26 +434,29 @@ function inherit(
     if (!nodes.upInherit(node)) {
       if (trace) {
         const link = index.parentOf(node) as ParentLink;
-        stop = `edge ${link.id} to ${index.resourceIdOf(link.parent)} has cascade none`;
+        stop = `edge ${link.id} to ${index.resourceNodes.idOf(link.parent)} has cascade none`;
       }
       break;
     }
     if (!nodes.exists(parentNode)) {
-      if (trace) stop = `parent ${index.resourceIdOf(parentNode)} not found`;
+      if (trace) stop = `parent ${index.resourceNodes.idOf(parentNode)} not found`;
       break;
     }
     // One node per id, so the number is the id comparison.
     let seen = parentNode === start;
     for (let k = 0; k < visited && !seen; k++) seen = VISITED[k] === parentNode;
     if (seen) {
-      if (trace) stop = `cycle at ${index.resourceIdOf(parentNode)}`;
+      if (trace) stop = `cycle at ${index.resourceNodes.idOf(parentNode)}`;
       break;
     }
     VISITED[visited++] = parentNode;
-    walked?.push(index.resourceIdOf(parentNode));
+    const named = (depth === 0 ? upPatterns : nodes.patterns(parentNode)) > 0;
+    // The ancestor's id string, made only for what reads it: a permission naming it, an explanation.
+    let parentId = named || walked !== undefined ? nodes.idOf(parentNode) : undefined;
+    walked?.push(parentId as string);
     // A role permission is inherited when its pattern is the ancestor's id.
-    if ((depth === 0 ? upPatterns : nodes.patterns(parentNode)) > 0) {
-      q.p0 = index.resourceIdOf(parentNode);
+    if (named) {
+      q.p0 = parentId;
       q.p1 = undefined;
       q.p2 = undefined;
       for (let k = 0; k < roles.n; k++) {
@@ -462,7 +465,7 @@ function inherit(
         const p = coversWith(index, role, q, decisionsOf(ctx, roleId));
         if (p) {
           const n = trace ? namedCover(index, roleId, q, decisionsOf(ctx, roleId), p) : p;
-          trace?.push({ leg: 'hierarchy', outcome: 'allow', message: `ancestor ${index.resourceIdOf(parentNode)} via ${(walked as string[]).join(' → ')}: role ${roleId} has permission ${n.id} (${n.key})`, detail: { hierarchyPath: [...(walked as string[])], roleId, permissionId: n.id } });
+          trace?.push({ leg: 'hierarchy', outcome: 'allow', message: `ancestor ${parentId} via ${(walked as string[]).join(' → ')}: role ${roleId} has permission ${n.id} (${n.key})`, detail: { hierarchyPath: [...(walked as string[])], roleId, permissionId: n.id } });
           return done(ctx, true, 'inherited');
         }
       }
@@ -473,7 +476,7 @@ function inherit(
     const grants = grantsByResource !== undefined && trace !== undefined ? grantsByResource.get(parentNode) : undefined;
     if (n > 0 || grants !== undefined) {
       q.p0 = '*';
-      q.p1 = index.resourceIdOf(parentNode);
+      q.p1 = parentId ??= nodes.idOf(parentNode);
       q.p2 = nodes.ext(parentNode);
     }
     if (n > 0 && grantCovers(ctx, n, parentNode, q)) return done(ctx, true, 'inherited');
@@ -483,7 +486,7 @@ function inherit(
         const p = roleCovers(index, g.roleId, q, decisionsOf(ctx, g.roleId));
         if (p) {
           const n = trace ? namedCover(index, g.roleId, q, decisionsOf(ctx, g.roleId), p) : p;
-          trace?.push({ leg: 'hierarchy', outcome: 'allow', message: `ancestor ${index.resourceIdOf(parentNode)} via ${(walked as string[]).join(' → ')}: ownership grant ${g.id} (role ${g.roleId}) permission ${n.id} (${n.key})`, detail: { hierarchyPath: [...(walked as string[])], grantId: g.id, roleId: g.roleId, permissionId: n.id } });
+          trace?.push({ leg: 'hierarchy', outcome: 'allow', message: `ancestor ${parentId} via ${(walked as string[]).join(' → ')}: ownership grant ${g.id} (role ${g.roleId}) permission ${n.id} (${n.key})`, detail: { hierarchyPath: [...(walked as string[])], grantId: g.id, roleId: g.roleId, permissionId: n.id } });
           return done(ctx, true, 'inherited');
         }
       }

@@ -86,7 +86,7 @@ export function lookupCandidates(
   const out: ResourceNode[] = [];
   const nodes = index.resourceNodes;
   for (const n of found) if (nodes.exists(n) && (typeKey === undefined || nodes.type(n)?.key === typeKey)) out.push(n);
-  out.sort((a, b) => index.compareResourceIds(a, b));
+  out.sort((a, b) => index.resourceNodes.compareIds(a, b));
   // One node per id: a repeat sits next to its first.
   let kept = 0;
   for (let i = 0; i < out.length; i++) if (kept === 0 || out[i] !== out[kept - 1]) out[kept++] = out[i];
@@ -215,7 +215,7 @@ function addDescendants(index: TenantIndex, roots: readonly ResourceNode[], foun
   for (let depth = 0; depth < MAX_HIERARCHY_DEPTH && level.length > 0; depth++) {
     const next: ResourceNode[] = [];
     for (const parent of level) {
-      const links = index.childLinks(index.resourceIdOf(parent));
+      const links = index.childLinks(index.resourceNodes.idOf(parent));
       if (links === undefined) continue;
       for (const link of bagRows(links)) {
         if (!link.inherit) continue;

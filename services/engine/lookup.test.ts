@@ -134,7 +134,7 @@ describe.each(seeds)('lookupResources equals {r : evaluate(r).allowed} (%s seed 
             const candidates = subject?.row === undefined ? undefined : lookupCandidates(index, subject, index.scopePath(q.scopeId), q.action, q.resourceType);
             const typed = (t.rows.resource ?? []).filter((x) => q.resourceType === undefined || (t.rows.resource_type ?? []).some((y) => y.id === x.resourceTypeId && y.key === q.resourceType)).length;
             if (candidates !== undefined) {
-              const ids = candidates.map((n) => index.resourceIdOf(n));
+              const ids = candidates.map((n) => index.resourceNodes.idOf(n));
               expect(ids, `${where}, candidates in id order`).toEqual([...new Set(ids)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
               expect(want.filter((id) => !ids.includes(id)), `${where}, allowed but not a candidate`).toEqual([]);
             }
@@ -269,7 +269,7 @@ describe.each(seeds)('the id order follows applied revisions (%s seed %i)', (_la
               .filter((x) => key === undefined || types.get(x.resourceTypeId)?.key === key)
               .map((x) => x.id)
               .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-            expect(index.resourcesInIdOrder(key).map((n) => index.resourceIdOf(n)), `${where}, key ${key}`).toEqual(want);
+            expect(index.resourcesInIdOrder(key).map((n) => index.resourceNodes.idOf(n)), `${where}, key ${key}`).toEqual(want);
           }
         };
         // Only some keys asked before the changes: the others are first built after them.
@@ -377,7 +377,7 @@ describe('lookupResources visits only the candidates, one source of an allow at 
   }) as TenantSnapshot;
   const q = { actor: { subjectId: 'subject_s' }, scopeId: 'scope_1', action: 'read', resourceType: 'doc', pageSize: 100 };
   const byEvaluate = (index: TenantIndex, query: Omit<LookupResourcesQuery, 'after' | 'pageSize'>) =>
-    index.resourcesInIdOrder(query.resourceType).filter((n) => evaluate(index, { ...query, resource: { resourceId: index.resourceIdOf(n) } }, options).allowed).map((n) => index.resourceIdOf(n));
+    index.resourcesInIdOrder(query.resourceType).filter((n) => evaluate(index, { ...query, resource: { resourceId: index.resourceNodes.idOf(n) } }, options).allowed).map((n) => index.resourceNodes.idOf(n));
 
   it('lists every source of an allow, visiting the candidates and not the tenant', () => {
     const index = TenantIndex.fromSnapshot(snapshot());

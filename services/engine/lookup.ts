@@ -112,7 +112,7 @@ export function lookupResources(
   const request: EvaluateRequest = { actor, scopeId: query.scopeId, action: query.action, resource: { resourceId: '' }, context: query.context };
   const resourceRef = request.resource as { resourceId: string };
   const resources: ListedResource[] = [];
-  const idOf = (n: ResourceNode) => index.resourceIdOf(n);
+  const idOf = (n: ResourceNode) => index.resourceNodes.idOf(n);
   const start = query.after === undefined ? 0 : firstAfter(nodes, query.after, idOf);
   let i = start;
   const end = Math.min(nodes.length, i + maxVisits);

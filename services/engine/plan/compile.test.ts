@@ -55,10 +55,10 @@ function answers(t: TenantSnapshot, q: Partial<PlanResourcesQuery> = {}, gate: G
   const plan = planResources(index, query, { now: NOW, gate });
   const out: Record<string, boolean | '?'> = {};
   for (const node of index.resourcesInIdOrder('doc')) {
-    const v = evaluateTree(plan.condition, { resource: index.resource(index.resourceIdOf(node)) as Resource, typeKey: 'doc' });
-    const allowed = evaluate(index, { ...query, resource: { resourceId: index.resourceIdOf(node) } }, { now: NOW, gate }).allowed;
-    if (v !== undefined) expect(v, index.resourceIdOf(node)).toBe(allowed);
-    out[index.resourceIdOf(node)] = v ?? '?';
+    const v = evaluateTree(plan.condition, { resource: index.resource(index.resourceNodes.idOf(node)) as Resource, typeKey: 'doc' });
+    const allowed = evaluate(index, { ...query, resource: { resourceId: index.resourceNodes.idOf(node) } }, { now: NOW, gate }).allowed;
+    if (v !== undefined) expect(v, index.resourceNodes.idOf(node)).toBe(allowed);
+    out[index.resourceNodes.idOf(node)] = v ?? '?';
   }
   return { plan, out };
 }

@@ -138,7 +138,7 @@ class Compiler {
     if (this.grants !== undefined) {
       const granted = new Set<number>();
       this.grants.forEachResource((num) => granted.add(num));
-      for (const node of granted) if (this.ofType(node) && this.grantCovers(node)) owned.push(this.index.resourceIdOf(node));
+      for (const node of granted) if (this.ofType(node) && this.grantCovers(node)) owned.push(this.index.resourceNodes.idOf(node));
     }
 
     const gateNode = this.gateCondition(linked, linkedReach);
@@ -181,7 +181,7 @@ class Compiler {
       const typeId = this.index.resourceNodes.type(node)?.id as string;
       let ids = byType.get(typeId);
       if (ids === undefined) byType.set(typeId, (ids = []));
-      ids.push(this.index.resourceIdOf(node));
+      ids.push(this.index.resourceNodes.idOf(node));
     }
     return byType;
   }
@@ -222,7 +222,7 @@ class Compiler {
     for (let depth = 0; depth < MAX_HIERARCHY_DEPTH && level.length > 0; depth++) {
       const next: ResourceNode[] = [];
       for (const parent of level) {
-        for (const link of bagRows(this.index.childLinks(this.index.resourceIdOf(parent)))) {
+        for (const link of bagRows(this.index.childLinks(this.index.resourceNodes.idOf(parent)))) {
           if (!link.inherit || !this.index.resourceNodes.exists(link.child) || seen.has(link.child)) continue;
           seen.add(link.child);
           found.push(link.child);
@@ -232,7 +232,7 @@ class Compiler {
       level = next;
     }
     const out: string[] = [];
-    for (const node of found) if (this.ofType(node) && this.index.resourceNodes.up(node) >= 0 && this.inherits(node)) out.push(this.index.resourceIdOf(node));
+    for (const node of found) if (this.ofType(node) && this.index.resourceNodes.up(node) >= 0 && this.inherits(node)) out.push(this.index.resourceNodes.idOf(node));
     return out;
   }
 
@@ -295,7 +295,7 @@ class Compiler {
       if (!grantRoleUsable(this.index, g.roleId, nodes.owner(on))) continue;
       for (const p of this.permsOf(g.roleId)) {
         const pat = p.resourcePattern;
-        if (pat === '*' || pat === nodes.ext(on) || pat === this.index.resourceIdOf(on)) return true;
+        if (pat === '*' || pat === nodes.ext(on) || pat === this.index.resourceNodes.idOf(on)) return true;
       }
     }
     return false;
@@ -305,7 +305,7 @@ class Compiler {
   private isSource(node: ResourceNode): boolean {
     let v = this.sourceMemo.get(node);
     if (v === undefined) {
-      v = this.patterns.has(this.index.resourceIdOf(node)) || (this.grants !== undefined && this.grantCovers(node));
+      v = this.patterns.has(this.index.resourceNodes.idOf(node)) || (this.grants !== undefined && this.grantCovers(node));
       this.sourceMemo.set(node, v);
     }
     return v;

@@ -100,11 +100,11 @@ function allowedByPlan(index: TenantIndex, gate: GateMode): Set<string> {
   const plan = planResources(index, query, { now: NOW, gate });
   const allowed = new Set<string>();
   for (const node of index.resourcesInIdOrder('doc')) {
-    const byPlan = evaluateTree(plan.condition, { resource: index.resource(index.resourceIdOf(node)) as Resource, typeKey: 'doc' });
-    const byEvaluate = evaluate(index, { ...query, resource: { resourceId: index.resourceIdOf(node) } }, { now: NOW, gate }).allowed;
+    const byPlan = evaluateTree(plan.condition, { resource: index.resource(index.resourceNodes.idOf(node)) as Resource, typeKey: 'doc' });
+    const byEvaluate = evaluate(index, { ...query, resource: { resourceId: index.resourceNodes.idOf(node) } }, { now: NOW, gate }).allowed;
     // A residual is evaluate's to decide.
-    if (byPlan !== undefined) expect(byPlan, `${index.resourceIdOf(node)} under ${gate}`).toBe(byEvaluate);
-    if (byPlan) allowed.add(index.resourceIdOf(node));
+    if (byPlan !== undefined) expect(byPlan, `${index.resourceNodes.idOf(node)} under ${gate}`).toBe(byEvaluate);
+    if (byPlan) allowed.add(index.resourceNodes.idOf(node));
   }
   return allowed;
 }

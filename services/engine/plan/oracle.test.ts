@@ -59,21 +59,21 @@ describe.each(seeds)('the plan equals {r : evaluate(r).allowed} (%s seed %i)', (
             expect(plan.revision).toBe(index.revision);
             const wide = widen(plan.condition);
             for (const node of index.resourcesInIdOrder(query.resourceType)) {
-              const allowed = evaluate(index, { ...query, resource: { resourceId: index.resourceIdOf(node) } }, options).allowed;
-              const row = { resource: index.resource(index.resourceIdOf(node)) as Resource, typeKey: query.resourceType };
+              const allowed = evaluate(index, { ...query, resource: { resourceId: index.resourceNodes.idOf(node) } }, options).allowed;
+              const row = { resource: index.resource(index.resourceNodes.idOf(node)) as Resource, typeKey: query.resourceType };
               const value = evaluateTree(plan.condition, row);
               stats.rows++;
               if (allowed) stats.allowed++;
               if (value !== undefined) {
                 stats.exactRows++;
-                expect(value, `${where}: resource ${index.resourceIdOf(node)} (no residual reached)\n${JSON.stringify(plan.condition)}`).toBe(allowed);
+                expect(value, `${where}: resource ${index.resourceNodes.idOf(node)} (no residual reached)\n${JSON.stringify(plan.condition)}`).toBe(allowed);
               }
               // With residuals decided by evaluate, the plan gives evaluate's answer.
-              expect(value ?? allowed, `${where}: resource ${index.resourceIdOf(node)}`).toBe(allowed);
+              expect(value ?? allowed, `${where}: resource ${index.resourceNodes.idOf(node)}`).toBe(allowed);
               // The SQL's set: a superset of the allowed rows, with none the tree denies.
               const selected = evaluateTree(wide, row);
-              if (allowed) expect(selected, `${where}: resource ${index.resourceIdOf(node)} allowed but not selected`).toBe(true);
-              if (value === false) expect(selected, `${where}: resource ${index.resourceIdOf(node)} denied but selected`).toBe(false);
+              if (allowed) expect(selected, `${where}: resource ${index.resourceNodes.idOf(node)} allowed but not selected`).toBe(true);
+              if (value === false) expect(selected, `${where}: resource ${index.resourceNodes.idOf(node)} denied but selected`).toBe(false);
             }
           }
         }

@@ -143,8 +143,8 @@ describe.skipIf(!process.env.DATABASE_URL)('plans as SQL on postgres', () => {
             const allowed: string[] = [];
             const denied = new Set<string>();
             for (const node of index.resourcesInIdOrder(query.resourceType)) {
-              if (evaluate(index, { ...query, resource: { resourceId: index.resourceIdOf(node) } }, options).allowed) allowed.push(index.resourceIdOf(node));
-              if (evaluateTree(plan.condition, { resource: index.resource(index.resourceIdOf(node)) as Resource, typeKey: query.resourceType }) === false) denied.add(index.resourceIdOf(node));
+              if (evaluate(index, { ...query, resource: { resourceId: index.resourceNodes.idOf(node) } }, options).allowed) allowed.push(index.resourceNodes.idOf(node));
+              if (evaluateTree(plan.condition, { resource: index.resource(index.resourceNodes.idOf(node)) as Resource, typeKey: query.resourceType }) === false) denied.add(index.resourceNodes.idOf(node));
               stats.rows++;
             }
             allowed.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));

@@ -14,7 +14,7 @@ const grantId = (i: number) => (i % 2 === 0 ? `ownership_grant_0192f3a4-0000-700
 const grant = (i: number, resource = `resource_${i % 7}`): OwnershipGrant => ({ id: grantId(i), subjectId: 'subject_s', resourceId: resource, roleId: 'role_r' });
 const ids = (b: ReturnType<SubjectGrants['get']>) => [...bagRows(b)].map((g) => g.id).sort();
 /** Resource number r is `resource_r` (the index's nodes give a set its resource ids). */
-const RESOURCE_IDS = { idOfNum: (num: number) => `resource_${num}` };
+const RESOURCE_IDS = { idOf: (num: number) => `resource_${num}` };
 
 describe('SubjectGrants', () => {
   it('answers the same in array form and map form, through growth, deletes and re-inserts', () => {

@@ -55,7 +55,7 @@ function build(expectedResources: number, changes: readonly Change[], revision: 
 
 /** Ids in the index's listing order, and the same ids sorted as strings. */
 function orders(idx: TenantIndex): [string[], string[]] {
-  const listed = idx.resourcesInIdOrder().map((n) => idx.resourceIdOf(n));
+  const listed = idx.resourcesInIdOrder().map((n) => idx.resourceNodes.idOf(n));
   return [listed, [...listed].sort()];
 }
 

@@ -360,11 +360,6 @@ export class ResourceNodes implements ResourceNodeReads {
     return unpackId(RESOURCE_PREFIX, w[at], w[at + 1], w[at + 2], w[at + 3]);
   }
 
-  /** The resource id of node number `num` (subject-grants.ts's `ResourceIds`). */
-  idOfNum(num: number): string {
-    return this.idOf(num);
-  }
-
   /** Two nodes by resource id (code units), without making the ids when both pack. */
   compareIds(a: ResourceNode, b: ResourceNode): number {
     const keys = this.keys;

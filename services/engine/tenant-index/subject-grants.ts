@@ -15,7 +15,7 @@ const ROLE = 4;
 
 /** Where a grant set finds a resource's id from the number it keeps (`ResourceNodes`). */
 export interface ResourceIds {
-  idOfNum(num: number): string;
+  idOf(num: number): string;
 }
 
 /**
@@ -53,7 +53,7 @@ export class SubjectGrants implements GrantSet {
   }
 
   private row(id: string, resource: number, roleId: string): OwnershipGrant {
-    return { id, subjectId: this.subjectId, resourceId: this.ids.idOfNum(resource), roleId };
+    return { id, subjectId: this.subjectId, resourceId: this.ids.idOf(resource), roleId };
   }
 
   /** The row of the `k`th grant of the arrays. */

@@ -424,16 +424,6 @@ export class TenantIndex {
     return this.resourceTable.word(slot, word);
   }
 
-  /** A resource node's id (made from four words when it is the service's own form: see {@link ResourceNode}). */
-  resourceIdOf(node: ResourceNode): string {
-    return this.nodes.idOf(node);
-  }
-
-  /** Two resource nodes by id (code units), without making the ids when both are the service's own form. */
-  compareResourceIds(a: ResourceNode, b: ResourceNode): number {
-    return this.nodes.compareIds(a, b);
-  }
-
   /** The node in a resource slot (its number, kept in the slot: no read beyond it). */
   resourceNodeAt(slot: number): ResourceNode {
     return this.resourceTable.numAt(slot);

@@ -134,8 +134,10 @@ export type ResourceNode = number;
 
 /** What a check reads about a resource node (`TenantIndex.resourceNodes`). */
 export interface ResourceNodeReads {
-  /** The resource id. */
+  /** The resource id (made from four words when it is the service's own form). */
   idOf(n: ResourceNode): string;
+  /** Two nodes by resource id (code units), without making the ids when both are the service's own form. */
+  compareIds(a: ResourceNode, b: ResourceNode): number;
   /** Whether the resource row exists (its fields are kept by the node; see TenantIndex.resource). */
   exists(n: ResourceNode): boolean;
   /** Slot of the row's resource type (its key is undefined while the type does not exist). */
